@@ -1,0 +1,1 @@
+"""alertsieve: filter astronomical alert streams with Spark Structured Streaming."""

@@ -1,0 +1,160 @@
+"""Fetch Java artifacts (the Kafka broker, Spark's connectors) from Maven Central without Maven.
+
+pyspark already ships Apache Ivy, so we drive it directly: one resolution per artifact set,
+retrieved into a folder of plain jars under the user cache. A manifest written after a successful
+retrieval makes later calls free (no JVM start, no network).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+from alertsieve.paths import cache_dir
+
+KAFKA_VERSION = "4.1.2"
+SPARK_VERSION = "4.1.1"
+SCALA_BINARY = "2.13"
+DELTA_VERSION = "4.4.0"
+
+KAFKA_BROKER = (
+    f"org.apache.kafka:kafka_{SCALA_BINARY}:{KAFKA_VERSION}",
+    # Kafka logs through slf4j 1.x; without a binding the broker's own log would be empty.
+    "org.apache.logging.log4j:log4j-slf4j-impl:2.25.3",
+)
+SPARK_CONNECTORS = (
+    f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}",
+    f"org.apache.spark:spark-avro_{SCALA_BINARY}:{SPARK_VERSION}",
+    f"io.delta:delta-spark_4.1_{SCALA_BINARY}:{DELTA_VERSION}",
+)
+
+
+class JarFetchError(RuntimeError):
+    """Raised when Ivy cannot resolve or download an artifact set."""
+
+
+@dataclass(frozen=True)
+class JarSet:
+    """A resolved set of jars and whether this call had to download them."""
+
+    jars: tuple[Path, ...]
+    downloaded: bool
+    seconds: float
+
+    @property
+    def classpath(self) -> str:
+        return ":".join(str(j) for j in self.jars)
+
+
+def ivy_jar() -> Path:
+    import pyspark
+
+    found = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
+    if not found:
+        raise JarFetchError("pyspark's bundled Ivy jar is missing: reinstall pyspark (make setup)")
+    return found[-1]
+
+
+def java_executable() -> str:
+    """The java binary, preferring JAVA_HOME, as Spark and Kafka's own scripts do."""
+    import os
+
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise JarFetchError(
+            "Java not found: install a Java 17+ runtime (e.g. apt-get install openjdk-17-jre-headless)"
+            " or set JAVA_HOME"
+        )
+    return found
+
+
+def _ivy_module(coordinates: tuple[str, ...]) -> str:
+    deps = []
+    for coord in coordinates:
+        org, name, rev = coord.split(":")
+        deps.append(
+            f"<dependency org={quoteattr(org)} name={quoteattr(name)} rev={quoteattr(rev)}"
+            ' conf="default->default"/>'
+        )
+    return (
+        '<ivy-module version="2.0"><info organisation="alertsieve" module="deps"/>'
+        '<configurations><conf name="default"/></configurations>'
+        f"<dependencies>{''.join(deps)}</dependencies></ivy-module>"
+    )
+
+
+def _provided_by_pyspark() -> set[str]:
+    """Artifact names pyspark already ships: a second copy (often older, e.g. jackson 2.13)
+    on the driver's classpath would shadow Spark's own and break it in odd ways."""
+    import pyspark
+
+    names = set()
+    for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar"):
+        parts = jar.stem.split("-")
+        cut = next((i for i, p in enumerate(parts) if i and p[:1].isdigit()), len(parts))
+        names.add("-".join(parts[:cut]))
+    return names
+
+
+def fetch(
+    coordinates: tuple[str, ...],
+    name: str,
+    refresh: bool = False,
+    skip: frozenset[str] = frozenset(),
+) -> JarSet:
+    """Resolve ``coordinates`` (group:artifact:version) and their runtime dependencies,
+    leaving out the artifacts named in ``skip``.
+
+    The folder is keyed by a hash of the coordinates, so changing a version never mixes jars.
+    """
+    key = hashlib.sha256("\n".join(coordinates).encode()).hexdigest()[:12]
+    target = cache_dir() / "jars" / f"{name}-{key}"
+    manifest = target / "manifest.json"
+    start = time.monotonic()
+    if manifest.exists() and not refresh:
+        jars = tuple(target / j for j in json.loads(manifest.read_text())["jars"])
+        if all(j.exists() for j in jars):
+            return JarSet(jars, downloaded=False, seconds=time.monotonic() - start)
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    ivy_xml = target / "ivy.xml"
+    ivy_xml.write_text(_ivy_module(coordinates))
+    cmd = [
+        java_executable(), "-jar", str(ivy_jar()),
+        "-ivy", str(ivy_xml),
+        "-cache", str(cache_dir() / "ivy-cache"),
+        "-confs", "default",
+        "-retrieve", str(target / "[artifact]/[artifact]-[revision](-[classifier]).[ext]"),
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    for folder in target.glob("*/"):
+        if folder.name in skip:
+            shutil.rmtree(folder)
+    jars = tuple(sorted(target.glob("*/*.jar")))
+    if proc.returncode != 0 or not jars:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise JarFetchError(
+            f"could not fetch {', '.join(coordinates)} from Maven Central (is the network or a"
+            f" proxy reachable? Ivy settings can be given via ~/.ivy2): \n{tail}"
+        )
+    manifest.write_text(
+        json.dumps({"coordinates": coordinates, "jars": [str(j.relative_to(target)) for j in jars]})
+    )
+    return JarSet(jars, downloaded=True, seconds=time.monotonic() - start)
+
+
+def kafka_broker_jars(refresh: bool = False) -> JarSet:
+    return fetch(KAFKA_BROKER, "kafka-broker", refresh)
+
+
+def spark_connector_jars(refresh: bool = False) -> JarSet:
+    return fetch(SPARK_CONNECTORS, "spark-connectors", refresh, frozenset(_provided_by_pyspark()))

@@ -1,0 +1,55 @@
+"""Topic administration: created explicitly (brokers run with auto-create off), so partition
+counts and replication are always a decision, never a default."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def admin(bootstrap: str, extra: dict | None = None) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, **(extra or {})})
+
+
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int = 1,
+    replication: int | None = None,
+    config: dict[str, str] | None = None,
+    extra: dict | None = None,
+) -> bool:
+    """Create ``topic`` if missing; returns False when it already existed.
+
+    ``replication`` defaults to min(3, brokers), the cluster's own durability setting.
+    """
+    client = admin(bootstrap, extra)
+    md = client.list_topics(timeout=10)
+    if topic in md.topics:
+        return False
+    rf = replication or min(3, len(md.brokers))
+    futures = client.create_topics([NewTopic(topic, partitions, rf, config=config or {})])
+    try:
+        futures[topic].result(timeout=30)
+    except KafkaException as e:
+        if "TOPIC_ALREADY_EXISTS" in str(e):
+            return False
+        raise
+    return True
+
+
+def end_offsets(bootstrap: str, topic: str, extra: dict | None = None) -> dict[int, int]:
+    """High-water mark per partition: how many messages each partition holds."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "alertsieve-offsets", **(extra or {})}
+    )
+    try:
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in parts
+        }
+    finally:
+        consumer.close()

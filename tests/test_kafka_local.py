@@ -1,0 +1,121 @@
+"""The embedded Kafka cluster: start, stop, restart with data kept, isolation, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from alertsieve import kafka_local
+from alertsieve.jars import JarFetchError, fetch
+from alertsieve.topics import create_topic, end_offsets
+
+CLI = [sys.executable, "-m", "alertsieve.cli"]
+
+
+def _read_all(bootstrap: str, topic: str, partitions: int) -> list[str]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "t", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values = []
+    while True:
+        msg = consumer.poll(5)
+        if msg is None:
+            break
+        values.append(msg.value().decode())
+    consumer.close()
+    return values
+
+
+def test_restart_keeps_topics_messages_and_ports(tmp_path):
+    cluster = kafka_local.start(tmp_path / "k")
+    try:
+        first_bootstrap = cluster.bootstrap_servers
+        create_topic(first_bootstrap, "kept", partitions=2)
+        producer = Producer({"bootstrap.servers": first_bootstrap, "acks": "all"})
+        for i in range(50):
+            producer.produce("kept", value=f"m{i}".encode())
+        assert producer.flush(30) == 0
+        del producer
+        stopped = kafka_local.stop(tmp_path / "k")
+        assert stopped == [cluster.nodes[0].pid]
+        assert not kafka_local.pid_alive(stopped[0])
+        assert kafka_local.status(tmp_path / "k")["running"] is False
+
+        again = kafka_local.start(tmp_path / "k")
+        assert again.bootstrap_servers == first_bootstrap
+        assert again.cluster_id == cluster.cluster_id
+        assert sum(end_offsets(first_bootstrap, "kept").values()) == 50
+        assert sorted(_read_all(first_bootstrap, "kept", 2)) == sorted(f"m{i}" for i in range(50))
+    finally:
+        kafka_local.stop(tmp_path / "k")
+
+
+def test_clusters_started_by_different_processes_do_not_collide(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    try:
+        outs = [
+            subprocess.run([*CLI, "kafka", "start", "--data-dir", str(d)], capture_output=True,
+                           text=True, timeout=120)
+            for d in dirs
+        ]  # fmt: skip
+        assert [o.returncode for o in outs] == [0, 0], [o.stderr for o in outs]
+        bootstraps = [o.stdout.strip() for o in outs]
+        assert bootstraps[0] != bootstraps[1]
+        for d, b in zip(dirs, bootstraps, strict=True):
+            state = json.loads(
+                subprocess.run([*CLI, "kafka", "status", "--data-dir", str(d)],
+                               capture_output=True, text=True).stdout
+            )  # fmt: skip
+            assert state["running"] is True and state["bootstrap_servers"] == b
+            create_topic(b, "own", partitions=1)
+        # A second start from a running cluster's directory refuses, naming the way out.
+        again = subprocess.run([*CLI, "kafka", "start", "--data-dir", str(dirs[0])],
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert again.returncode == 2
+        assert f"already running from {dirs[0]}" in again.stderr
+        assert "--data-dir" in again.stderr
+    finally:
+        for d in dirs:
+            subprocess.run([*CLI, "kafka", "stop", "--data-dir", str(d)], timeout=60)
+    for d in dirs:
+        assert kafka_local.status(d)["running"] is False
+
+
+def test_taken_port_is_named_in_the_error(tmp_path):
+    with socket.socket() as s:
+        s.bind((kafka_local.HOST, 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(
+            kafka_local.KafkaLocalError, match=f"port {port} on 127.0.0.1 is already in use"
+        ):
+            kafka_local.start(tmp_path / "k", port=port)
+
+
+def test_missing_java_says_how_to_install_it(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = os.path.dirname(sys.executable)  # the venv's python, but no java
+    out = subprocess.run([*CLI, "kafka", "start", "--data-dir", str(tmp_path / "k")],
+                         capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    assert out.returncode == 2
+    assert "Java not found" in out.stderr and "JAVA_HOME" in out.stderr
+
+
+def test_unfetchable_jars_name_the_artifact(tmp_path, monkeypatch):
+    monkeypatch.setenv("ALERTSIEVE_CACHE", str(tmp_path))
+    with pytest.raises(JarFetchError, match="could not fetch org.alertsieve.missing:nothing:0.0.1"):
+        fetch(("org.alertsieve.missing:nothing:0.0.1",), "missing")
+
+
+def test_status_of_an_empty_directory(tmp_path):
+    out = subprocess.run([*CLI, "kafka", "status", "--data-dir", str(tmp_path)],
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 1
+    assert json.loads(out.stdout) == {"data_dir": str(tmp_path), "exists": False, "running": False}

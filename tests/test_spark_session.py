@@ -1,0 +1,85 @@
+"""The session builder: settings precedence, connectors present, spark-submit configured."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from alertsieve import spark as spark_mod
+
+
+def test_caller_settings_win_and_local_sessions_stay_on_loopback(monkeypatch):
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.delenv("ALERTSIEVE_SPARK_MASTER", raising=False)
+    conf = spark_mod.session_conf(conf={"spark.sql.shuffle.partitions": "7"})
+    assert conf["spark.master"] == "local[*]"
+    assert conf["spark.sql.shuffle.partitions"] == "7"
+    assert conf["spark.driver.bindAddress"] == "127.0.0.1"
+    assert "spark-sql-kafka-0-10_2.13-4.1.1.jar" in conf["spark.jars"]
+    assert conf["spark.pyspark.python"] == sys.executable
+
+
+def test_master_from_argument_then_environment(monkeypatch):
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.setenv("ALERTSIEVE_SPARK_MASTER", "local[3]")
+    assert spark_mod.session_conf()["spark.master"] == "local[3]"
+    assert spark_mod.session_conf(master="spark://127.0.0.1:7077")["spark.master"] == (
+        "spark://127.0.0.1:7077"
+    )
+
+
+def test_under_spark_submit_the_submitted_master_and_jars_are_kept(monkeypatch):
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
+    conf = spark_mod.session_conf()
+    assert "spark.master" not in conf and "spark.jars" not in conf
+    assert "spark.driver.bindAddress" not in conf
+
+
+def test_session_has_kafka_avro_and_delta(spark, tmp_path):
+    utils = spark.sparkContext._jvm.org.apache.spark.util.Utils
+    for cls in spark_mod.CONNECTOR_CLASSES.values():
+        assert utils.classIsLoadable(cls), cls
+    spark.range(5).write.format("delta").save(str(tmp_path / "t"))
+    assert spark.read.format("delta").load(str(tmp_path / "t")).count() == 5
+
+
+def _spark_submit(script: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run pyspark's spark-submit as a user would, with this venv first on PATH."""
+    bindir = Path(sys.executable).parent
+    full_env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", **env}
+    return subprocess.run([str(bindir / "spark-submit"), "--master", "local[1]", str(script)],
+                          capture_output=True, text=True, timeout=180, env=full_env)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_spark_submit_finds_the_connectors(tmp_path):
+    """`make setup` wrote spark-defaults.conf, so plain spark-submit loads Kafka/Avro/Delta."""
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from alertsieve.spark import get_session\n"
+        "s = get_session(conf={'spark.ui.enabled': 'false'})\n"
+        "print('MASTER', s.sparkContext.master)\n"
+        "s.stop()\n"
+    )
+    out = _spark_submit(script)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "MASTER local[1]" in out.stdout
+
+
+def test_spark_submit_without_connectors_fails_with_the_fix(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from alertsieve.spark import get_session\nget_session(conf={'spark.ui.enabled': 'false'})\n"
+    )
+    empty_conf = tmp_path / "conf"
+    empty_conf.mkdir()
+    out = _spark_submit(script, SPARK_CONF_DIR=str(empty_conf))
+    assert out.returncode != 0
+    # spark-submit's PythonRunner forwards the Python process's stderr to its stdout.
+    said = out.stdout + out.stderr
+    assert "the Spark connectors for Kafka, Avro, Delta are not on spark-submit's classpath" in said
+    assert f"run `make setup` (it writes {empty_conf / 'spark-defaults.conf'})" in said
