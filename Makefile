@@ -28,6 +28,7 @@ test: setup lint
 	$(BIN)/pytest
 
 lab: setup
+	@mkdir -p notebooks
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser notebooks/
 
 kafka-up: setup

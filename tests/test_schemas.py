@@ -1,0 +1,72 @@
+"""Rubin schema versions, ids, the Confluent wire format and the schema stores."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from alertsieve import schemas
+from alertsieve.schemas import (
+    LocalSchemaStore,
+    SchemaError,
+    WireFormatError,
+    frame,
+    load_rubin_schema,
+    rubin_schema_id,
+    unframe,
+)
+
+
+def test_versions_and_ids_follow_rubins_rule():
+    versions = schemas.rubin_versions()
+    assert "11.1" in versions and "3.0" in versions
+    assert schemas.latest_rubin_version() == versions[-1]
+    assert rubin_schema_id("11.1") == 1101
+    assert rubin_schema_id("7.4") == 704
+    assert load_rubin_schema("11.1").schema_id == 1101
+    assert load_rubin_schema(1101).definition == load_rubin_schema("11.1").definition
+    assert load_rubin_schema("v11_1").name == "lsst.v11_1.alert"
+    assert load_rubin_schema().name == f"lsst.v{versions[-1].replace('.', '_')}.alert"
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        ("12.0", "Rubin alert schema 12.0 is not shipped by lsst-alert-packet; available: 3.0"),
+        ("eleven", "schema version 'eleven' is neither 'MAJOR.MINOR'"),
+        (99, "schema version 99 is neither"),
+    ],
+)
+def test_unknown_versions_name_the_problem(version, message):
+    with pytest.raises(SchemaError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        load_rubin_schema(version)
+
+
+def test_wire_format_header():
+    framed = frame(1101, b"avro-body")
+    assert framed[:5] == b"\x00\x00\x00\x04\x4d"
+    assert unframe(framed) == (1101, b"avro-body")
+    with pytest.raises(WireFormatError, match="magic byte is 0x07, expected 0x00"):
+        unframe(b"\x07" + framed[1:])
+    with pytest.raises(
+        WireFormatError, match="message of 3 bytes is shorter than the 5-byte header"
+    ):
+        unframe(b"\x00\x00\x00")
+
+
+def test_local_store_is_seeded_with_rubin_and_registers_deterministically(tmp_path):
+    store = LocalSchemaStore(tmp_path)
+    assert {rubin_schema_id(v) for v in schemas.rubin_versions()} <= set(store.ids())
+    assert store.get(1101).definition == load_rubin_schema("11.1").definition
+    other = {
+        "type": "record",
+        "name": "ztf.alert",
+        "fields": [{"name": "objectId", "type": "string"}],
+    }
+    first = store.register(other, "ztf-value")
+    again = LocalSchemaStore(tmp_path).register(json.loads(json.dumps(other)), "ztf-value")
+    assert first.schema_id == again.schema_id >= schemas.LOCAL_ID_BASE
+    assert store.get(first.schema_id).definition == other
+    with pytest.raises(SchemaError, match=f"schema id 42 is not in the local store {tmp_path}"):
+        store.get(42)
