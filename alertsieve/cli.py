@@ -47,6 +47,54 @@ def _cmd_kafka(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_conf(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"alertsieve: --kafka-conf expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _cmd_produce(args: argparse.Namespace) -> int:
+    from alertsieve.produce import ProduceConfig, produce
+
+    kafka_conf: dict = _parse_conf(args.kafka_conf)
+    for key, value in (("linger.ms", args.linger_ms), ("batch.size", args.batch_size),
+                       ("compression.type", args.compression)):  # fmt: skip
+        if value is not None:
+            kafka_conf[key] = value
+    summary = produce(
+        ProduceConfig(
+            bootstrap=args.bootstrap,
+            topic=args.topic,
+            visits=args.visits,
+            alerts_per_visit=args.alerts_per_visit,
+            interval_s=args.interval,
+            producers=args.producers,
+            partitions=args.partitions,
+            stamp_size=0 if args.no_stamps else args.stamp_size,
+            max_history=args.history,
+            schema_version=args.schema_version,
+            seed=args.seed,
+            replay=args.replay or [],
+            metrics_path=args.metrics,
+            kafka_conf=kafka_conf,
+            schema_registry=args.schema_registry,
+            schema_dir=args.schema_dir,
+            progress=not args.quiet,
+        )
+    )
+    print(summary.line())
+    if summary.crashed:
+        print(f"producer process(es) {summary.crashed} died before finishing", file=sys.stderr)
+    for report in summary.reports:
+        for err in report.errors:
+            print(f"visit {report.visit} producer {report.producer}: {err}", file=sys.stderr)
+    return 0 if summary.ok else 1
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from alertsieve.demo import run_demo
 
@@ -75,18 +123,61 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.add_argument("--heap", default="512m", help="JVM heap per broker (default 512m)")
     kafka.add_argument("--purge", action="store_true", help="with stop: delete the data too")
 
+    prod = sub.add_parser("produce", help="send simulated visits (or replay Avro files) to Kafka")
+    prod.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
+    prod.add_argument("--topic", required=True)
+    prod.add_argument("--visits", type=int, default=1)
+    prod.add_argument("--alerts-per-visit", type=int, default=10_000)
+    prod.add_argument(
+        "--interval", type=float, default=39.0, help="seconds between visits (0: back to back)"
+    )
+    prod.add_argument(
+        "--producers", type=int, default=1, help="producer processes splitting each visit"
+    )
+    prod.add_argument(
+        "--partitions", type=int, default=4, help="partitions if the topic is created"
+    )
+    prod.add_argument("--no-stamps", action="store_true", help="alerts without FITS cutouts")
+    prod.add_argument(
+        "--stamp-size", type=int, default=84, help="cutout side in pixels (default 84, ~32 KB)"
+    )
+    prod.add_argument("--history", type=int, default=10, help="max previous detections per alert")
+    prod.add_argument("--schema-version", help="Rubin schema, e.g. 11.1 (default: latest shipped)")
+    prod.add_argument("--seed", type=int, default=0)
+    prod.add_argument("--replay", nargs="+", metavar="PATH", help="Avro container files or folders")
+    prod.add_argument("--metrics", help="append per-visit metrics (JSON lines) to this file")
+    prod.add_argument(
+        "--schema-registry", help="Confluent Schema Registry URL (default: local store)"
+    )
+    prod.add_argument("--schema-dir", help="local schema store directory")
+    prod.add_argument("--linger-ms", type=int)
+    prod.add_argument("--batch-size", type=int)
+    prod.add_argument("--compression", choices=["none", "lz4", "zstd", "snappy", "gzip"])
+    prod.add_argument("--kafka-conf", action="append", default=[], metavar="KEY=VALUE",
+                      help="any librdkafka producer setting (repeatable)")  # fmt: skip
+    prod.add_argument("--quiet", action="store_true", help="no progress bar")
+
     sub.add_parser("demo", help="start Kafka, stream a few messages through Spark, stop")
     return parser
 
 
-HANDLERS = {"setup": _cmd_setup, "jars": _cmd_jars, "kafka": _cmd_kafka, "demo": _cmd_demo}
+HANDLERS = {
+    "setup": _cmd_setup,
+    "jars": _cmd_jars,
+    "kafka": _cmd_kafka,
+    "produce": _cmd_produce,
+    "demo": _cmd_demo,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return HANDLERS[args.command](args)
-    except (kafka_local.KafkaLocalError, RuntimeError) as e:
+    except (
+        RuntimeError,
+        ValueError,
+    ) as e:  # our errors: KafkaLocalError, ProduceError, SchemaError, ...
         print(f"alertsieve {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -100,13 +100,19 @@ class AlertSchema:
     def parsed(self) -> Any:
         return fastavro.parse_schema(self.definition, _force=True)
 
-    def encode(self, record: dict) -> bytes:
-        """Schemaless Avro body (no header)."""
-        import io
+    @cached_property
+    def _encoder(self) -> Any:
+        import cavro
 
-        buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, self.parsed, record)
-        return buf.getvalue()
+        return cavro.Schema(self.definition)
+
+    def encode(self, record: dict) -> bytes:
+        """Schemaless Avro body (no header).
+
+        cavro writes the same bytes as fastavro (tests check it on every Rubin version) at about
+        twice the speed, and serialization is what bounds a producer on a small machine.
+        """
+        return self._encoder.binary_encode(record)
 
     def decode(self, body: bytes, reader: AlertSchema | None = None) -> dict:
         import io
