@@ -95,6 +95,14 @@ def _cmd_produce(args: argparse.Namespace) -> int:
     return 0 if summary.ok else 1
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from alertsieve.bench_produce import bench_produce
+
+    result = bench_produce(args.bootstrap, alerts=args.alerts, seeds_alerts=args.seeds_alerts)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from alertsieve.demo import run_demo
 
@@ -157,6 +165,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="any librdkafka producer setting (repeatable)")  # fmt: skip
     prod.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    bench = sub.add_parser("bench", help="benchmarks that print JSON")
+    bench.add_argument("what", choices=["produce"])
+    bench.add_argument("--bootstrap", help="an existing Kafka (default: start an embedded one)")
+    bench.add_argument("--alerts", type=int, default=10_000, help="alerts per run (default 10000)")
+    bench.add_argument("--seeds-alerts", type=int, default=1_000,
+                       help="alerts for the (slow) seeds' way (default 1000)")  # fmt: skip
+
     sub.add_parser("demo", help="start Kafka, stream a few messages through Spark, stop")
     return parser
 
@@ -166,6 +181,7 @@ HANDLERS = {
     "jars": _cmd_jars,
     "kafka": _cmd_kafka,
     "produce": _cmd_produce,
+    "bench": _cmd_bench,
     "demo": _cmd_demo,
 }
 

@@ -183,7 +183,12 @@ logger.state.level = WARN
 
 
 def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A base64 UUID as Kafka makes them, never starting with '-' (the storage tool would read
+    it as an option, as Kafka's own Uuid.randomUuid also avoids)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _plan(data_dir: Path, brokers: int, port: int | None) -> Cluster:

@@ -59,6 +59,21 @@ class ProduceConfig:
     schema_registry: str | None = None
     schema_dir: str | None = None
     progress: bool = True
+    serialize_only: bool = False  # benchmarks: encode everything, send nothing
+
+
+class SerializeOnlySink:
+    """Stands in for the Kafka producer when a benchmark measures serialization alone:
+    every message is 'delivered' at once, so the same code path times only the encoding."""
+
+    def produce(self, topic: str, value: bytes, key: str, on_delivery) -> None:
+        on_delivery(None, None)
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def flush(self, timeout: float = 0) -> int:
+        return 0
 
 
 @dataclass
@@ -266,13 +281,17 @@ def _producer_main(
     """One producer process: prepare each visit ahead of its slot, then send it on time."""
     from confluent_kafka import Producer
 
-    producer = Producer(
-        {
-            "bootstrap.servers": cfg.bootstrap,
-            "client.id": f"alertsieve-producer-{k}",
-            **PRODUCER_DEFAULTS,
-            **cfg.kafka_conf,
-        }
+    producer = (
+        SerializeOnlySink()
+        if cfg.serialize_only
+        else Producer(
+            {
+                "bootstrap.servers": cfg.bootstrap,
+                "client.id": f"alertsieve-producer-{k}",
+                **PRODUCER_DEFAULTS,
+                **cfg.kafka_conf,
+            }
+        )
     )
     flush_timeout = float({**PRODUCER_DEFAULTS, **cfg.kafka_conf}["message.timeout.ms"]) / 1000 + 10
     visits = (
@@ -332,8 +351,9 @@ def produce(cfg: ProduceConfig) -> ProduceSummary:
     if cfg.producers < 1 or cfg.visits < 1 or cfg.alerts_per_visit < 1:
         raise ProduceError("--producers, --visits and --alerts-per-visit must be at least 1")
     schema_ids = _schema_ids(cfg)  # fails early on a bad version or replay file
-    _check_broker(cfg.bootstrap, cfg.kafka_conf)
-    create_topic(cfg.bootstrap, cfg.topic, cfg.partitions, extra=_security(cfg.kafka_conf))
+    if not cfg.serialize_only:
+        _check_broker(cfg.bootstrap, cfg.kafka_conf)
+        create_topic(cfg.bootstrap, cfg.topic, cfg.partitions, extra=_security(cfg.kafka_conf))
     if cfg.replay:
         from alertsieve.replay import read_raw_records
 

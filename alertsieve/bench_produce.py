@@ -1,0 +1,126 @@
+"""`alertsieve bench produce`: producer throughput, ours against the seeds' way, in one run.
+
+Every number comes from the same machine, broker and alerts within one invocation, so the
+ratios hold even when absolute speeds drift between runs.
+"""
+
+from __future__ import annotations
+
+import platform
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+from alertsieve import kafka_local
+from alertsieve.baseline import seeds_way_produce
+from alertsieve.produce import ProduceConfig, produce
+from alertsieve.simulate import AlertSimulator, SimulationConfig
+
+
+def _rate(alerts: int, nbytes: int, seconds: float) -> dict:
+    return {
+        "alerts": alerts,
+        "seconds": round(seconds, 3),
+        "alerts_per_s": round(alerts / seconds, 1),
+        "mb_per_s": round(nbytes / 1e6 / seconds, 1),
+    }
+
+
+def _ours(
+    bootstrap: str, alerts: int, producers: int, stamp_size: int, serialize_only: bool
+) -> dict:
+    summary = produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=f"bench-produce-{uuid.uuid4().hex[:8]}",
+            visits=1,
+            alerts_per_visit=alerts,
+            interval_s=0,
+            producers=producers,
+            stamp_size=stamp_size,
+            progress=False,
+            serialize_only=serialize_only,
+        )
+    )
+    if not summary.ok:
+        raise RuntimeError(f"benchmark run lost alerts: {summary.as_dict()}")
+    (visit_s,) = summary.visit_seconds()
+    row = _rate(summary.acked, summary.bytes, visit_s)
+    row["serialize_s_per_producer"] = [round(r.serialize_s, 3) for r in summary.reports]
+    return row
+
+
+def bench_produce(
+    bootstrap: str | None = None,
+    alerts: int = 10_000,
+    seeds_alerts: int = 1_000,
+    stamp_size: int = 84,
+) -> dict:
+    """Serialization alone and serialize+send+ack, 1 and 2 producers, with and without stamps;
+    the seeds' way on a sample of the same alerts."""
+    workdir = None
+    if bootstrap is None:
+        workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-"))
+        bootstrap = kafka_local.start(workdir / "kafka").bootstrap_servers
+    try:
+        runs = []
+        for stamps in (stamp_size, 0):
+            for producers in (1, 2):
+                for serialize_only in (True, False):
+                    row = _ours(bootstrap, alerts, producers, stamps, serialize_only)
+                    row.update(stamps=bool(stamps), producers=producers,
+                               mode="serialize" if serialize_only else "serialize+send+ack")  # fmt: skip
+                    runs.append(row)
+        seeds = []
+        for stamps in (stamp_size, 0):
+            sim = AlertSimulator(SimulationConfig(stamp_size=stamps, seed=0))
+            sample = list(sim.visit_alerts(0, count=seeds_alerts))
+            for send in (False, True):
+                topic = f"bench-seeds-{uuid.uuid4().hex[:8]}"
+                if send:
+                    from alertsieve.topics import create_topic
+
+                    create_topic(bootstrap, topic, 4)
+                r = seeds_way_produce(bootstrap if send else None, topic, sim.schema, sample)
+                row = _rate(r["alerts"], r["bytes"], r["seconds"])
+                row.update(stamps=bool(stamps), producers=1,
+                           mode="serialize+send+ack" if send else "serialize")  # fmt: skip
+                seeds.append(row)
+
+        def ours_at(stamps: bool, mode: str) -> float:
+            return next(r["alerts_per_s"] for r in runs
+                        if r["stamps"] == stamps and r["mode"] == mode and r["producers"] == 1)  # fmt: skip
+
+        ratios = {
+            f"{mode} {'with' if s['stamps'] else 'without'} stamps": round(
+                ours_at(s["stamps"], mode) / s["alerts_per_s"], 1
+            )
+            for s in seeds
+            for mode in [s["mode"]]
+        }
+        ten_k = next(
+            r for r in runs if r["stamps"] and r["producers"] == 2 and r["mode"] != "serialize"
+        )
+        return {
+            "benchmark": "produce",
+            "machine": {
+                "cores": psutil.cpu_count(),
+                "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+                "python": platform.python_version(),
+                "broker": "embedded, same machine" if workdir else bootstrap,
+            },
+            "alerts_per_run": alerts,
+            "stamp_size_px": stamp_size,
+            "ours": runs,
+            "seeds_way": seeds,
+            "ratio_ours_1_producer_over_seeds_way": ratios,
+            "visit_10k_with_stamps_2_producers_s": ten_k["seconds"] if alerts == 10_000 else None,
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+    finally:
+        if workdir is not None:
+            kafka_local.stop(workdir / "kafka")
+            kafka_local.purge(workdir / "kafka")
