@@ -103,6 +103,43 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_filter(args: argparse.Namespace) -> int:
+    from alertsieve.filtering import parse_sql_flag
+    from alertsieve.stream_job import load_config, run_job
+
+    overrides = {
+        "bootstrap": args.bootstrap,
+        "topic": args.topic,
+        "topic_pattern": args.topic_pattern,
+        "starting_offsets": args.starting_offsets,
+        "max_offsets_per_trigger": args.max_offsets_per_trigger,
+        "trigger_seconds": args.trigger,
+        "available_now": args.available_now or None,
+        "only_filters": args.filters.split(",") if args.filters else None,
+        "filters": [parse_sql_flag(s) for s in args.sql],
+        "sinks": args.sink.split(",") if args.sink else None,
+        "output_prefix": args.output_prefix,
+        "delta_path": args.delta_path,
+        "checkpoint": args.checkpoint,
+        "metrics_path": args.metrics,
+        "master": args.master,
+        "timeout_s": args.timeout,
+        "kafka_conf": _parse_conf(args.kafka_conf) or None,
+    }
+    cfg = load_config(args.config, overrides)
+    print(
+        f"filter stream: {cfg.topic or cfg.topic_pattern} at {cfg.bootstrap} -> {', '.join(cfg.sinks)};"
+        f" {len(cfg.only_filters or cfg.filters)} filter(s); checkpoint {cfg.checkpoint};"
+        f" kafka settings {cfg.masked_kafka_conf()}",
+        flush=True,
+    )
+    written = run_job(cfg)
+    total = sum(line["input_rows"] for line in written)
+    quarantined = sum(line["quarantined_rows"] for line in written)
+    print(f"done: {len(written)} batch(es), {total} alerts, {quarantined} quarantined")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from alertsieve.demo import run_demo
 
@@ -165,6 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="any librdkafka producer setting (repeatable)")  # fmt: skip
     prod.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    filt = sub.add_parser(
+        "filter", help="run the filter stream job (same as jobs/filter_stream.py)"
+    )
+    add_filter_arguments(filt)
+
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
     bench.add_argument("what", choices=["produce"])
     bench.add_argument("--bootstrap", help="an existing Kafka (default: start an embedded one)")
@@ -176,12 +218,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_filter_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default=None, help="job YAML (e.g. conf/filter_stream.yaml)")
+    p.add_argument("--bootstrap")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--topic")
+    src.add_argument("--topic-pattern", help="a regex of topics to read")
+    p.add_argument("--starting-offsets", help="earliest, latest or an ISO-8601 time")
+    p.add_argument("--max-offsets-per-trigger", type=int)
+    p.add_argument("--trigger", type=float, help="seconds between micro-batches (0: back to back)")
+    p.add_argument(
+        "--available-now", action="store_true", help="process what is in the topic, then stop"
+    )
+    p.add_argument("--filters", help="comma-separated names of the filters to run (default: all)")
+    p.add_argument("--sql", action="append", default=[], metavar="NAME=EXPRESSION",
+                   help="an ad-hoc SQL filter (repeatable)")  # fmt: skip
+    p.add_argument("--sink", help="kafka, delta or kafka,delta")
+    p.add_argument("--output-prefix")
+    p.add_argument("--delta-path")
+    p.add_argument("--checkpoint")
+    p.add_argument("--metrics", help="append per-batch metrics (JSON lines) here")
+    p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    p.add_argument("--timeout", type=float, help="stop a continuous run after this many seconds")
+    p.add_argument("--kafka-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="Kafka client setting for source and sinks (repeatable); values env:NAME"
+                   " or file:PATH are read from the environment or a file")  # fmt: skip
+
+
 HANDLERS = {
     "setup": _cmd_setup,
     "jars": _cmd_jars,
     "kafka": _cmd_kafka,
     "produce": _cmd_produce,
     "bench": _cmd_bench,
+    "filter": _cmd_filter,
     "demo": _cmd_demo,
 }
 

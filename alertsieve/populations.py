@@ -225,7 +225,7 @@ def simulate_truth(
         reliability = float(rng.uniform(0.7, 1.0))
         span = 1.0
     elif population == "ordinary":
-        fl = mag_to_flux(rng.uniform(20.5, 23.5)) * rng.choice([-1.0, 1.0], p=[0.3, 0.7])
+        fl = mag_to_flux(rng.uniform(22.0, 24.3)) * rng.choice([-1.0, 1.0], p=[0.3, 0.7])
         flux_at = lambda t: fl * (1 + 0.2 * math.sin(t / 3.0))  # noqa: E731
         span = 365.0
     else:

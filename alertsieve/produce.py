@@ -353,7 +353,13 @@ def produce(cfg: ProduceConfig) -> ProduceSummary:
     schema_ids = _schema_ids(cfg)  # fails early on a bad version or replay file
     if not cfg.serialize_only:
         _check_broker(cfg.bootstrap, cfg.kafka_conf)
-        create_topic(cfg.bootstrap, cfg.topic, cfg.partitions, extra=_security(cfg.kafka_conf))
+        create_topic(
+            cfg.bootstrap,
+            cfg.topic,
+            cfg.partitions,
+            config={"message.timestamp.type": "LogAppendTime"},
+            extra=_security(cfg.kafka_conf),
+        )  # latency is measured from the broker's append time
     if cfg.replay:
         from alertsieve.replay import read_raw_records
 

@@ -171,6 +171,10 @@ class SchemaStore(Protocol):
 
     def register(self, definition: dict, subject: str) -> AlertSchema: ...
 
+    def candidates(self, subject: str) -> list[AlertSchema]:
+        """Writer schemas a topic may carry (what a decoder should be ready for)."""
+        ...
+
 
 class LocalSchemaStore:
     """A directory of ``<id>.avsc`` files, seeded with every Rubin version on first use."""
@@ -193,6 +197,9 @@ class LocalSchemaStore:
             raise SchemaError(f"schema id {schema_id} is not in the local store {self.directory}")
         definition = json.loads(path.read_text())
         return AlertSchema(schema_id, _full_name(definition), definition)
+
+    def candidates(self, subject: str = "") -> list[AlertSchema]:
+        return [self.get(i) for i in self.ids()]
 
     def register(self, definition: dict, subject: str = "") -> AlertSchema:
         definition = _strip_fastavro_keys(definition)
@@ -222,6 +229,10 @@ class RegistrySchemaStore:
             raise SchemaError(f"schema id {schema_id}: {e}") from None
         definition = json.loads(schema.schema_str)
         return AlertSchema(schema_id, _full_name(definition), definition)
+
+    def candidates(self, subject: str) -> list[AlertSchema]:
+        versions = self.client.get_versions(subject)
+        return [self.get(self.client.get_version(subject, v).schema_id) for v in versions]
 
     def register(self, definition: dict, subject: str) -> AlertSchema:
         from confluent_kafka.schema_registry import Schema

@@ -18,6 +18,9 @@ DEFAULTS: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
     # Delta's default of 50 snapshot partitions makes every local streaming commit slow.
     "spark.databricks.delta.snapshotPartitions": "2",
+    # Match tables lead with flat columns (filter, alert id, offsets, times); statistics on
+    # the nested alert behind them cost ~0.3 s per commit and buy no useful data skipping.
+    "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols": "8",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.ui.showConsoleProgress": "false",

@@ -1,0 +1,129 @@
+"""Decode once, in the JVM: Confluent header -> writer schema by id -> ``from_avro`` into one
+reader schema, with a reason for every row that cannot be decoded.
+
+``from_avro`` knows nothing of the 5-byte header, so we cut it off and read the id ourselves.
+Each known writer schema gets its own ``from_avro`` (resolving into the reader schema, Avro's
+schema evolution); a CASE on the id picks the right one per row, so one pass decodes a topic that
+mixes versions. PERMISSIVE mode turns an undecodable body into a null struct instead of failing
+the batch; we turn that null into a quarantine reason rather than letting it pass silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from alertsieve.schemas import AlertSchema
+
+#: Metadata columns the job carries next to the alert's own fields (underscored: never a clash).
+META = {
+    "_topic": "topic",
+    "_partition": "partition",
+    "_offset": "offset",
+    "_timestamp": "timestamp",
+    "_key": "key",
+    "_value": "value",
+}
+
+
+@dataclass(frozen=True)
+class DecodePlan:
+    """What a batch is decoded with: the reader schema and the readable writer schemas by id."""
+
+    reader: AlertSchema
+    writers: Mapping[int, AlertSchema]
+    unreadable: Mapping[int, str]  # id -> why it cannot be read as the reader schema
+    wire_format: str = "confluent"  # or "plain": schemaless Avro of one configured writer schema
+
+
+def readable_as(reader: AlertSchema, writer: AlertSchema) -> str | None:
+    """None when ``writer`` data can be read as ``reader`` (Avro resolution), else why not."""
+    import avro.schema
+    from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
+
+    result = ReaderWriterCompatibilityChecker().get_compatibility(
+        avro.schema.parse(json.dumps(reader.definition)),
+        avro.schema.parse(json.dumps(writer.definition)),
+    )
+    if result.compatibility == SchemaCompatibilityType.compatible:
+        return None
+    first = sorted(result.messages)[0] if result.messages else "incompatible"
+    return f"schema id {writer.schema_id} ({writer.name}) cannot be read as {reader.name}: {first}"
+
+
+def make_plan(
+    reader: AlertSchema, candidates: list[AlertSchema], wire_format: str = "confluent"
+) -> DecodePlan:
+    writers, unreadable = {}, {}
+    for w in candidates:
+        why = None if w.definition == reader.definition else readable_as(reader, w)
+        if why is None:
+            writers[w.schema_id] = w
+        else:
+            unreadable[w.schema_id] = why
+    return DecodePlan(reader, writers, unreadable, wire_format)
+
+
+def decode(raw, plan: DecodePlan, keep: tuple[str, ...] = ()):
+    """Kafka rows -> one row per message: META columns, ``_schema_id``, ``_reason`` (null when
+    decoded) and ``alert`` (the reader-schema struct, null when not); ``keep`` names other
+    columns of ``raw`` to carry along.
+
+    Two projections on purpose: the reason refers to the decoded column, and Spark does not
+    collapse projections when that would evaluate an expensive expression (from_avro) twice.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    value = F.col("value")
+    reader_json = json.dumps(plan.reader.definition)
+
+    def avro_of(body, writer: AlertSchema):
+        options = {"mode": "PERMISSIVE"}
+        if writer.definition != plan.reader.definition:
+            options["avroSchema"] = reader_json
+        return from_avro(body, json.dumps(writer.definition), options)
+
+    size = F.coalesce(F.length(value), F.lit(0))
+    if plan.wire_format == "plain":
+        (writer,) = plan.writers.values()
+        schema_id = F.lit(writer.schema_id)
+        alert = avro_of(value, writer)
+    else:
+        schema_id = F.when(size >= 5, F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long"))
+        body = F.expr("substring(value, 6, length(value) - 5)")
+        alert = F.lit(None)
+        for sid, writer in plan.writers.items():
+            alert = F.when(schema_id == sid, avro_of(body, writer)).otherwise(alert)
+    step = raw.select(
+        *[F.col(src).alias(dst) for dst, src in META.items()],
+        *keep,
+        schema_id.alias("_schema_id"),
+        size.alias("_size"),
+        alert.alias("_decoded"),
+    )
+
+    size, sid, decoded = F.col("_size"), F.col("_schema_id"), F.col("_decoded")
+    reason = F.when(size == 0, F.lit("empty message"))
+    if plan.wire_format == "plain":
+        reason = reason.when(decoded.isNull(), F.lit(f"undecodable Avro body for {writer.name}"))
+    else:
+        magic = F.lower(F.hex(F.substring(F.col("_value"), 1, 1)))
+        reason = reason.when(
+            size < 5, F.format_string("message of %d bytes is shorter than the 5-byte header", size)
+        ).when(magic != "00", F.format_string("magic byte is 0x%s, expected 0x00", magic))
+        for unreadable_id, why in plan.unreadable.items():
+            reason = reason.when(sid == unreadable_id, F.lit(why))
+        known = list(plan.writers)
+        reason = reason.when(
+            ~sid.isin(known) if known else F.lit(True),
+            F.format_string("unknown schema id %d", sid),
+        ).when(decoded.isNull(), F.format_string("undecodable Avro body for schema id %d", sid))
+    return step.select(
+        *META,
+        *keep,
+        "_schema_id",
+        reason.alias("_reason"),
+        F.when(reason.isNull(), decoded).alias("alert"),
+    )

@@ -1,0 +1,439 @@
+"""The filter stream job: Kafka -> decode once -> every filter -> a topic and a Delta table per
+filter, a quarantine for what cannot be decoded, and a metrics line per micro-batch.
+
+Everything after the Kafka read happens in one ``foreachBatch``: the batch is read and decoded
+once into a narrow, cached frame (match flags for every alert; bytes and fields only for the
+alerts that matched or failed), and every output is written from that cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from alertsieve.decode import META, DecodePlan, decode, make_plan
+from alertsieve.filtering import AlertFilter, FilterError, from_config, validate
+from alertsieve.metrics import BatchStats, MetricsLog, latency_from_timestamps, make_listener
+from alertsieve.replay import ID_FIELDS
+from alertsieve.schemas import load_rubin_schema, open_store
+from alertsieve.sinks import headers, kafka_options, write_delta_once, write_kafka
+from alertsieve.topics import create_topic
+
+CUTOUTS = ("cutoutDifference", "cutoutScience", "cutoutTemplate")
+SECRET_WORDS = ("password", "secret", "jaas", "token", "key.pem", "keystore")
+
+
+class ConfigError(ValueError):
+    """A job setting that cannot work, named with its source and the fix."""
+
+
+@dataclass
+class JobConfig:
+    bootstrap: str = "127.0.0.1:9092"
+    topic: str | None = None
+    topic_pattern: str | None = None
+    starting_offsets: str = "earliest"  # earliest | latest | an ISO-8601 time
+    max_offsets_per_trigger: int | None = 20_000
+    trigger_seconds: float = 0.0  # 0: next batch as soon as the last one ends
+    available_now: bool = False  # process what is there now, then stop
+    filters: list[AlertFilter] = field(default_factory=list)
+    only_filters: list[str] | None = None
+    sinks: list[str] = field(default_factory=lambda: ["kafka", "delta"])
+    output_prefix: str = "alertsieve-"
+    output_partitions: int = 4
+    delta_path: str = "data/delta"
+    delta_cutouts: bool = False
+    checkpoint: str = "checkpoints/filter_stream"
+    metrics_path: str | None = None
+    kafka_conf: dict[str, str] = field(default_factory=dict)
+    reader_schema_version: str | None = None  # default: the latest Rubin version
+    wire_format: str = "confluent"  # or "plain" (schemaless Avro of writer_schema_version)
+    writer_schema_version: str | None = None
+    schema_registry: str | None = None
+    schema_dir: str | None = None
+    master: str | None = None
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    timeout_s: float | None = None  # stop a continuous run after this long
+    config_file: str | None = None
+
+    @property
+    def app_id(self) -> str:
+        """Stable across restarts from the same checkpoint: Delta's idempotence key."""
+        digest = hashlib.sha1(str(Path(self.checkpoint).resolve()).encode()).hexdigest()[:12]
+        return f"alertsieve-filter-stream-{digest}"
+
+    @property
+    def quarantine_topic(self) -> str:
+        return f"{self.output_prefix}quarantine"
+
+    def masked_kafka_conf(self) -> dict[str, str]:
+        return {
+            k: ("***" if any(w in k.lower() for w in SECRET_WORDS) else v)
+            for k, v in self.kafka_conf.items()
+        }
+
+
+def resolve_secret(value: str) -> str:
+    """``env:NAME`` and ``file:PATH`` keep credentials out of config files and shell history."""
+    if value.startswith("env:"):
+        name = value[4:]
+        if name not in os.environ:
+            raise ConfigError(f"environment variable {name} (named by {value!r}) is not set")
+        return os.environ[name]
+    if value.startswith("file:"):
+        path = Path(value[5:]).expanduser()
+        if not path.exists():
+            raise ConfigError(f"secret file {path} (named by {value!r}) does not exist")
+        return path.read_text().strip()
+    return value
+
+
+def load_config(path: str | None, overrides: dict[str, Any]) -> JobConfig:
+    """YAML file (if any), then command-line overrides (None means 'not given')."""
+    data: dict[str, Any] = {}
+    if path:
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as e:
+            raise ConfigError(f"cannot read job config {path}: {e}") from None
+    known = {f.name for f in fields(JobConfig)}
+    unknown = set(data) - known
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown setting(s) {sorted(unknown)}; known: {sorted(known - {'config_file'})}"
+        )
+    filters = from_config(data.pop("filters", None) or [], origin=str(path))
+    data.update({k: v for k, v in overrides.items() if v is not None and k != "filters"})
+    filters += overrides.get("filters") or []
+    cfg = JobConfig(**data, filters=filters, config_file=path)
+    cfg.kafka_conf = {str(k): resolve_secret(str(v)) for k, v in cfg.kafka_conf.items()}
+    _check(cfg)
+    return cfg
+
+
+def _check(cfg: JobConfig) -> None:
+    where = cfg.config_file or "the command line"
+    if bool(cfg.topic) == bool(cfg.topic_pattern):
+        raise ConfigError(
+            f"{where}: give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)"
+        )
+    bad = set(cfg.sinks) - {"kafka", "delta"}
+    if bad:
+        raise ConfigError(f"{where}: unknown sink(s) {sorted(bad)}; use kafka and/or delta")
+    if cfg.wire_format not in ("confluent", "plain"):
+        raise ConfigError(
+            f"{where}: wire_format must be 'confluent' or 'plain', not {cfg.wire_format!r}"
+        )
+    if cfg.wire_format == "plain" and not cfg.writer_schema_version:
+        raise ConfigError(f"{where}: wire_format 'plain' needs writer_schema_version (e.g. 11.1)")
+    if cfg.starting_offsets not in ("earliest", "latest"):
+        try:
+            datetime.fromisoformat(cfg.starting_offsets)
+        except ValueError:
+            raise ConfigError(
+                f"{where}: starting_offsets must be earliest, latest or an ISO-8601 time,"
+                f" not {cfg.starting_offsets!r}"
+            ) from None
+
+
+def source_options(cfg: JobConfig) -> dict[str, str]:
+    opts = kafka_options(cfg.bootstrap, cfg.kafka_conf)
+    if cfg.topic:
+        opts["subscribe"] = cfg.topic
+    else:
+        opts["subscribePattern"] = cfg.topic_pattern
+    if cfg.starting_offsets in ("earliest", "latest"):
+        opts["startingOffsets"] = cfg.starting_offsets
+    else:
+        millis = int(datetime.fromisoformat(cfg.starting_offsets).timestamp() * 1000)
+        opts["startingTimestamp"] = str(millis)
+    if cfg.max_offsets_per_trigger:
+        opts["maxOffsetsPerTrigger"] = str(cfg.max_offsets_per_trigger)
+    opts["failOnDataLoss"] = "true"
+    return opts
+
+
+class FilterStream:
+    """One running job: its plan, filters, outputs and metrics."""
+
+    def __init__(self, spark, cfg: JobConfig, console=None):
+        import sys
+
+        self.spark = spark
+        self.cfg = cfg
+        self.store = open_store(cfg.schema_registry, cfg.schema_dir)
+        self.reader = load_rubin_schema(cfg.reader_schema_version)
+        self.plan = self._make_plan()
+        self.filters = self._select_filters()
+        self.metrics = MetricsLog(
+            cfg.metrics_path, console=console if console is not None else sys.stdout
+        )
+        self.id_field = next(
+            (f for f in ID_FIELDS if f in {x["name"] for x in self.reader.definition["fields"]}),
+            None,
+        )
+        self.cutout_fields = [
+            c for c in CUTOUTS if c in {x["name"] for x in self.reader.definition["fields"]}
+        ]
+        validate(self.filters, self._empty_alerts())
+
+    # -- start-up --------------------------------------------------------------------------
+
+    def _make_plan(self) -> DecodePlan:
+        if self.cfg.wire_format == "plain":
+            return make_plan(
+                self.reader, [load_rubin_schema(self.cfg.writer_schema_version)], "plain"
+            )
+        subject = f"{self.cfg.topic or 'alerts'}-value"
+        return make_plan(self.reader, self.store.candidates(subject))
+
+    def _select_filters(self) -> list[AlertFilter]:
+        if not self.cfg.only_filters:
+            return list(self.cfg.filters)
+        by_name = {f.name: f for f in self.cfg.filters}
+        missing = [n for n in self.cfg.only_filters if n not in by_name]
+        if missing:
+            raise FilterError(
+                f"--filters names unknown filter(s) {missing}; known: {sorted(by_name)}"
+            )
+        return [by_name[n] for n in self.cfg.only_filters]
+
+    def _empty_alerts(self):
+        """An empty frame with the decoded alert's columns, to compile filters against."""
+        import json
+
+        from pyspark.sql.avro.functions import from_avro
+
+        empty = self.spark.createDataFrame([], "value binary")
+        return empty.select(
+            from_avro("value", json.dumps(self.reader.definition)).alias("a")
+        ).select("a.*")
+
+    def create_outputs(self) -> None:
+        if "kafka" not in self.cfg.sinks:
+            return
+        extra = self.cfg.kafka_conf
+        for topic in [f.output_topic(self.cfg.output_prefix) for f in self.filters] + [
+            self.cfg.quarantine_topic
+        ]:
+            create_topic(self.cfg.bootstrap, topic, self.cfg.output_partitions, extra=extra)
+
+    # -- one micro-batch -------------------------------------------------------------------
+
+    def process_batch(self, raw, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        t0 = time.time()
+        decoded = decode(raw, self.plan)
+        alert_cols = [f["name"] for f in self.reader.definition["fields"]]
+        flat = decoded.select(
+            *META, "_schema_id", "_reason", *[F.col(f"alert.{c}").alias(c) for c in alert_cols]
+        )
+        ok = F.col("_reason").isNull()
+        flag_names = [f"_m{i}" for i in range(len(self.filters))]
+        flags = [
+            (F.coalesce(f.column(), F.lit(False)) & ok).alias(n)
+            for f, n in zip(self.filters, flag_names, strict=True)
+        ]
+        any_match = F.lit(False)
+        for name in flag_names:
+            any_match = any_match | F.col(name)
+        # The cache holds flags for every alert but bytes only for the few that matched or failed:
+        # caching decoded structs costs more than decoding the matches again for Delta.
+        narrow = (
+            flat.select(*META, "_schema_id", "_reason", *flags)
+            .select(
+                *[c for c in META if c != "_value"],
+                "_schema_id",
+                "_reason",
+                *flag_names,
+                F.when(any_match | ~ok, F.col("_value")).alias("_value"),
+            )
+            .persist()
+        )
+        try:
+            ts = F.unix_micros(F.col("_timestamp")) / 1e6
+            row = narrow.agg(
+                F.count(F.lit(1)).alias("n"),
+                F.sum((~ok).cast("int")).alias("quarantined"),
+                *[F.sum(F.col(n).cast("int")).alias(n) for n in flag_names],
+                F.percentile_approx(ts, [0.01, 0.05, 0.5], 1000).alias("q"),
+                F.min(ts).alias("tmin"),
+            ).collect()[0]
+            matches = {
+                f.name: int(row[n] or 0) for f, n in zip(self.filters, flag_names, strict=True)
+            }
+            quarantined = int(row["quarantined"] or 0)
+            if sum(matches.values()):
+                self._write_matches(narrow, flag_names, batch_id)
+            if quarantined:
+                self._write_quarantine(narrow, batch_id)
+        finally:
+            narrow.unpersist()
+        output_time = time.time()
+        q = row["q"] or [None, None, None]
+        stats = BatchStats(
+            batch_id=batch_id,
+            input_rows=int(row["n"]),
+            decoded_rows=int(row["n"]) - quarantined,
+            quarantined_rows=quarantined,
+            matches=matches,
+            batch_seconds=output_time - t0,
+            output_time=output_time,
+            latency_s=latency_from_timestamps(
+                output_time, {"q01": q[0], "q05": q[1], "q50": q[2], "min": row["tmin"]}
+            ),
+        )
+        self.metrics.add_batch(stats)
+
+    def _write_matches(self, narrow, flag_names: list[str], batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        cfg = self.cfg
+        names = F.array(
+            *[
+                F.when(F.col(n), F.lit(f.name))
+                for f, n in zip(self.filters, flag_names, strict=True)
+            ]
+        )
+        matched = narrow.where(F.array_contains(F.array(*[F.col(n) for n in flag_names]), True))
+        # Decode again only the matched alerts (a few percent), from the bytes kept in the cache.
+        raw_again = matched.select(*[F.col(m).alias(src) for m, src in META.items()], *flag_names)
+        alert = F.col("alert")
+        if not cfg.delta_cutouts and self.cutout_fields:
+            alert = alert.dropFields(*self.cutout_fields)
+        alert_id = F.col(f"alert.{self.id_field}") if self.id_field else F.col("_key")
+        long = decode(raw_again, self.plan, keep=tuple(flag_names)).select(
+            F.explode(F.filter(names, lambda x: x.isNotNull())).alias("filter"),
+            alert_id.cast("string").alias("alert_id"),
+            *META,
+            alert.alias("alert"),
+        )
+        if "kafka" in cfg.sinks:
+            topic = F.lit(None).cast("string")
+            for f in self.filters:
+                topic = F.when(
+                    F.col("filter") == f.name, F.lit(f.output_topic(cfg.output_prefix))
+                ).otherwise(topic)
+            write_kafka(
+                long.select(
+                    F.col("alert_id").alias("key"),
+                    F.col("_value").alias("value"),
+                    topic.alias("topic"),
+                    headers(
+                        filter=F.col("filter"),
+                        source_topic=F.col("_topic"),
+                        source_partition=F.col("_partition"),
+                        source_offset=F.col("_offset"),
+                        kafka_timestamp_ms=F.unix_millis(F.col("_timestamp")),
+                        processed_at_ms=F.unix_millis(F.current_timestamp()),
+                    ).alias("headers"),
+                ),
+                kafka_options(cfg.bootstrap, cfg.kafka_conf),
+            )
+        if "delta" in cfg.sinks:
+            table = long.select(
+                "filter",
+                "alert_id",
+                F.col("_topic").alias("topic"),
+                F.col("_partition").alias("partition"),
+                F.col("_offset").alias("offset"),
+                F.col("_timestamp").alias("kafka_timestamp"),
+                F.lit(batch_id).alias("batch_id"),
+                F.current_timestamp().alias("processed_at"),
+                "alert.*",
+            )
+            write_delta_once(
+                table, str(Path(cfg.delta_path) / "matches"), cfg.app_id, batch_id, "filter"
+            )
+
+    def _write_quarantine(self, narrow, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        cfg = self.cfg
+        bad = narrow.where(F.col("_reason").isNotNull())
+        if "delta" in cfg.sinks:
+            write_delta_once(
+                bad.select(
+                    F.col("_topic").alias("topic"),
+                    F.col("_partition").alias("partition"),
+                    F.col("_offset").alias("offset"),
+                    F.col("_timestamp").alias("kafka_timestamp"),
+                    F.col("_key").alias("key"),
+                    F.col("_value").alias("value"),
+                    F.col("_schema_id").alias("schema_id"),
+                    F.col("_reason").alias("reason"),
+                    F.lit(batch_id).alias("batch_id"),
+                    F.current_timestamp().alias("quarantined_at"),
+                ),
+                str(Path(cfg.delta_path) / "quarantine"),
+                cfg.app_id,
+                batch_id,
+            )
+        if "kafka" in cfg.sinks:
+            write_kafka(
+                bad.select(
+                    F.col("_key").alias("key"),
+                    F.coalesce(F.col("_value"), F.lit(b"")).alias("value"),
+                    F.lit(cfg.quarantine_topic).alias("topic"),
+                    headers(
+                        reason=F.col("_reason"),
+                        source_topic=F.col("_topic"),
+                        source_partition=F.col("_partition"),
+                        source_offset=F.col("_offset"),
+                    ).alias("headers"),
+                ),
+                kafka_options(cfg.bootstrap, cfg.kafka_conf),
+            )
+
+    # -- the query -------------------------------------------------------------------------
+
+    def start(self):
+        cfg = self.cfg
+        raw = self.spark.readStream.format("kafka").options(**source_options(cfg)).load()
+        writer = (
+            raw.writeStream.foreachBatch(self.process_batch)
+            .option("checkpointLocation", cfg.checkpoint)
+            .queryName("alertsieve_filter_stream")
+        )
+        if cfg.available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{cfg.trigger_seconds} seconds")
+        return writer.start()
+
+    def run(self) -> list[dict]:
+        """Run until the input is drained (available-now), the timeout, or Ctrl-C."""
+        self.create_outputs()
+        listener = make_listener(self.metrics)
+        self.spark.streams.addListener(listener)
+        query = self.start()
+        try:
+            if self.cfg.available_now:
+                query.awaitTermination()
+            else:
+                query.awaitTermination(self.cfg.timeout_s)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if query.isActive:
+                query.stop()
+            self.metrics.close()
+            self.spark.streams.removeListener(listener)
+        if query.exception():
+            raise RuntimeError(f"the stream failed: {query.exception()}")
+        return self.metrics.written
+
+
+def run_job(cfg: JobConfig, spark=None, console=None) -> list[dict]:
+    from alertsieve.spark import get_session
+
+    spark = spark or get_session("alertsieve-filter-stream", master=cfg.master, conf=cfg.spark_conf)
+    return FilterStream(spark, cfg, console=console).run()
