@@ -52,6 +52,15 @@ def readable_as(reader: AlertSchema, writer: AlertSchema) -> str | None:
     return f"schema id {writer.schema_id} ({writer.name}) cannot be read as {reader.name}: {first}"
 
 
+def required_fields(schema: AlertSchema) -> list[str]:
+    """Top-level fields that can never be null in a correctly decoded alert."""
+    return [
+        f["name"]
+        for f in schema.definition["fields"]
+        if not (isinstance(f["type"], list) and "null" in f["type"])
+    ]
+
+
 def make_plan(
     reader: AlertSchema, candidates: list[AlertSchema], wire_format: str = "confluent"
 ) -> DecodePlan:
@@ -105,9 +114,14 @@ def decode(raw, plan: DecodePlan, keep: tuple[str, ...] = ()):
     )
 
     size, sid, decoded = F.col("_size"), F.col("_schema_id"), F.col("_decoded")
+    # PERMISSIVE from_avro answers a corrupt body with a struct of nulls, not a null struct:
+    # a field the reader schema declares non-nullable being null is the tell.
+    failed = decoded.isNull()
+    for name in required_fields(plan.reader):
+        failed = failed | decoded[name].isNull()
     reason = F.when(size == 0, F.lit("empty message"))
     if plan.wire_format == "plain":
-        reason = reason.when(decoded.isNull(), F.lit(f"undecodable Avro body for {writer.name}"))
+        reason = reason.when(failed, F.lit(f"undecodable Avro body for {writer.name}"))
     else:
         magic = F.lower(F.hex(F.substring(F.col("_value"), 1, 1)))
         reason = reason.when(
@@ -119,7 +133,7 @@ def decode(raw, plan: DecodePlan, keep: tuple[str, ...] = ()):
         reason = reason.when(
             ~sid.isin(known) if known else F.lit(True),
             F.format_string("unknown schema id %d", sid),
-        ).when(decoded.isNull(), F.format_string("undecodable Avro body for schema id %d", sid))
+        ).when(failed, F.format_string("undecodable Avro body for schema id %d", sid))
     return step.select(
         *META,
         *keep,

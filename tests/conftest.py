@@ -18,7 +18,9 @@ def kafka(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(kafka):
+    """Depends on ``kafka`` only so that it stops first: Spark's cached Kafka producers would
+    otherwise complain about a broker that went away."""
     from alertsieve.spark import get_session
 
     session = get_session(

@@ -9,30 +9,13 @@ import sys
 
 import fastavro
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from kafka_helpers import consume_all
 
 from alertsieve.produce import ProduceConfig, produce
 from alertsieve.schemas import LocalSchemaStore, local_schema_id, unframe
 from alertsieve.simulate import AlertSimulator, SimulationConfig
-from alertsieve.topics import end_offsets
 
 CLI = [sys.executable, "-m", "alertsieve.cli"]
-
-
-def consume_all(bootstrap: str, topic: str) -> list:
-    """Every message of ``topic`` from the beginning (the test's own view, no Spark)."""
-    parts = end_offsets(bootstrap, topic)
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "check", "enable.auto.commit": False}
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-    out, want = [], sum(parts.values())
-    while len(out) < want:
-        msg = consumer.poll(10)
-        assert msg is not None, f"only {len(out)} of {want} messages arrived"
-        out.append(msg)
-    consumer.close()
-    return out
 
 
 def test_simulated_visits_arrive_complete_and_decodable(kafka, topic_name, tmp_path):

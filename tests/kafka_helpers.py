@@ -1,0 +1,23 @@
+"""Reading topics back in tests: the test's own view of Kafka, with no Spark in between."""
+
+from __future__ import annotations
+
+from confluent_kafka import Consumer, TopicPartition
+
+from alertsieve.topics import end_offsets
+
+
+def consume_all(bootstrap: str, topic: str) -> list:
+    """Every message of ``topic`` from the beginning (the test's own view, no Spark)."""
+    parts = end_offsets(bootstrap, topic)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "check", "enable.auto.commit": False}
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+    out, want = [], sum(parts.values())
+    while len(out) < want:
+        msg = consumer.poll(10)
+        assert msg is not None, f"only {len(out)} of {want} messages arrived"
+        out.append(msg)
+    consumer.close()
+    return out
