@@ -19,7 +19,11 @@ from xml.sax.saxutils import quoteattr
 from alertsieve.paths import cache_dir
 
 KAFKA_VERSION = "4.1.2"
-SPARK_VERSION = "4.1.1"
+SPARK_VERSION = "4.1.3"
+#: spark-sql-kafka 4.1.3 fixes SPARK-57438 (the Kafka source fails with a NullPointerException
+#: when a query restarts from a checkpoint after a crash). Spark's other connector modules stop
+#: at 4.1.1 on Maven Central as reachable here, so those few stay at 4.1.1 (same minor version).
+SPARK_AVRO_VERSION = "4.1.1"
 SCALA_BINARY = "2.13"
 DELTA_VERSION = "4.4.0"
 
@@ -30,8 +34,12 @@ KAFKA_BROKER = (
 )
 SPARK_CONNECTORS = (
     f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}",
-    f"org.apache.spark:spark-avro_{SCALA_BINARY}:{SPARK_VERSION}",
+    f"org.apache.spark:spark-avro_{SCALA_BINARY}:{SPARK_AVRO_VERSION}",
     f"io.delta:delta-spark_4.1_{SCALA_BINARY}:{DELTA_VERSION}",
+)
+#: Transitive versions pinned over what the POMs ask for (see SPARK_AVRO_VERSION).
+SPARK_OVERRIDES = (
+    f"org.apache.spark:spark-token-provider-kafka-0-10_{SCALA_BINARY}:{SPARK_AVRO_VERSION}",
 )
 
 
@@ -77,13 +85,18 @@ def java_executable() -> str:
     return found
 
 
-def _ivy_module(coordinates: tuple[str, ...]) -> str:
+def _ivy_module(coordinates: tuple[str, ...], overrides: tuple[str, ...] = ()) -> str:
     deps = []
     for coord in coordinates:
         org, name, rev = coord.split(":")
         deps.append(
             f"<dependency org={quoteattr(org)} name={quoteattr(name)} rev={quoteattr(rev)}"
             ' conf="default->default"/>'
+        )
+    for coord in overrides:
+        org, name, rev = coord.split(":")
+        deps.append(
+            f"<override org={quoteattr(org)} module={quoteattr(name)} rev={quoteattr(rev)}/>"
         )
     return (
         '<ivy-module version="2.0"><info organisation="alertsieve" module="deps"/>'
@@ -110,13 +123,14 @@ def fetch(
     name: str,
     refresh: bool = False,
     skip: frozenset[str] = frozenset(),
+    overrides: tuple[str, ...] = (),
 ) -> JarSet:
     """Resolve ``coordinates`` (group:artifact:version) and their runtime dependencies,
-    leaving out the artifacts named in ``skip``.
+    leaving out the artifacts named in ``skip`` and pinning transitive ones to ``overrides``.
 
     The folder is keyed by a hash of the coordinates, so changing a version never mixes jars.
     """
-    key = hashlib.sha256("\n".join(coordinates).encode()).hexdigest()[:12]
+    key = hashlib.sha256("\n".join(coordinates + overrides).encode()).hexdigest()[:12]
     target = cache_dir() / "jars" / f"{name}-{key}"
     manifest = target / "manifest.json"
     start = time.monotonic()
@@ -127,7 +141,7 @@ def fetch(
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     ivy_xml = target / "ivy.xml"
-    ivy_xml.write_text(_ivy_module(coordinates))
+    ivy_xml.write_text(_ivy_module(coordinates, overrides))
     cmd = [
         java_executable(), "-jar", str(ivy_jar()),
         "-ivy", str(ivy_xml),
@@ -142,6 +156,7 @@ def fetch(
     jars = tuple(sorted(target.glob("*/*.jar")))
     if proc.returncode != 0 or not jars:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        shutil.rmtree(target, ignore_errors=True)
         raise JarFetchError(
             f"could not fetch {', '.join(coordinates)} from Maven Central (is the network or a"
             f" proxy reachable? Ivy settings can be given via ~/.ivy2): \n{tail}"
@@ -157,4 +172,10 @@ def kafka_broker_jars(refresh: bool = False) -> JarSet:
 
 
 def spark_connector_jars(refresh: bool = False) -> JarSet:
-    return fetch(SPARK_CONNECTORS, "spark-connectors", refresh, frozenset(_provided_by_pyspark()))
+    return fetch(
+        SPARK_CONNECTORS,
+        "spark-connectors",
+        refresh,
+        frozenset(_provided_by_pyspark()),
+        SPARK_OVERRIDES,
+    )
