@@ -13,7 +13,6 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -21,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from alertsieve.jars import JarFetchError, java_executable, kafka_broker_jars
+from alertsieve.localhost import HOST, free_port, pid_alive, port_free
 from alertsieve.paths import cache_dir
 
-HOST = "127.0.0.1"
 STATE_FILE = "cluster.json"
 MIN_JAVA = 17
 
@@ -76,43 +75,6 @@ class Cluster:
 
 def default_data_dir() -> Path:
     return cache_dir() / "kafka"
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port(taken: set[int]) -> int:
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((HOST, 0))
-            port = s.getsockname()[1]
-        if port not in taken:
-            taken.add(port)
-            return port
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (our own exited child not yet reaped) still answers signal 0.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def _check_java() -> str:
@@ -197,15 +159,15 @@ def _plan(data_dir: Path, brokers: int, port: int | None) -> Cluster:
     for i in range(brokers):
         if port is not None:
             p = port + i
-            if not _port_free(p):
+            if not port_free(p):
                 raise KafkaLocalError(
                     f"port {p} on {HOST} is already in use: choose another with --port,"
                     " or omit --port to pick a free one"
                 )
             taken.add(p)
         else:
-            p = _free_port(taken)
-        nodes.append(Node(node_id=i + 1, port=p, controller_port=_free_port(taken)))
+            p = free_port(taken)
+        nodes.append(Node(node_id=i + 1, port=p, controller_port=free_port(taken)))
     return Cluster(data_dir, _new_cluster_id(), nodes)
 
 
@@ -300,7 +262,7 @@ def start(
     else:
         for n in cluster.nodes:
             for p in (n.port, n.controller_port):
-                if not _port_free(p):
+                if not port_free(p):
                     raise KafkaLocalError(
                         f"port {p}, recorded for broker {n.node_id} in {data_dir}, is taken by"
                         " another process: free it, or use another --data-dir"
