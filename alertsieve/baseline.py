@@ -43,3 +43,64 @@ def seeds_way_produce(
         producer.flush(120)
     seconds = time.perf_counter() - start
     return {"alerts": len(alerts), "bytes": nbytes, "seconds": seconds}
+
+
+def _consumer(bootstrap: str, topic: str):
+    from confluent_kafka import Consumer, TopicPartition
+
+    from alertsieve.topics import end_offsets
+
+    ends = end_offsets(bootstrap, topic)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"alertsieve-baseline-{time.time_ns()}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 64 * 1024 * 1024,
+            "max.partition.fetch.bytes": 16 * 1024 * 1024,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+    return consumer, sum(ends.values())
+
+
+def plain_consume(bootstrap: str, topic: str, limit: int | None = None) -> dict:
+    """The ceiling: a consumer that only reads the bytes, nothing else."""
+    consumer, total = _consumer(bootstrap, topic)
+    want = min(total, limit or total)
+    n = nbytes = 0
+    start = time.perf_counter()
+    while n < want:
+        for msg in consumer.consume(1000, timeout=5):
+            if msg.error() is None:
+                n += 1
+                nbytes += len(msg.value() or b"")
+    seconds = time.perf_counter() - start
+    consumer.close()
+    return {"alerts": n, "bytes": nbytes, "seconds": seconds}
+
+
+def seeds_way_consume(
+    bootstrap: str, topic: str, store, tests: list, limit: int | None = None
+) -> dict:
+    """The DMTN-028 testbed's consumer: decode each alert in Python, run each filter on it."""
+    from alertsieve.schemas import unframe
+
+    consumer, total = _consumer(bootstrap, topic)
+    want = min(total, limit or total)
+    schemas: dict[int, AlertSchema] = {}
+    n = nbytes = matched = 0
+    start = time.perf_counter()
+    while n < want:
+        for msg in consumer.consume(100, timeout=5):
+            if msg.error() is not None:
+                continue
+            n += 1
+            nbytes += len(msg.value())
+            schema_id, body = unframe(msg.value())
+            schema = schemas.get(schema_id) or schemas.setdefault(schema_id, store.get(schema_id))
+            alert = schema.decode(body)
+            matched += sum(1 for test in tests if test(alert))
+    seconds = time.perf_counter() - start
+    consumer.close()
+    return {"alerts": n, "bytes": nbytes, "seconds": seconds, "matches": matched}

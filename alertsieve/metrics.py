@@ -6,6 +6,7 @@ Fields of a ``batch`` line:
   {filter: message} (filters that failed in this batch), batch_seconds (our foreachBatch wall
   time), rows_per_s (input_rows / batch_seconds), latency_s {p50, p95, p99, max} (output time
   minus Kafka append time, over every input alert of the batch), output_time (unix seconds),
+  phases_s {read_decode_filter, kafka_out, delta_out, quarantine} (seconds per step),
   spark {durationMs: {...}, numInputRows, inputRowsPerSecond, processedRowsPerSecond} when
   Spark's progress report arrived, and written_at.
 """
@@ -31,6 +32,7 @@ class BatchStats:
     batch_seconds: float
     output_time: float
     latency_s: dict[str, float | None]
+    phases_s: dict[str, float] = field(default_factory=dict)
     filter_errors: dict[str, str] = field(default_factory=dict)
     kind: str = "batch"
 

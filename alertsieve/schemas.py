@@ -247,6 +247,14 @@ def open_store(registry_url: str | None = None, directory: Path | str | None = N
     return RegistrySchemaStore(registry_url) if registry_url else LocalSchemaStore(directory)
 
 
+def without_fields(schema: AlertSchema, names: tuple[str, ...]) -> AlertSchema:
+    """A reader schema that skips ``names`` (top-level fields): Avro resolution drops them
+    while decoding, so they cost neither copies nor memory."""
+    definition = dict(schema.definition)
+    definition["fields"] = [f for f in definition["fields"] if f["name"] not in names]
+    return AlertSchema(schema.schema_id, schema.name, definition)
+
+
 def _full_name(definition: dict) -> str:
     name = definition.get("name", "")
     namespace = definition.get("namespace")

@@ -22,6 +22,9 @@ DEFAULTS: dict[str, str] = {
     # the nested alert behind them cost ~0.3 s per commit and buy no useful data skipping.
     "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols": "8",
     "spark.sql.session.timeZone": "UTC",
+    # Cached batches hold forwarded alert bytes (~100 KB each): Spark's default of 10,000 rows
+    # per in-memory column batch would be a gigabyte on the heap at once.
+    "spark.sql.inMemoryColumnarStorage.batchSize": "256",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
     # Workers must run the same interpreter (and so the same installed alertsieve) as the driver.
@@ -31,6 +34,7 @@ DEFAULTS: dict[str, str] = {
 
 #: Only for sessions we launch ourselves: keep every Spark port on loopback.
 LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.driver.memory": "3g",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
 }

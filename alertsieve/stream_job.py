@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from alertsieve.decode import META, DecodePlan, decode, make_plan
 from alertsieve.filtering import AlertFilter, FilterError, from_config, validate
 from alertsieve.metrics import BatchStats, MetricsLog, latency_from_timestamps, make_listener
 from alertsieve.replay import ID_FIELDS
-from alertsieve.schemas import load_rubin_schema, open_store
+from alertsieve.schemas import AlertSchema, load_rubin_schema, open_store, without_fields
 from alertsieve.sinks import headers, kafka_options, write_delta_once, write_kafka
 from alertsieve.topics import create_topic
 
@@ -157,11 +158,23 @@ def source_options(cfg: JobConfig) -> dict[str, str]:
     if cfg.max_offsets_per_trigger:
         opts["maxOffsetsPerTrigger"] = str(cfg.max_offsets_per_trigger)
     opts["failOnDataLoss"] = "true"
+    # ~100 KB alerts: the client's 1 MB per-partition fetch would mean ten alerts a round trip.
+    opts.setdefault("kafka.max.partition.fetch.bytes", str(16 * 1024 * 1024))
+    opts.setdefault("kafka.fetch.max.bytes", str(64 * 1024 * 1024))
     return opts
 
 
 class FilterStream:
     """One running job: its plan, filters, outputs and metrics."""
+
+    @contextmanager
+    def _phase(self, name: str):
+        """Time a step of the current batch (read+decode+filter, each sink) for the metrics."""
+        start = time.time()
+        try:
+            yield
+        finally:
+            self._phases[name] = round(self._phases.get(name, 0.0) + time.time() - start, 3)
 
     def __init__(self, spark, cfg: JobConfig, console=None):
         import sys
@@ -170,7 +183,11 @@ class FilterStream:
         self.cfg = cfg
         self.store = open_store(cfg.schema_registry, cfg.schema_dir)
         self.reader = load_rubin_schema(cfg.reader_schema_version)
-        self.plan = self._make_plan()
+        # Filters read everything but the cutouts: Avro resolution then skips ~100 KB of image
+        # bytes per alert instead of copying them into every row.
+        self.slim_reader = without_fields(self.reader, CUTOUTS)
+        self.plan = self._make_plan(self.slim_reader)
+        self.output_plan = self._make_plan(self.reader) if cfg.delta_cutouts else self.plan
         self.filters = self._select_filters()
         self.metrics = MetricsLog(
             cfg.metrics_path, console=console if console is not None else sys.stdout
@@ -179,20 +196,15 @@ class FilterStream:
             (f for f in ID_FIELDS if f in {x["name"] for x in self.reader.definition["fields"]}),
             None,
         )
-        self.cutout_fields = [
-            c for c in CUTOUTS if c in {x["name"] for x in self.reader.definition["fields"]}
-        ]
         validate(self.filters, self._empty_alerts())
 
     # -- start-up --------------------------------------------------------------------------
 
-    def _make_plan(self) -> DecodePlan:
+    def _make_plan(self, reader: AlertSchema) -> DecodePlan:
         if self.cfg.wire_format == "plain":
-            return make_plan(
-                self.reader, [load_rubin_schema(self.cfg.writer_schema_version)], "plain"
-            )
+            return make_plan(reader, [load_rubin_schema(self.cfg.writer_schema_version)], "plain")
         subject = f"{self.cfg.topic or 'alerts'}-value"
-        return make_plan(self.reader, self.store.candidates(subject))
+        return make_plan(reader, self.store.candidates(subject))
 
     def _select_filters(self) -> list[AlertFilter]:
         if not self.cfg.only_filters:
@@ -213,7 +225,7 @@ class FilterStream:
 
         empty = self.spark.createDataFrame([], "value binary")
         return empty.select(
-            from_avro("value", json.dumps(self.reader.definition)).alias("a")
+            from_avro("value", json.dumps(self.slim_reader.definition)).alias("a")
         ).select("a.*")
 
     def create_outputs(self) -> None:
@@ -231,8 +243,9 @@ class FilterStream:
         from pyspark.sql import functions as F
 
         t0 = time.time()
+        self._phases: dict[str, float] = {}
         decoded = decode(raw, self.plan)
-        alert_cols = [f["name"] for f in self.reader.definition["fields"]]
+        alert_cols = self.slim_reader.field_names()
         flat = decoded.select(
             *META, "_schema_id", "_reason", *[F.col(f"alert.{c}").alias(c) for c in alert_cols]
         )
@@ -259,14 +272,8 @@ class FilterStream:
             .persist()
         )
         try:
-            ts = F.unix_micros(F.col("_timestamp")) / 1e6
-            row = narrow.agg(
-                F.count(F.lit(1)).alias("n"),
-                F.sum((~ok).cast("int")).alias("quarantined"),
-                *[F.sum(F.col(n).cast("int")).alias(n) for n in flag_names],
-                F.percentile_approx(ts, [0.01, 0.05, 0.5], 1000).alias("q"),
-                F.min(ts).alias("tmin"),
-            ).collect()[0]
+            with self._phase("read_decode_filter"):
+                row = self._count(narrow, ok, flag_names)
             matches = {
                 f.name: int(row[n] or 0) for f, n in zip(self.filters, flag_names, strict=True)
             }
@@ -274,7 +281,8 @@ class FilterStream:
             if sum(matches.values()):
                 self._write_matches(narrow, flag_names, batch_id)
             if quarantined:
-                self._write_quarantine(narrow, batch_id)
+                with self._phase("quarantine"):
+                    self._write_quarantine(narrow, batch_id)
         finally:
             narrow.unpersist()
         output_time = time.time()
@@ -287,11 +295,26 @@ class FilterStream:
             matches=matches,
             batch_seconds=output_time - t0,
             output_time=output_time,
+            phases_s=self._phases,
             latency_s=latency_from_timestamps(
                 output_time, {"q01": q[0], "q05": q[1], "q50": q[2], "min": row["tmin"]}
             ),
         )
         self.metrics.add_batch(stats)
+
+    @staticmethod
+    def _count(narrow, ok, flag_names: list[str]):
+        """One pass over the batch: it fills the cache and counts what the metrics need."""
+        from pyspark.sql import functions as F
+
+        ts = F.unix_micros(F.col("_timestamp")) / 1e6
+        return narrow.agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum((~ok).cast("int")).alias("quarantined"),
+            *[F.sum(F.col(n).cast("int")).alias(n) for n in flag_names],
+            F.percentile_approx(ts, [0.01, 0.05, 0.5], 1000).alias("q"),
+            F.min(ts).alias("tmin"),
+        ).collect()[0]
 
     def _write_matches(self, narrow, flag_names: list[str], batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -306,15 +329,12 @@ class FilterStream:
         matched = narrow.where(F.array_contains(F.array(*[F.col(n) for n in flag_names]), True))
         # Decode again only the matched alerts (a few percent), from the bytes kept in the cache.
         raw_again = matched.select(*[F.col(m).alias(src) for m, src in META.items()], *flag_names)
-        alert = F.col("alert")
-        if not cfg.delta_cutouts and self.cutout_fields:
-            alert = alert.dropFields(*self.cutout_fields)
         alert_id = F.col(f"alert.{self.id_field}") if self.id_field else F.col("_key")
-        long = decode(raw_again, self.plan, keep=tuple(flag_names)).select(
+        long = decode(raw_again, self.output_plan, keep=tuple(flag_names)).select(
             F.explode(F.filter(names, lambda x: x.isNotNull())).alias("filter"),
             alert_id.cast("string").alias("alert_id"),
             *META,
-            alert.alias("alert"),
+            "alert",
         )
         if "kafka" in cfg.sinks:
             topic = F.lit(None).cast("string")
@@ -322,22 +342,23 @@ class FilterStream:
                 topic = F.when(
                     F.col("filter") == f.name, F.lit(f.output_topic(cfg.output_prefix))
                 ).otherwise(topic)
-            write_kafka(
-                long.select(
-                    F.col("alert_id").alias("key"),
-                    F.col("_value").alias("value"),
-                    topic.alias("topic"),
-                    headers(
-                        filter=F.col("filter"),
-                        source_topic=F.col("_topic"),
-                        source_partition=F.col("_partition"),
-                        source_offset=F.col("_offset"),
-                        kafka_timestamp_ms=F.unix_millis(F.col("_timestamp")),
-                        processed_at_ms=F.unix_millis(F.current_timestamp()),
-                    ).alias("headers"),
-                ),
-                kafka_options(cfg.bootstrap, cfg.kafka_conf),
-            )
+            with self._phase("kafka_out"):
+                write_kafka(
+                    long.select(
+                        F.col("alert_id").alias("key"),
+                        F.col("_value").alias("value"),
+                        topic.alias("topic"),
+                        headers(
+                            filter=F.col("filter"),
+                            source_topic=F.col("_topic"),
+                            source_partition=F.col("_partition"),
+                            source_offset=F.col("_offset"),
+                            kafka_timestamp_ms=F.unix_millis(F.col("_timestamp")),
+                            processed_at_ms=F.unix_millis(F.current_timestamp()),
+                        ).alias("headers"),
+                    ),
+                    kafka_options(cfg.bootstrap, cfg.kafka_conf),
+                )
         if "delta" in cfg.sinks:
             table = long.select(
                 "filter",
@@ -350,9 +371,10 @@ class FilterStream:
                 F.current_timestamp().alias("processed_at"),
                 "alert.*",
             )
-            write_delta_once(
-                table, str(Path(cfg.delta_path) / "matches"), cfg.app_id, batch_id, "filter"
-            )
+            with self._phase("delta_out"):
+                write_delta_once(
+                    table, str(Path(cfg.delta_path) / "matches"), cfg.app_id, batch_id, "filter"
+                )
 
     def _write_quarantine(self, narrow, batch_id: int) -> None:
         from pyspark.sql import functions as F

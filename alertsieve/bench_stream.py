@@ -1,0 +1,220 @@
+"""`alertsieve bench stream`: the filter job's throughput on a pre-filled topic, with 1, 10 and 50
+SQL filters, against two baselines measured in the same run on the same topic:
+(a) the ceiling, a plain consumer that only reads the bytes, and (b) the seeds' way, a Python
+consumer that decodes each alert with fastavro and runs the filters in Python.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from statistics import median
+
+import psutil
+
+from alertsieve import kafka_local
+from alertsieve.baseline import plain_consume, seeds_way_consume
+from alertsieve.filtering import AlertFilter
+from alertsieve.produce import ProduceConfig, produce
+from alertsieve.schemas import LocalSchemaStore
+from alertsieve.stream_job import JobConfig, run_job
+
+Cut = tuple[str, str, object]  # (field path, op, value or "{t}")
+
+#: Broker-like filters, each a conjunction of cuts with one threshold to vary; most select a
+#: few percent of the simulated stream, as real filters do. (name, cuts, thresholds)
+TEMPLATES: list[tuple[str, list[Cut], list[float]]] = [
+    ("snr", [("diaSource.snr", ">", "{t}")], [150, 200, 400, 800, 1200]),
+    (
+        "reliable_bright",
+        [("diaSource.reliability", ">", "{t}"), ("diaSource.snr", ">", 100)],
+        [0.9, 0.93, 0.95, 0.97, 0.98],
+    ),
+    ("flux", [("diaSource.psfFlux", ">", "{t}")], [5e4, 1e5, 2e5, 5e5, 1e6]),
+    (
+        "history_bright",
+        [("diaObject.nDiaSources", ">", "{t}"), ("diaSource.snr", ">", 100)],
+        [1, 3, 5, 7, 9],
+    ),
+    (
+        "moving",
+        [("ssSource", "not_null", None), ("diaSource.snr", ">", "{t}")],
+        [5, 10, 20, 40, 80],
+    ),
+    ("template", [("diaSource.templateFlux", ">", "{t}")], [1e5, 2e5, 3e5, 4e5, 5e5]),
+    ("science", [("diaSource.scienceFlux", ">", "{t}")], [2e5, 4e5, 8e5, 1.4e6, 2.4e6]),
+    (
+        "new_bright",
+        [("prvDiaSources", "empty", None), ("diaSource.snr", ">", "{t}")],
+        [20, 50, 100, 200, 400],
+    ),
+    (
+        "extended",
+        [("diaSource.extendedness", ">", "{t}"), ("diaSource.snr", ">", 50)],
+        [0.9, 0.95, 0.97, 0.99, 0.995],
+    ),
+    ("bogus", [("diaSource.reliability", "<", "{t}")], [0.05, 0.1, 0.15, 0.2, 0.25]),
+]
+
+
+def _value(alert: dict, path: str):
+    value = alert
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _sql(cuts: list[Cut], t: float) -> str:
+    parts = []
+    for path, op, v in cuts:
+        v = t if v == "{t}" else v
+        if op == "not_null":
+            parts.append(f"{path} IS NOT NULL")
+        elif op == "empty":
+            parts.append(f"size({path}) = 0")
+        else:
+            parts.append(f"{path} {op} {v}")
+    return " AND ".join(parts)
+
+
+def _python(cuts: list[Cut], t: float) -> Callable[[dict], bool]:
+    def test(alert: dict) -> bool:
+        for path, op, v in cuts:
+            v = t if v == "{t}" else v
+            x = _value(alert, path)
+            if op == "not_null":
+                ok = x is not None
+            elif op == "empty":
+                ok = x is not None and len(x) == 0
+            else:
+                ok = x is not None and (x > v if op == ">" else x < v)
+            if not ok:
+                return False
+        return True
+
+    return test
+
+
+def bench_filters(n: int) -> tuple[list[AlertFilter], list[Callable[[dict], bool]]]:
+    """``n`` filters cycling through the templates and their thresholds (50 distinct cuts),
+    as SQL for the job and as plain Python for the seeds' way."""
+    filters, tests = [], []
+    for i in range(n):
+        name, cuts, thresholds = TEMPLATES[i % len(TEMPLATES)]
+        t = thresholds[(i // len(TEMPLATES)) % len(thresholds)]
+        filters.append(AlertFilter(name=f"{name}_{i}", sql=_sql(cuts, t)))
+        tests.append(_python(cuts, t))
+    return filters, tests
+
+
+def _rate(alerts: int, nbytes: int, seconds: float) -> dict:
+    return {
+        "alerts": alerts,
+        "seconds": round(seconds, 3),
+        "alerts_per_s": round(alerts / seconds, 1) if seconds else None,
+        "mb_per_s": round(nbytes / 1e6 / seconds, 1) if seconds else None,
+    }
+
+
+def bench_stream(
+    bootstrap: str | None = None,
+    visits: int = 3,
+    alerts_per_visit: int = 10_000,
+    filter_counts: tuple[int, ...] = (1, 10, 50),
+    batch: int = 10_000,
+    seeds_alerts: int = 3_000,
+) -> dict:
+    workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-stream-"))
+    own_broker = bootstrap is None
+    if own_broker:
+        bootstrap = kafka_local.start(workdir / "kafka").bootstrap_servers
+    try:
+        topic = f"bench-stream-{uuid.uuid4().hex[:8]}"
+        store_dir = workdir / "schemas"
+        produced = produce(
+            ProduceConfig(bootstrap=bootstrap, topic=topic, visits=visits, alerts_per_visit=alerts_per_visit,
+                          interval_s=0, producers=2, partitions=4, progress=False, schema_dir=str(store_dir))
+        )  # fmt: skip
+        if not produced.ok:
+            raise RuntimeError(f"filling the topic lost alerts: {produced.as_dict()}")
+        mean_kb = produced.bytes / produced.acked / 1e3
+
+        plain = plain_consume(bootstrap, topic)
+        ten, ten_tests = bench_filters(10)
+        seeds = seeds_way_consume(
+            bootstrap, topic, LocalSchemaStore(store_dir), ten_tests, limit=seeds_alerts
+        )
+
+        from alertsieve.spark import get_session
+
+        spark = get_session("alertsieve-bench-stream", conf={"spark.ui.enabled": "false"})
+        runs = []
+        for n in filter_counts:
+            filters, _ = bench_filters(n)
+            run_dir = workdir / f"job-{n}"
+            cfg = JobConfig(
+                bootstrap=bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
+                filters=filters, output_prefix=f"{topic}-{n}-", delta_path=str(run_dir / "delta"),
+                checkpoint=str(run_dir / "ckpt"), schema_dir=str(store_dir),
+            )  # fmt: skip
+            start = time.perf_counter()
+            lines = run_job(cfg, spark=spark, console=sys.stderr)
+            wall = time.perf_counter() - start
+            total = sum(b["input_rows"] for b in lines)
+            steady = lines[1:] or lines  # the first batch pays for JIT and table creation
+            steady_rows = sum(b["input_rows"] for b in steady)
+            steady_s = sum(b["batch_seconds"] for b in steady)
+            runs.append({
+                "filters": n,
+                "batches": len(lines),
+                "alerts": total,
+                "wall_s": round(wall, 2),
+                "steady_alerts_per_s": round(steady_rows / steady_s, 1),
+                "steady_mb_per_s": round(steady_rows * mean_kb / 1e3 / steady_s, 1),
+                "batch_seconds": [b["batch_seconds"] for b in lines],
+                "median_batch_s": round(median(b["batch_seconds"] for b in lines), 2),
+                "matches": sum(sum(b["matches"].values()) for b in lines),
+                "spark_add_batch_ms": [b.get("spark", {}).get("durationMs", {}).get("addBatch") for b in lines],
+            })  # fmt: skip
+        spark.stop()
+        ceiling = plain["alerts"] / plain["seconds"]
+        seeds_rate = seeds["alerts"] / seeds["seconds"]
+        ten_run = next((r for r in runs if r["filters"] == 10), runs[0])
+        return {
+            "benchmark": "stream",
+            "machine": {
+                "cores": psutil.cpu_count(),
+                "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+                "broker": "embedded, same machine" if own_broker else bootstrap,
+            },  # fmt: skip
+            "topic": {
+                "alerts": produced.acked,
+                "partitions": 4,
+                "mean_alert_kb": round(mean_kb, 1),
+                "visits": visits,
+                "alerts_per_visit": alerts_per_visit,
+            },  # fmt: skip
+            "max_offsets_per_trigger": batch,
+            "ceiling_plain_consumer": _rate(plain["alerts"], plain["bytes"], plain["seconds"]),
+            "seeds_way_fastavro_python_10_filters": _rate(
+                seeds["alerts"], seeds["bytes"], seeds["seconds"]
+            ),
+            "ours": runs,
+            "ratio_ours_10_filters_over_ceiling": round(
+                ten_run["steady_alerts_per_s"] / ceiling, 2
+            ),
+            "ratio_ours_10_filters_over_seeds_way": round(
+                ten_run["steady_alerts_per_s"] / seeds_rate, 2
+            ),
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+    finally:
+        if own_broker:
+            kafka_local.stop(workdir / "kafka")
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
