@@ -226,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="alerts for the (slow) seeds' way (default 1000)")  # fmt: skip
     bench.add_argument("--visits", type=int, default=3, help="stream: visits in the topic")
     bench.add_argument("--filter-counts", default="1,10,50", help="stream: filter counts to run")
-    bench.add_argument("--batch", type=int, default=10_000, help="stream: max offsets per trigger")
+    bench.add_argument("--batch", type=int, default=20_000, help="stream: max offsets per trigger")
 
     sub.add_parser("demo", help="embedded Kafka, two simulated visits, the filter job, a summary")
     return parser

@@ -74,6 +74,27 @@ def make_plan(
     return DecodePlan(reader, writers, unreadable, wire_format)
 
 
+def framed(definition: dict) -> dict:
+    """The writer schema with the 5-byte Confluent header as two leading fixed fields.
+
+    Avro writes a fixed field as its raw bytes, so a framed message *is* a valid encoding of this
+    record: ``from_avro`` can read the whole Kafka value, and we avoid copying ~100 KB per alert
+    into a header-less substring. The reader schema does not have these fields, so Avro
+    resolution skips them.
+    """
+    header = [
+        {
+            "name": "_confluent_magic",
+            "type": {"type": "fixed", "name": "alertsieve_magic", "size": 1},
+        },
+        {
+            "name": "_confluent_schema_id",
+            "type": {"type": "fixed", "name": "alertsieve_schema_id", "size": 4},
+        },
+    ]
+    return {**definition, "fields": header + list(definition["fields"])}
+
+
 def decode(raw, plan: DecodePlan, keep: tuple[str, ...] = ()):
     """Kafka rows -> one row per message: META columns, ``_schema_id``, ``_reason`` (null when
     decoded) and ``alert`` (the reader-schema struct, null when not); ``keep`` names other
@@ -88,23 +109,24 @@ def decode(raw, plan: DecodePlan, keep: tuple[str, ...] = ()):
     value = F.col("value")
     reader_json = json.dumps(plan.reader.definition)
 
-    def avro_of(body, writer: AlertSchema):
+    def avro_of(body, writer_definition: dict):
         options = {"mode": "PERMISSIVE"}
-        if writer.definition != plan.reader.definition:
+        if writer_definition != plan.reader.definition:
             options["avroSchema"] = reader_json
-        return from_avro(body, json.dumps(writer.definition), options)
+        return from_avro(body, json.dumps(writer_definition), options)
 
     size = F.coalesce(F.length(value), F.lit(0))
     if plan.wire_format == "plain":
         (writer,) = plan.writers.values()
         schema_id = F.lit(writer.schema_id)
-        alert = avro_of(value, writer)
+        alert = avro_of(value, writer.definition)
     else:
         schema_id = F.when(size >= 5, F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long"))
-        body = F.expr("substring(value, 6, length(value) - 5)")
         alert = F.lit(None)
         for sid, writer in plan.writers.items():
-            alert = F.when(schema_id == sid, avro_of(body, writer)).otherwise(alert)
+            alert = F.when(schema_id == sid, avro_of(value, framed(writer.definition))).otherwise(
+                alert
+            )
     step = raw.select(
         *[F.col(src).alias(dst) for dst, src in META.items()],
         *keep,

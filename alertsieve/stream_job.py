@@ -261,12 +261,13 @@ class FilterStream:
         # The cache holds flags for every alert but bytes only for the few that matched or failed:
         # caching decoded structs costs more than decoding the matches again for Delta.
         narrow = (
-            flat.select(*META, "_schema_id", "_reason", *flags)
+            flat.select(*META, "_schema_id", "_reason", self._alert_id().alias("_alert_id"), *flags)
             .select(
                 *[c for c in META if c != "_value"],
                 "_schema_id",
                 "_reason",
                 *flag_names,
+                "_alert_id",
                 F.when(any_match | ~ok, F.col("_value")).alias("_value"),
             )
             .persist()
@@ -302,6 +303,11 @@ class FilterStream:
         )
         self.metrics.add_batch(stats)
 
+    def _alert_id(self):
+        from pyspark.sql import functions as F
+
+        return (F.col(self.id_field) if self.id_field else F.col("_key")).cast("string")
+
     @staticmethod
     def _count(narrow, ok, flag_names: list[str]):
         """One pass over the batch: it fills the cache and counts what the metrics need."""
@@ -327,14 +333,10 @@ class FilterStream:
             ]
         )
         matched = narrow.where(F.array_contains(F.array(*[F.col(n) for n in flag_names]), True))
-        # Decode again only the matched alerts (a few percent), from the bytes kept in the cache.
-        raw_again = matched.select(*[F.col(m).alias(src) for m, src in META.items()], *flag_names)
-        alert_id = F.col(f"alert.{self.id_field}") if self.id_field else F.col("_key")
-        long = decode(raw_again, self.output_plan, keep=tuple(flag_names)).select(
-            F.explode(F.filter(names, lambda x: x.isNotNull())).alias("filter"),
-            alert_id.cast("string").alias("alert_id"),
-            *META,
-            "alert",
+        matched_filters = F.filter(names, lambda x: x.isNotNull())
+        # Kafka forwards the cached bytes as they are: no decoding at all.
+        long = matched.select(
+            F.explode(matched_filters).alias("filter"), F.col("_alert_id").alias("alert_id"), *META
         )
         if "kafka" in cfg.sinks:
             topic = F.lit(None).cast("string")
@@ -360,9 +362,14 @@ class FilterStream:
                     kafka_options(cfg.bootstrap, cfg.kafka_conf),
                 )
         if "delta" in cfg.sinks:
-            table = long.select(
-                "filter",
-                "alert_id",
+            # One row per matched alert, with the filters it passed: an alert is stored once
+            # however many filters want it. Only these few percent are decoded a second time.
+            raw_again = matched.select(
+                *[F.col(m).alias(src) for m, src in META.items()], "_alert_id", *flag_names
+            )
+            table = decode(raw_again, self.output_plan, keep=("_alert_id", *flag_names)).select(
+                matched_filters.alias("filters"),
+                F.col("_alert_id").alias("alert_id"),
                 F.col("_topic").alias("topic"),
                 F.col("_partition").alias("partition"),
                 F.col("_offset").alias("offset"),
@@ -372,9 +379,7 @@ class FilterStream:
                 "alert.*",
             )
             with self._phase("delta_out"):
-                write_delta_once(
-                    table, str(Path(cfg.delta_path) / "matches"), cfg.app_id, batch_id, "filter"
-                )
+                write_delta_once(table, str(Path(cfg.delta_path) / "matches"), cfg.app_id, batch_id)
 
     def _write_quarantine(self, narrow, batch_id: int) -> None:
         from pyspark.sql import functions as F
