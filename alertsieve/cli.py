@@ -110,6 +110,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             filter_counts=tuple(int(x) for x in args.filter_counts.split(",")),
             batch=args.batch,
             seeds_alerts=args.seeds_alerts,
+            live_visits=args.live_visits,
+            live_interval_s=args.live_interval,
         )
     print(json.dumps(result, indent=2))
     return 0
@@ -227,6 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--visits", type=int, default=3, help="stream: visits in the topic")
     bench.add_argument("--filter-counts", default="1,10,50", help="stream: filter counts to run")
     bench.add_argument("--batch", type=int, default=20_000, help="stream: max offsets per trigger")
+    bench.add_argument("--live-visits", type=int, default=3,
+                       help="stream: visits produced at the cadence while the job runs (0: skip)")  # fmt: skip
+    bench.add_argument(
+        "--live-interval", type=float, default=39.0, help="stream: cadence in seconds"
+    )
 
     sub.add_parser("demo", help="embedded Kafka, two simulated visits, the filter job, a summary")
     return parser

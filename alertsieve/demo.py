@@ -60,7 +60,7 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
         quarantined = sum(line["quarantined_rows"] for line in lines)
         for name, n in totals.items():
             print(
-                f"Filter   : {name:<20} {n:>5} matches -> topic {cfg.output_prefix}{name}, Delta matches/filter={name}"
+                f"Filter   : {name:<16} {n:>5} matches -> topic {cfg.output_prefix}{name} and Delta 'matches'"
             )
         from pyspark.sql import SparkSession
 

@@ -7,7 +7,8 @@ Fields of a ``batch`` line:
   time), rows_per_s (input_rows / batch_seconds), latency_s {p50, p95, p99, max} (output time
   minus Kafka append time, over every input alert of the batch), output_time (unix seconds),
   phases_s {read_decode_filter, kafka_out, delta_out, quarantine} (seconds per step),
-  spark {durationMs: {...}, numInputRows, inputRowsPerSecond, processedRowsPerSecond} when
+  spark {durationMs: {...}, numInputRows, inputRowsPerSecond, processedRowsPerSecond,
+  endOffset {topic: {partition: offset}}} when
   Spark's progress report arrived, and written_at.
 """
 
@@ -131,6 +132,22 @@ class MetricsLog:
             if self.path:
                 with open(self.path, "a") as f:
                     f.write(json.dumps(line) + "\n")
+
+
+def _end_offsets(progress: dict) -> dict[str, dict[str, int]]:
+    """{topic: {partition: next offset}} the batch read up to, from Spark's progress report."""
+    out: dict[str, dict[str, int]] = {}
+    for source in progress.get("sources", []):
+        end = source.get("endOffset")
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except ValueError:
+                continue
+        if isinstance(end, dict):
+            for topic, parts in end.items():
+                out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
+    return out
 
 
 def make_listener(log: MetricsLog):

@@ -1,0 +1,132 @@
+"""Job configuration and filter checks fail at start-up, naming the file, the field and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from alertsieve.filtering import AlertFilter, FilterError, parse_sql_flag, validate
+from alertsieve.stream_job import (
+    ConfigError,
+    JobConfig,
+    load_config,
+    resolve_secret,
+    source_options,
+)
+
+
+def _yaml(tmp_path, text: str) -> str:
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_yaml_then_flags(tmp_path):
+    path = _yaml(
+        tmp_path,
+        "topic: alerts\nmax_offsets_per_trigger: 500\nfilters:\n  - name: a\n    sql: diaSource.snr > 5\n",
+    )
+    cfg = load_config(
+        path,
+        {
+            "bootstrap": "h:1",
+            "max_offsets_per_trigger": 900,
+            "filters": [parse_sql_flag("b=diaSource.snr > 9")],
+        },
+    )
+    assert (cfg.topic, cfg.bootstrap, cfg.max_offsets_per_trigger) == ("alerts", "h:1", 900)
+    assert [(f.name, f.sql, f.origin) for f in cfg.filters] == [
+        ("a", "diaSource.snr > 5", f"{path} (filters[0])"),
+        ("b", "diaSource.snr > 9", "--sql b"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("topic: a\nmax_offset: 3\n", "unknown setting(s) ['max_offset']"),
+        ("topic: a\nsinks: [kafka, s3]\n", "unknown sink(s) ['s3']; use kafka and/or delta"),
+        (
+            "bootstrap: x\n",
+            "give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)",
+        ),
+        (
+            "topic: a\nwire_format: plain\n",
+            "wire_format 'plain' needs writer_schema_version (e.g. 11.1)",
+        ),
+        (
+            "topic: a\nstarting_offsets: yesterday\n",
+            "starting_offsets must be earliest, latest or an ISO-8601 time",
+        ),
+        ("topic: a\nfilters:\n  - name: x\n", "(filters[0]): a filter needs 'name' and 'sql'"),
+    ],
+)
+def test_bad_settings_name_file_and_fix(tmp_path, text, message):
+    path = _yaml(tmp_path, text)
+    with pytest.raises((ConfigError, FilterError)) as err:
+        load_config(path, {})
+    assert path in str(err.value) and message in str(err.value)
+
+
+def test_secrets_come_from_environment_or_file_and_are_masked(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAFKA_PW", "s3cret")
+    (tmp_path / "jaas").write_text("jaas-line\n")
+    assert resolve_secret("env:KAFKA_PW") == "s3cret"
+    assert resolve_secret(f"file:{tmp_path / 'jaas'}") == "jaas-line"
+    with pytest.raises(ConfigError, match="environment variable NOPE"):
+        resolve_secret("env:NOPE")
+    cfg = JobConfig(
+        topic="a", kafka_conf={"sasl.password": "s3cret", "security.protocol": "SASL_SSL"}
+    )
+    assert cfg.masked_kafka_conf() == {"sasl.password": "***", "security.protocol": "SASL_SSL"}
+    opts = source_options(cfg)
+    assert opts["kafka.sasl.password"] == "s3cret" and opts["kafka.security.protocol"] == "SASL_SSL"
+
+
+def test_starting_offsets_from_a_time():
+    opts = source_options(JobConfig(topic="a", starting_offsets="2026-11-22T00:00:00+00:00"))
+    assert opts["startingTimestamp"] == "1795305600000" and "startingOffsets" not in opts
+
+
+def test_sql_flag_needs_name_and_expression():
+    with pytest.raises(FilterError, match="expected NAME=EXPRESSION"):
+        parse_sql_flag("just-an-expression")
+
+
+def _empty_alerts(spark):
+    import json
+
+    from pyspark.sql.avro.functions import from_avro
+
+    from alertsieve.schemas import load_rubin_schema
+
+    empty = spark.createDataFrame([], "value binary")
+    return empty.select(
+        from_avro("value", json.dumps(load_rubin_schema().definition)).alias("a")
+    ).select("a.*")
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("diaSource.snrr > 5", "filter 'f' (f.yaml (filters[0])): [FIELD_NOT_FOUND]"),
+        ("diaSource.snr >", "filter 'f' (f.yaml (filters[0])): [PARSE_SYNTAX_ERROR]"),
+        ("diaSource.snr * 2", "the expression is double, not boolean; write a condition such as"),
+    ],
+)
+def test_bad_filters_fail_before_the_stream(spark, sql, message):
+    with pytest.raises(FilterError) as err:
+        validate(
+            [AlertFilter(name="f", sql=sql, origin="f.yaml (filters[0])")], _empty_alerts(spark)
+        )
+    assert message in str(err.value)
+
+
+def test_filter_names_are_checked(spark):
+    alerts = _empty_alerts(spark)
+    with pytest.raises(FilterError, match="is defined twice: a.yaml and b.yaml"):
+        validate(
+            [AlertFilter("x", "true", origin="a.yaml"), AlertFilter("x", "true", origin="b.yaml")],
+            alerts,
+        )
+    with pytest.raises(FilterError, match="names are letters, digits"):
+        validate([AlertFilter("bad name!", "true")], alerts)
