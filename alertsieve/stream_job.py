@@ -161,6 +161,7 @@ def source_options(cfg: JobConfig) -> dict[str, str]:
     # ~100 KB alerts: the client's 1 MB per-partition fetch would mean ten alerts a round trip.
     opts.setdefault("kafka.max.partition.fetch.bytes", str(16 * 1024 * 1024))
     opts.setdefault("kafka.fetch.max.bytes", str(64 * 1024 * 1024))
+    opts.setdefault("kafka.receive.buffer.bytes", str(8 * 1024 * 1024))  # Java's default: 64 KB
     return opts
 
 

@@ -31,7 +31,8 @@ def _outputs(spark, kafka, out) -> dict:
     quarantine = spark.read.format("delta").load(str(out / "delta" / "quarantine"))
     return {
         "delta": sorted(
-            (r["filter"], r["alert_id"]) for r in matches.select("filter", "alert_id").collect()
+            (sorted(r["filters"]), r["alert_id"])
+            for r in matches.select("filters", "alert_id").collect()
         ),
         "quarantine": sorted(
             (r["offset"], r["reason"]) for r in quarantine.select("offset", "reason").collect()
