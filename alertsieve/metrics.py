@@ -2,14 +2,17 @@
 (durations), one JSON object per line, plus one readable console line per batch.
 
 Fields of a ``batch`` line:
-  batch_id, input_rows, decoded_rows, quarantined_rows, matches {filter: n}, filter_errors
-  {filter: message} (filters that failed in this batch), batch_seconds (our foreachBatch wall
-  time), rows_per_s (input_rows / batch_seconds), latency_s {p50, p95, p99, max} (output time
-  minus Kafka append time, over every input alert of the batch), output_time (unix seconds),
-  phases_s {read_decode_filter, kafka_out, delta_out, quarantine} (seconds per step),
-  spark {durationMs: {...}, numInputRows, inputRowsPerSecond, processedRowsPerSecond,
-  endOffset {topic: {partition: offset}}} when
-  Spark's progress report arrived, and written_at.
+  batch_id, input_rows, decoded_rows, quarantined_rows, matches {filter: n};
+  filter_errors {filter: message} (filters that failed in this batch);
+  batch_seconds (our foreachBatch wall time), rows_per_s (input_rows / batch_seconds);
+  latency_s {p50, p95, p99, max}: publication time minus Kafka append time, over every input
+  alert of the batch; latency_basis: "kafka_out" (publication = the Kafka fan-out finished; the
+  Delta archive commits after it) or "batch_end" (no Kafka sink, or nothing matched);
+  output_time (unix seconds, end of the batch);
+  phases_s {read_decode_filter, kafka_out, delta_out, quarantine} (seconds per step);
+  spark {durationMs {...}, numInputRows, inputRowsPerSecond, processedRowsPerSecond,
+  endOffset {topic: {partition: next offset}}} once Spark's progress report arrived;
+  written_at (unix seconds).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class BatchStats:
     batch_seconds: float
     output_time: float
     latency_s: dict[str, float | None]
+    latency_basis: str = "batch_end"
     phases_s: dict[str, float] = field(default_factory=dict)
     filter_errors: dict[str, str] = field(default_factory=dict)
     kind: str = "batch"
@@ -126,6 +130,7 @@ class MetricsLog:
                     "processedRowsPerSecond",
                 )
             }
+            line["spark"]["endOffset"] = _end_offsets(progress)
         line["written_at"] = round(time.time(), 3)
         with self._lock:
             self.written.append(line)

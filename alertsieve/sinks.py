@@ -33,16 +33,14 @@ def write_kafka(rows, options: Mapping[str, str]) -> None:
     rows.write.format("kafka").options(**options).save()
 
 
-def write_delta_once(
-    rows, path: str, app_id: str, batch_id: int, partition_by: str | None = None
-) -> None:
-    writer = (
-        rows.write.format("delta")
+def write_delta_once(rows, path: str, app_id: str, batch_id: int) -> None:
+    """Append ``rows`` once per (app_id, batch_id), as one file: matches are a few percent of a
+    batch, and a Parquet writer for a Rubin alert (~400 leaf columns) is costly to open."""
+    (
+        rows.coalesce(1)
+        .write.format("delta")
         .mode("append")
         .option("txnAppId", app_id)
         .option("txnVersion", batch_id)
-        .option("mergeSchema", "true")
+        .save(path)
     )
-    if partition_by:
-        writer = writer.partitionBy(partition_by)
-    writer.save(path)

@@ -165,6 +165,18 @@ def source_options(cfg: JobConfig) -> dict[str, str]:
     return opts
 
 
+def source_columns() -> list:
+    """Where an alert came from, as output tables name it."""
+    from pyspark.sql import functions as F
+
+    return [
+        F.col("_topic").alias("topic"),
+        F.col("_partition").alias("partition"),
+        F.col("_offset").alias("offset"),
+        F.col("_timestamp").alias("kafka_timestamp"),
+    ]
+
+
 class FilterStream:
     """One running job: its plan, filters, outputs and metrics."""
 
@@ -245,6 +257,7 @@ class FilterStream:
 
         t0 = time.time()
         self._phases: dict[str, float] = {}
+        self._published_at: float | None = None
         decoded = decode(raw, self.plan)
         alert_cols = self.slim_reader.field_names()
         flat = decoded.select(
@@ -288,6 +301,9 @@ class FilterStream:
         finally:
             narrow.unpersist()
         output_time = time.time()
+        # Latency is what a subscriber sees: alerts are out once the Kafka fan-out is done
+        # (the Delta archive commits after it); without a Kafka sink, at the end of the batch.
+        published = self._published_at or output_time
         q = row["q"] or [None, None, None]
         stats = BatchStats(
             batch_id=batch_id,
@@ -298,8 +314,9 @@ class FilterStream:
             batch_seconds=output_time - t0,
             output_time=output_time,
             phases_s=self._phases,
+            latency_basis="kafka_out" if self._published_at else "batch_end",
             latency_s=latency_from_timestamps(
-                output_time, {"q01": q[0], "q05": q[1], "q50": q[2], "min": row["tmin"]}
+                published, {"q01": q[0], "q05": q[1], "q50": q[2], "min": row["tmin"]}
             ),
         )
         self.metrics.add_batch(stats)
@@ -362,6 +379,7 @@ class FilterStream:
                     ),
                     kafka_options(cfg.bootstrap, cfg.kafka_conf),
                 )
+            self._published_at = time.time()
         if "delta" in cfg.sinks:
             # One row per matched alert, with the filters it passed: an alert is stored once
             # however many filters want it. Only these few percent are decoded a second time.
@@ -371,10 +389,7 @@ class FilterStream:
             table = decode(raw_again, self.output_plan, keep=("_alert_id", *flag_names)).select(
                 matched_filters.alias("filters"),
                 F.col("_alert_id").alias("alert_id"),
-                F.col("_topic").alias("topic"),
-                F.col("_partition").alias("partition"),
-                F.col("_offset").alias("offset"),
-                F.col("_timestamp").alias("kafka_timestamp"),
+                *source_columns(),
                 F.lit(batch_id).alias("batch_id"),
                 F.current_timestamp().alias("processed_at"),
                 "alert.*",
@@ -390,10 +405,7 @@ class FilterStream:
         if "delta" in cfg.sinks:
             write_delta_once(
                 bad.select(
-                    F.col("_topic").alias("topic"),
-                    F.col("_partition").alias("partition"),
-                    F.col("_offset").alias("offset"),
-                    F.col("_timestamp").alias("kafka_timestamp"),
+                    *source_columns(),
                     F.col("_key").alias("key"),
                     F.col("_value").alias("value"),
                     F.col("_schema_id").alias("schema_id"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 
-from alertsieve.kafka_source import read_kafka_stream
+from alertsieve.stream_job import JobConfig, source_options
 from alertsieve.topics import create_topic, end_offsets
 
 
@@ -22,7 +22,15 @@ def test_thousand_messages_four_partitions_each_read_exactly_once(
     assert all(n > 0 for n in per_partition.values())  # the keys really spread over partitions
 
     query = (
-        read_kafka_stream(spark, kafka.bootstrap_servers, topic_name, max_offsets_per_trigger=300)
+        spark.readStream.format("kafka")
+        .options(
+            **source_options(
+                JobConfig(
+                    bootstrap=kafka.bootstrap_servers, topic=topic_name, max_offsets_per_trigger=300
+                )
+            )
+        )
+        .load()
         .selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value", "partition")
         .writeStream.format("memory")
         .queryName("roundtrip")
