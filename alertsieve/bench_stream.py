@@ -173,6 +173,8 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
             ProduceConfig(bootstrap=bootstrap, topic=topic, visits=1, alerts_per_visit=alerts_per_visit,
                           interval_s=0, producers=2, progress=False, seed=100 + v, schema_dir=str(store_dir))
         )  # fmt: skip
+        if not summary.ok:
+            raise RuntimeError(f"live visit {v} lost alerts: {summary.as_dict()}")
         firsts.append(min(r.started_at for r in summary.reports))
         ends.append(end_offsets(bootstrap, topic))
     deadline = time.time() + 90
@@ -203,7 +205,15 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
             "p99_worst_batch": max(x["latency_s"]["p99"] for x in busy) if busy else None,
             "max": max(x["latency_s"]["max"] for x in busy) if busy else None,
         },
-        "batch_seconds": [x["batch_seconds"] for x in busy],
+        "batches_detail": [
+            {
+                "rows": x["input_rows"],
+                "seconds": x["batch_seconds"],
+                "phases_s": x["phases_s"],
+                "latency_s": x["latency_s"],
+            }  # fmt: skip
+            for x in busy
+        ],
     }
 
 
