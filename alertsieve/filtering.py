@@ -1,15 +1,19 @@
-"""Filters: a name, what it is for, where its matches go, and a SQL condition over alert fields.
+"""Filters: a name, what it is for, where its matches go, and either a SQL condition over alert
+fields or a Python function over declared columns (pandas in, boolean Series out).
 
-Every filter compiles to a boolean Spark Column evaluated on the same decoded batch, so ten
-filters cost one decode. Filters are checked against the reader schema before the stream starts:
-a typo fails at start-up with the filter's name, where it came from, and Spark's own words.
+Every filter compiles to Spark columns evaluated on the same decoded batch, so ten filters cost
+one decode. Filters are checked against the reader schema before the stream starts: a typo fails
+at start-up with the filter's name, where it came from, and Spark's own words. A Python filter
+that raises at runtime reports the error in its own column instead of failing the batch, so the
+job can skip that filter's output for that batch and let the others go on.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
 
@@ -20,19 +24,105 @@ class FilterError(ValueError):
 
 @dataclass(frozen=True)
 class AlertFilter:
+    """A SQL filter: ``sql`` is a boolean expression over the alert's fields; ``{param}``
+    placeholders are filled from ``params`` (defaults here, overridable from config)."""
+
     name: str
     sql: str
     description: str = ""
     topic: str | None = None  # default: <output prefix><name>
     origin: str = "command line"  # the file or flag it came from, for error messages
+    contact: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
 
     def output_topic(self, prefix: str) -> str:
         return self.topic or f"{prefix}{self.name}"
 
-    def column(self):
+    def evaluate(self):
+        """(match column, error column or None)."""
         from pyspark.sql import functions as F
 
-        return F.expr(self.sql)
+        return F.expr(self.sql.format(**self.params)), None
+
+
+@dataclass(frozen=True)
+class PythonFilter:
+    """A Python filter: ``function(columns: pd.DataFrame, **params) -> pd.Series[bool]``, where
+    ``columns`` maps each pandas column name to a SQL expression over the alert's fields."""
+
+    name: str
+    function: Callable[..., Any]
+    columns: Mapping[str, str]
+    description: str = ""
+    topic: str | None = None
+    origin: str = "python"
+    contact: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def output_topic(self, prefix: str) -> str:
+        return self.topic or f"{prefix}{self.name}"
+
+    def inputs(self):
+        from pyspark.sql import functions as F
+
+        return F.struct(*[F.expr(expr).alias(col) for col, expr in self.columns.items()])
+
+    def evaluate(self):
+        """(match column, error column): the function runs in a pandas UDF that never raises."""
+        from pyspark.sql.functions import pandas_udf
+
+        run = guarded(self.function, dict(self.params), self.name)
+        result = pandas_udf(run, "struct<match:boolean,error:string>")(self.inputs())
+        return result["match"], result["error"]
+
+
+def guarded(function: Callable[..., Any], params: dict, name: str) -> Callable:
+    """Wrap a filter function: a bad return or an exception becomes an error string on the first
+    row (and no matches), so one broken filter cannot stop the batch."""
+
+    def run(columns):
+        import pandas as pd
+
+        try:
+            out = function(columns, **params)
+            if not isinstance(out, pd.Series) or len(out) != len(columns):
+                raise TypeError(
+                    f"returned {type(out).__name__} of length {len(out) if hasattr(out, '__len__') else '?'};"
+                    f" expected a boolean pandas Series of length {len(columns)}"
+                )
+            if not (pd.api.types.is_bool_dtype(out) or out.dropna().map(type).eq(bool).all()):
+                raise TypeError(f"returned a Series of {out.dtype}, not booleans")
+            match = out.fillna(False).astype(bool).to_numpy()
+            error = [None] * len(columns)
+        except Exception as e:  # noqa: BLE001 - reported per batch, see the docstring
+            match = [False] * len(columns)
+            error = [f"{name}: {type(e).__name__}: {e}"] + [None] * (len(columns) - 1)
+        return pd.DataFrame({"match": match, "error": error})
+
+    return run
+
+
+Filter = AlertFilter | PythonFilter
+
+
+def python_filter(
+    *,
+    name: str,
+    columns: Mapping[str, str],
+    description: str = "",
+    contact: str = "",
+    topic: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> Callable[[Callable[..., Any]], PythonFilter]:
+    """Decorator for filter modules: ``@python_filter(name=..., columns={...})``."""
+
+    def wrap(function: Callable[..., Any]) -> PythonFilter:
+        origin = f"{function.__module__}.{function.__qualname__}"
+        return PythonFilter(name=name, function=function, columns=dict(columns),
+                            description=description or (function.__doc__ or "").strip(),
+                            topic=topic, origin=origin, contact=contact, params=dict(params or {}))  # fmt: skip
+
+    return wrap
 
 
 def parse_sql_flag(flag: str) -> AlertFilter:
@@ -59,7 +149,7 @@ def from_config(entries: Iterable[dict], origin: str) -> list[AlertFilter]:
     return out
 
 
-def validate(filters: list[AlertFilter], alerts) -> None:
+def validate(filters: list[Filter], alerts) -> None:
     """Check names and compile every filter against ``alerts`` (an empty DataFrame with the
     decoded alert's columns), so a bad filter fails before any alert is read."""
     from pyspark.errors import AnalysisException, ParseException
@@ -78,10 +168,17 @@ def validate(filters: list[AlertFilter], alerts) -> None:
             )
         seen[f.name] = f
         try:
-            dtype = alerts.select(f.column().alias("m")).schema["m"].dataType
+            if isinstance(f, PythonFilter):
+                alerts.select(f.inputs().alias("m")).schema  # noqa: B018 - analysis only
+                continue
+            dtype = alerts.select(f.evaluate()[0].alias("m")).schema["m"].dataType
         except (AnalysisException, ParseException) as e:
             first = str(e).strip().splitlines()[0]
             raise FilterError(f"filter {f.name!r} ({f.origin}): {first}") from None
+        except (KeyError, IndexError) as e:
+            raise FilterError(
+                f"filter {f.name!r} ({f.origin}): the SQL names a parameter {e} it does not declare"
+            ) from None
         if not isinstance(dtype, BooleanType):
             raise FilterError(
                 f"filter {f.name!r} ({f.origin}): the expression is {dtype.simpleString()}, not"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -190,7 +191,6 @@ class FilterStream:
             self._phases[name] = round(self._phases.get(name, 0.0) + time.time() - start, 3)
 
     def __init__(self, spark, cfg: JobConfig, console=None):
-        import sys
 
         self.spark = spark
         self.cfg = cfg
@@ -265,22 +265,28 @@ class FilterStream:
         )
         ok = F.col("_reason").isNull()
         flag_names = [f"_m{i}" for i in range(len(self.filters))]
+        evaluated = [f.evaluate() for f in self.filters]
         flags = [
-            (F.coalesce(f.column(), F.lit(False)) & ok).alias(n)
-            for f, n in zip(self.filters, flag_names, strict=True)
+            (F.coalesce(match, F.lit(False)) & ok).alias(n)
+            for (match, _), n in zip(evaluated, flag_names, strict=True)
         ]
+        error_names = [f"_e{i}" for i, (_, err) in enumerate(evaluated) if err is not None]
+        errors = [err.alias(f"_e{i}") for i, (_, err) in enumerate(evaluated) if err is not None]
         any_match = F.lit(False)
         for name in flag_names:
             any_match = any_match | F.col(name)
         # The cache holds flags for every alert but bytes only for the few that matched or failed:
         # caching decoded structs costs more than decoding the matches again for Delta.
         narrow = (
-            flat.select(*META, "_schema_id", "_reason", self._alert_id().alias("_alert_id"), *flags)
+            flat.select(
+                *META, "_schema_id", "_reason", self._alert_id().alias("_alert_id"), *flags, *errors
+            )
             .select(
                 *[c for c in META if c != "_value"],
                 "_schema_id",
                 "_reason",
                 *flag_names,
+                *error_names,
                 "_alert_id",
                 F.when(any_match | ~ok, F.col("_value")).alias("_value"),
             )
@@ -288,13 +294,25 @@ class FilterStream:
         )
         try:
             with self._phase("read_decode_filter"):
-                row = self._count(narrow, ok, flag_names)
-            matches = {
-                f.name: int(row[n] or 0) for f, n in zip(self.filters, flag_names, strict=True)
+                row = self._count(narrow, ok, flag_names, error_names)
+            failed = {
+                self.filters[int(e[2:])].name: row[e] for e in error_names if row[e] is not None
             }
+            for name, message in failed.items():
+                print(
+                    f"batch {batch_id}: {message}; output of {name} skipped for this batch",
+                    file=sys.stderr,
+                )
+            matches = {
+                f.name: 0 if f.name in failed else int(row[n] or 0)
+                for f, n in zip(self.filters, flag_names, strict=True)
+            }
+            live = [
+                n for f, n in zip(self.filters, flag_names, strict=True) if f.name not in failed
+            ]
             quarantined = int(row["quarantined"] or 0)
             if sum(matches.values()):
-                self._write_matches(narrow, flag_names, batch_id)
+                self._write_matches(narrow, live, batch_id)
             if quarantined:
                 with self._phase("quarantine"):
                     self._write_quarantine(narrow, batch_id)
@@ -314,6 +332,7 @@ class FilterStream:
             batch_seconds=output_time - t0,
             output_time=output_time,
             phases_s=self._phases,
+            filter_errors=failed,
             latency_basis="kafka_out" if self._published_at else "batch_end",
             latency_s=latency_from_timestamps(
                 published, {"q01": q[0], "q05": q[1], "q50": q[2], "min": row["tmin"]}
@@ -327,7 +346,7 @@ class FilterStream:
         return (F.col(self.id_field) if self.id_field else F.col("_key")).cast("string")
 
     @staticmethod
-    def _count(narrow, ok, flag_names: list[str]):
+    def _count(narrow, ok, flag_names: list[str], error_names: list[str]):
         """One pass over the batch: it fills the cache and counts what the metrics need."""
         from pyspark.sql import functions as F
 
@@ -338,6 +357,7 @@ class FilterStream:
             *[F.sum(F.col(n).cast("int")).alias(n) for n in flag_names],
             F.percentile_approx(ts, [0.01, 0.05, 0.5], 1000).alias("q"),
             F.min(ts).alias("tmin"),
+            *[F.first(F.col(e), ignorenulls=True).alias(e) for e in error_names],
         ).collect()[0]
 
     def _write_matches(self, narrow, flag_names: list[str], batch_id: int) -> None:
@@ -345,10 +365,7 @@ class FilterStream:
 
         cfg = self.cfg
         names = F.array(
-            *[
-                F.when(F.col(n), F.lit(f.name))
-                for f, n in zip(self.filters, flag_names, strict=True)
-            ]
+            *[F.when(F.col(n), F.lit(self.filters[int(n[2:])].name)) for n in flag_names]
         )
         matched = narrow.where(F.array_contains(F.array(*[F.col(n) for n in flag_names]), True))
         matched_filters = F.filter(names, lambda x: x.isNotNull())
