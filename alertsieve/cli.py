@@ -139,6 +139,8 @@ def _cmd_filter(args: argparse.Namespace) -> int:
         "master": args.master,
         "timeout_s": args.timeout,
         "kafka_conf": _parse_conf(args.kafka_conf) or None,
+        "filter_paths": args.filter_path or None,
+        "discover_filters": False if args.no_discover else None,
     }
     cfg = load_config(args.config, overrides)
     print(
@@ -254,6 +256,9 @@ def add_filter_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--filters", help="comma-separated names of the filters to run (default: all)")
     p.add_argument("--sql", action="append", default=[], metavar="NAME=EXPRESSION",
                    help="an ad-hoc SQL filter (repeatable)")  # fmt: skip
+    p.add_argument("--filter-path", action="append", metavar="DIR",
+                   help="a folder (or file) of filter modules kept outside the repository (repeatable)")  # fmt: skip
+    p.add_argument("--no-discover", action="store_true", help="do not run the filters of filters/")
     p.add_argument("--sink", help="kafka, delta or kafka,delta")
     p.add_argument("--output-prefix")
     p.add_argument("--delta-path")

@@ -163,3 +163,18 @@ def decode(raw, plan: DecodePlan, keep: tuple[str, ...] = ()):
         reason.alias("_reason"),
         F.when(reason.isNull(), decoded).alias("alert"),
     )
+
+
+def decoded_records(spark, schema: AlertSchema, records: list[dict], skip: tuple[str, ...] = ()):
+    """``records`` encoded with ``schema`` and decoded by Spark exactly as the job decodes, as a
+    DataFrame of the alert's columns (minus ``skip``): for checking filters without Kafka."""
+    from pyspark.sql.avro.functions import from_avro
+
+    from alertsieve.schemas import without_fields
+
+    rows = [(schema.encode(r),) for r in records]
+    options = {"avroSchema": json.dumps(without_fields(schema, skip).definition)}
+    raw = spark.createDataFrame(rows, "value binary")
+    return raw.select(from_avro("value", json.dumps(schema.definition), options).alias("a")).select(
+        "a.*"
+    )

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
@@ -150,12 +151,13 @@ def from_config(entries: Iterable[dict], origin: str) -> list[AlertFilter]:
 
 
 def validate(filters: list[Filter], alerts) -> None:
-    """Check names and compile every filter against ``alerts`` (an empty DataFrame with the
-    decoded alert's columns), so a bad filter fails before any alert is read."""
+    """Check names, compile every filter against ``alerts`` (a small DataFrame of decoded alerts,
+    e.g. simulated ones) and run the Python filters on it, so a bad filter fails before any real
+    alert is read."""
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.sql.types import BooleanType
 
-    seen: dict[str, AlertFilter] = {}
+    seen: dict[str, Filter] = {}
     for f in filters:
         if not NAME.match(f.name):
             raise FilterError(
@@ -169,7 +171,13 @@ def validate(filters: list[Filter], alerts) -> None:
         seen[f.name] = f
         try:
             if isinstance(f, PythonFilter):
-                alerts.select(f.inputs().alias("m")).schema  # noqa: B018 - analysis only
+                match, error = f.evaluate()
+                failure = alerts.select(error.alias("e")).where("e IS NOT NULL").first()
+                if failure is not None:
+                    raise FilterError(
+                        f"filter {f.name!r} ({f.origin}) fails on a sample of simulated alerts:"
+                        f" {failure['e']}"
+                    )
                 continue
             dtype = alerts.select(f.evaluate()[0].alias("m")).schema["m"].dataType
         except (AnalysisException, ParseException) as e:
@@ -184,3 +192,96 @@ def validate(filters: list[Filter], alerts) -> None:
                 f"filter {f.name!r} ({f.origin}): the expression is {dtype.simpleString()}, not"
                 " boolean; write a condition such as `diaSource.snr > 50`"
             )
+
+
+# --- where filters come from ---------------------------------------------------------------
+
+ENTRY_POINT_GROUP = "alertsieve.filters"
+
+
+def builtin_filter_dir() -> Path:
+    """The repository's own ``filters/`` folder (contributed filters)."""
+    return Path(__file__).resolve().parents[1] / "filters"
+
+
+def _filters_in(namespace: dict, origin: str) -> list[Filter]:
+    found = [v for k, v in namespace.items() if not k.startswith("_") and isinstance(v, Filter)]
+    return [replace(f, origin=origin) for f in found]
+
+
+def load_filter_file(path: Path) -> list[Filter]:
+    """Import one filter module from a file and return the filters it defines at top level."""
+    import importlib.util
+    import sys
+
+    module_name = f"alertsieve_user_filters.{path.stem}"
+    try:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        # Spark ships Python filters to its workers by pickling; a module loaded from a path is
+        # not importable there, so its functions must travel by value.
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
+    except Exception as e:  # noqa: BLE001 - any import failure is the module author's to fix
+        raise FilterError(
+            f"{path}: the filter module cannot be imported: {type(e).__name__}: {e}"
+        ) from None
+    filters = _filters_in(vars(module), str(path))
+    if not filters:
+        raise FilterError(
+            f"{path}: defines no filter; assign an AlertFilter(...) or a @python_filter function"
+            " at module level (e.g. FILTER = AlertFilter(name=..., sql=...))"
+        )
+    return filters
+
+
+def discover(
+    paths: Iterable[Path | str] = (), builtin: bool = True, entry_points: bool = True
+) -> list[Filter]:
+    """Filters from ``filters/``, from extra folders or files, and from installed packages that
+    declare the ``alertsieve.filters`` entry-point group."""
+    sources: list[Path] = (
+        [builtin_filter_dir()] if builtin and builtin_filter_dir().is_dir() else []
+    )
+    sources += [Path(p) for p in paths]
+    found: list[Filter] = []
+    for source in sources:
+        if source.is_dir():
+            files = sorted(p for p in source.glob("*.py") if not p.name.startswith("_"))
+        elif source.is_file():
+            files = [source]
+        else:
+            raise FilterError(f"filter path {source} does not exist")
+        for file in files:
+            found += load_filter_file(file)
+    if entry_points:
+        from importlib.metadata import entry_points as installed
+
+        for ep in installed(group=ENTRY_POINT_GROUP):
+            try:
+                target = ep.load()
+            except Exception as e:  # noqa: BLE001
+                raise FilterError(
+                    f"entry point {ep.name} ({ep.value}) cannot be loaded: {e}"
+                ) from None
+            namespace = (
+                vars(target)
+                if hasattr(target, "__dict__") and not isinstance(target, Filter)
+                else {ep.name: target}
+            )
+            found += _filters_in(namespace, f"entry point {ep.value}")
+    return found
+
+
+def with_params(f: Filter, overrides: Mapping[str, Any], origin: str) -> Filter:
+    """The filter with some parameters set from configuration; unknown names are errors."""
+    unknown = set(overrides) - set(f.params)
+    if unknown:
+        raise FilterError(
+            f"{origin}: filter {f.name!r} has no parameter(s) {sorted(unknown)};"
+            f" it takes {sorted(f.params) or 'none'}"
+        )
+    return replace(f, params={**f.params, **overrides})

@@ -116,6 +116,9 @@ def get_session(
     builder = SparkSession.builder.appName(app_name)
     for key, value in session_conf(master, conf).items():
         builder = builder.config(key, value)
+    # pyspark takes the workers' interpreter from this variable when the context is created
+    # (the spark.pyspark.python setting alone does not reach local-mode workers).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if not launched_by_spark_submit():
         # Spark otherwise picks the first non-loopback interface and warns about the hostname.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from alertsieve.decode import META, DecodePlan, decode, make_plan
-from alertsieve.filtering import AlertFilter, FilterError, from_config, validate
+from alertsieve.decode import META, DecodePlan, decode, decoded_records, make_plan
+from alertsieve.filtering import Filter, FilterError, discover, from_config, validate, with_params
 from alertsieve.metrics import BatchStats, MetricsLog, latency_from_timestamps, make_listener
 from alertsieve.replay import ID_FIELDS
 from alertsieve.schemas import AlertSchema, load_rubin_schema, open_store, without_fields
@@ -45,7 +45,12 @@ class JobConfig:
     max_offsets_per_trigger: int | None = 20_000
     trigger_seconds: float = 0.0  # 0: next batch as soon as the last one ends
     available_now: bool = False  # process what is there now, then stop
-    filters: list[AlertFilter] = field(default_factory=list)
+    filters: list[Filter] = field(default_factory=list)
+    discover_filters: bool = False  # add the filters of filters/ and installed packages
+    filter_paths: list[str] = field(default_factory=list)  # more folders/files of filter modules
+    filter_params: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # {filter: {param: value}}
     only_filters: list[str] | None = None
     sinks: list[str] = field(default_factory=lambda: ["kafka", "delta"])
     output_prefix: str = "alertsieve-"
@@ -209,7 +214,7 @@ class FilterStream:
             (f for f in ID_FIELDS if f in {x["name"] for x in self.reader.definition["fields"]}),
             None,
         )
-        validate(self.filters, self._empty_alerts())
+        validate(self.filters, self._sample_alerts())
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -219,10 +224,21 @@ class FilterStream:
         subject = f"{self.cfg.topic or 'alerts'}-value"
         return make_plan(reader, self.store.candidates(subject))
 
-    def _select_filters(self) -> list[AlertFilter]:
-        if not self.cfg.only_filters:
-            return list(self.cfg.filters)
-        by_name = {f.name: f for f in self.cfg.filters}
+    def _select_filters(self) -> list[Filter]:
+        cfg = self.cfg
+        filters = list(cfg.filters)
+        if cfg.discover_filters or cfg.filter_paths:
+            filters += discover(
+                cfg.filter_paths, builtin=cfg.discover_filters, entry_points=cfg.discover_filters
+            )
+        where = cfg.config_file or "filter_params"
+        unknown = set(cfg.filter_params) - {f.name for f in filters}
+        if unknown:
+            raise FilterError(f"{where}: filter_params names unknown filter(s) {sorted(unknown)}")
+        filters = [with_params(f, cfg.filter_params.get(f.name, {}), where) for f in filters]
+        if not cfg.only_filters:
+            return filters
+        by_name = {f.name: f for f in filters}
         missing = [n for n in self.cfg.only_filters if n not in by_name]
         if missing:
             raise FilterError(
@@ -230,16 +246,15 @@ class FilterStream:
             )
         return [by_name[n] for n in self.cfg.only_filters]
 
-    def _empty_alerts(self):
-        """An empty frame with the decoded alert's columns, to compile filters against."""
-        import json
+    def _sample_alerts(self, n: int = 64):
+        """Simulated alerts of the reader's version, decoded as the job decodes: filters are
+        compiled and Python filters run against them at start-up."""
+        from alertsieve.simulate import AlertSimulator, SimulationConfig
 
-        from pyspark.sql.avro.functions import from_avro
-
-        empty = self.spark.createDataFrame([], "value binary")
-        return empty.select(
-            from_avro("value", json.dumps(self.slim_reader.definition)).alias("a")
-        ).select("a.*")
+        sim = AlertSimulator(
+            SimulationConfig(schema_version=self.cfg.reader_schema_version, stamp_size=8, seed=7)
+        )
+        return decoded_records(self.spark, self.reader, list(sim.visit_alerts(0, count=n)), CUTOUTS)
 
     def create_outputs(self) -> None:
         if "kafka" not in self.cfg.sinks:

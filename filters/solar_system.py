@@ -1,0 +1,12 @@
+"""Likely solar-system objects: sources associated with a known moving object (an ssSource
+record), for asteroid and comet brokers."""
+
+from alertsieve.filtering import AlertFilter
+
+FILTER = AlertFilter(
+    name="solar_system",
+    description=__doc__,
+    contact="alertsieve maintainers",
+    sql="ssSource IS NOT NULL AND diaSource.reliability > {min_reliability}",
+    params={"min_reliability": 0.5},
+)
