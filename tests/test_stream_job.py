@@ -165,3 +165,105 @@ def test_metrics_add_up(run):
         assert b["latency_s"]["max"] >= b["latency_s"]["p50"] > 0
         assert b["rows_per_s"] > 0
     assert any("spark" in b and "addBatch" in b["spark"]["durationMs"] for b in batches)
+
+
+def _contributed_expectations(good: dict[str, dict]) -> dict[str, set[str]]:
+    """The contributed filters recomputed in plain Python over fastavro-decoded alerts."""
+    import pandas as pd
+
+    from alertsieve.filtering import discover
+
+    python_filters = {f.name: f for f in discover(entry_points=False) if hasattr(f, "function")}
+
+    def periodic(a):
+        o = a["diaObject"]
+        if o is None or o["nDiaSources"] < 8 or not a["diaSource"]["extendedness"] < 0.3:
+            return False
+        ratios = [
+            o[f"{b}_psfFluxSigma"] / o[f"{b}_psfFluxErrMean"]
+            for b in "grizy"
+            if o[f"{b}_psfFluxSigma"] is not None and o[f"{b}_psfFluxErrMean"] is not None
+        ]
+        return bool(ratios) and max(ratios) > 5
+
+    sql_like = {
+        "bright_high_snr": lambda a: (
+            a["diaSource"]["snr"] > 50 and a["diaSource"]["reliability"] > 0.9
+        ),
+        "new_sources": lambda a: (
+            len(a["prvDiaSources"]) == 0
+            and a["diaObject"] is not None
+            and a["diaObject"]["nDiaSources"] == 1
+            and a["diaSource"]["reliability"] > 0.8
+        ),
+        "solar_system": lambda a: a["ssSource"] is not None and a["diaSource"]["reliability"] > 0.5,
+        "periodic_variables": periodic,
+    }
+    expected = {n: {k for k, a in good.items() if test(a)} for n, test in sql_like.items()}
+    ids = list(good)
+    columns = pd.DataFrame(
+        {
+            "times": [
+                [p["midpointMjdTai"] for p in good[k]["prvDiaSources"]]
+                + [good[k]["diaSource"]["midpointMjdTai"]]
+                for k in ids
+            ],
+            "fluxes": [
+                [p["psfFlux"] for p in good[k]["prvDiaSources"]] + [good[k]["diaSource"]["psfFlux"]]
+                for k in ids
+            ],
+            "ra": [good[k]["diaSource"]["ra"] for k in ids],
+            "dec": [good[k]["diaSource"]["dec"] for k in ids],
+            "reliability": [good[k]["diaSource"]["reliability"] for k in ids],
+            "moving": [good[k]["ssSource"] is not None for k in ids],
+        }
+    )
+    for name, f in python_filters.items():
+        out = f.function(columns[list(f.columns)], **f.params)
+        expected[name] = {k for k, m in zip(ids, out, strict=True) if m}
+    return expected
+
+
+BREAKS_ON_REAL_ALERTS = '''
+from alertsieve.filtering import python_filter
+
+@python_filter(name="breaks_on_real_alerts", columns={"id": "diaSourceId", "snr": "diaSource.snr"})
+def breaks(alerts):
+    """Fine on the start-up sample (simulated with seed 7), raises on the test's alerts (seed 21)."""
+    if (alerts["id"] >= (21 * 10_000_000) << 20).any():
+        raise ValueError("calibration table missing")
+    return alerts["snr"] > 0
+'''
+
+
+def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kafka, tmp_path):
+    """All discovered filters in one job, plus one that raises at runtime: its output is skipped
+    and counted, the others are exactly the independent computation."""
+    (tmp_path / "extra").mkdir()
+    (tmp_path / "extra" / "breaks.py").write_text(BREAKS_ON_REAL_ALERTS)
+    prefix = "contrib-"
+    cfg = JobConfig(
+        bootstrap=kafka.bootstrap_servers, topic=run.topic, available_now=True,
+        max_offsets_per_trigger=250, output_prefix=prefix, discover_filters=True,
+        filter_paths=[str(tmp_path / "extra")], delta_path=str(tmp_path / "delta"),
+        checkpoint=str(tmp_path / "ckpt"), schema_dir=run.cfg.schema_dir,
+    )  # fmt: skip
+    lines = run_job(cfg, spark=spark, console=False)
+    expected = _contributed_expectations(run.good)
+    assert all(len(v) > 0 for v in expected.values()), {k: len(v) for k, v in expected.items()}
+    table = spark.read.format("delta").load(str(tmp_path / "delta" / "matches"))
+    rows = table.select("filters", "alert_id").collect()
+    for name, want in expected.items():
+        topic = f"{prefix}{name}"
+        assert sorted(
+            m.key().decode() for m in consume_all(kafka.bootstrap_servers, topic)
+        ) == sorted(want)
+        assert sum(b["matches"][name] for b in lines) == len(want)
+        assert {r["alert_id"] for r in rows if name in r["filters"]} == want, name
+    assert not any("breaks_on_real_alerts" in r["filters"] for r in rows)
+    assert consume_all(kafka.bootstrap_servers, f"{prefix}breaks_on_real_alerts") == []
+    failed = [b for b in lines if "breaks_on_real_alerts" in b["filter_errors"]]
+    assert failed == [b for b in lines if b["decoded_rows"] > 0]  # every batch, and counted
+    assert all(b["matches"]["breaks_on_real_alerts"] == 0 for b in lines)
+    message = failed[0]["filter_errors"]["breaks_on_real_alerts"]
+    assert "ValueError: calibration table missing" in message
