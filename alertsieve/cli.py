@@ -156,6 +156,65 @@ def _cmd_filter(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chosen_filters(names: str | None, paths: list[str] | None):
+    from alertsieve.filtering import FilterError, discover
+
+    found = discover(paths or [])
+    if not names:
+        return found
+    by_name = {f.name: f for f in found}
+    missing = [n for n in names.split(",") if n not in by_name]
+    if missing:
+        raise FilterError(f"no filter named {missing}; known: {sorted(by_name)}")
+    return [by_name[n] for n in names.split(",")]
+
+
+def _cmd_filters(args: argparse.Namespace) -> int:
+    filters = _chosen_filters(args.name, args.filter_path)
+    if args.action == "list":
+        for f in filters:
+            kind = "python" if hasattr(f, "function") else "sql"
+            summary = (f.description or "").strip().splitlines()[0] if f.description else ""
+            print(f"{f.name:<22} {kind:<7} {summary}")
+            print(f"{'':<22} {'':<7} {f.origin}; params {dict(f.params)}")
+        return 0
+    from alertsieve.decode import decoded_records
+    from alertsieve.filtering import FilterError, validate
+    from alertsieve.schemas import load_rubin_schema
+    from alertsieve.simulate import AlertSimulator, SimulationConfig
+    from alertsieve.spark import get_session
+    from alertsieve.stream_job import CUTOUTS
+
+    spark = get_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"})
+    sample = list(AlertSimulator(SimulationConfig(stamp_size=0, seed=7)).visit_alerts(0, count=64))
+    alerts = decoded_records(spark, load_rubin_schema(), sample, CUTOUTS)
+    failures = 0
+    for f in filters:
+        try:
+            validate([f], alerts)
+            print(f"ok      {f.name}")
+        except FilterError as e:
+            failures += 1
+            print(f"FAILED  {e}")
+    spark.stop()
+    return 1 if failures else 0
+
+
+def _cmd_backtest(args: argparse.Namespace) -> int:
+    from alertsieve.backtest import backtest, load_alerts, report
+    from alertsieve.spark import get_session
+
+    filters = _chosen_filters(args.filter, args.filter_path)
+    spark = get_session("alertsieve-backtest", conf={"spark.ui.enabled": "false"})
+    alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
+    try:
+        text, ok = report(backtest(spark, filters, alerts), args.max_rate)
+    finally:
+        spark.stop()
+    print(text)
+    return 0 if ok else 1
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from alertsieve.demo import run_demo
 
@@ -222,6 +281,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_filter_arguments(filt)
 
+    flt = sub.add_parser(
+        "filters", help="list the discovered filters, or check them on simulated alerts"
+    )
+    flt.add_argument("action", choices=["list", "check"])
+    flt.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
+    flt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules")
+
+    bt = sub.add_parser("backtest", help="run filters over a topic, Avro files or simulated alerts")
+    bt.add_argument("--filter", help="comma-separated filter names (default: all discovered)")
+    bt.add_argument(
+        "--input", required=True, help="a topic, an Avro file or folder, or simulated:N"
+    )
+    bt.add_argument("--bootstrap", help="Kafka bootstrap servers, when --input is a topic")
+    bt.add_argument("--schema-dir", help="local schema store directory")
+    bt.add_argument(
+        "--max-rate", type=float, default=0.05, help="warn above this match rate (default 0.05)"
+    )
+    bt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules")
+
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
     bench.add_argument("what", choices=["produce", "stream"])
     bench.add_argument("--bootstrap", help="an existing Kafka (default: start an embedded one)")
@@ -278,6 +356,8 @@ HANDLERS = {
     "produce": _cmd_produce,
     "bench": _cmd_bench,
     "filter": _cmd_filter,
+    "filters": _cmd_filters,
+    "backtest": _cmd_backtest,
     "demo": _cmd_demo,
 }
 
