@@ -116,12 +116,92 @@ def bench_filters(n: int) -> tuple[list[AlertFilter], list[Callable[[dict], bool
     return filters, tests
 
 
+def _vectorized(cuts: list[Cut], t: float, names: list[str]) -> Callable:
+    """The same cuts as a pandas function over declared columns (what a Python filter runs)."""
+
+    def run(alerts):
+        import numpy as np
+        import pandas as pd
+
+        keep = np.ones(len(alerts), dtype=bool)
+        for (_, op, v), col in zip(cuts, names, strict=True):
+            v = t if v == "{t}" else v
+            x = alerts[col]
+            if op == "not_null":
+                keep &= x.fillna(False).to_numpy(bool)
+            elif op == "empty":
+                keep &= x.to_numpy() == 0
+            else:
+                values = pd.to_numeric(x, errors="coerce").to_numpy(float)
+                keep &= (values > v) if op == ">" else (values < v)
+        return pd.Series(keep)
+
+    return run
+
+
+def python_bench_filters(n: int) -> list:
+    """The first ``n`` bench filters written as Python filters (pandas UDFs)."""
+    from alertsieve.filtering import PythonFilter
+
+    out = []
+    for i in range(n):
+        name, cuts, thresholds = TEMPLATES[i % len(TEMPLATES)]
+        t = thresholds[(i // len(TEMPLATES)) % len(thresholds)]
+        names = [f"c{j}" for j in range(len(cuts))]
+        sql_of = {"not_null": "{} IS NOT NULL", "empty": "size({})"}
+        columns = {
+            c: sql_of.get(op, "{}").format(path)
+            for c, (path, op, _) in zip(names, cuts, strict=True)
+        }
+        out.append(
+            PythonFilter(
+                name=f"py_{name}_{i}", function=_vectorized(cuts, t, names), columns=columns
+            )
+        )
+    return out
+
+
 def _rate(alerts: int, nbytes: int, seconds: float) -> dict:
     return {
         "alerts": alerts,
         "seconds": round(seconds, 3),
         "alerts_per_s": round(alerts / seconds, 1) if seconds else None,
         "mb_per_s": round(nbytes / 1e6 / seconds, 1) if seconds else None,
+    }
+
+
+def _timed_run(spark, cfg: JobConfig) -> float:
+    lines = run_job(cfg, spark=spark, console=sys.stderr)
+    return sum(b["batch_seconds"] for b in lines if b["input_rows"])
+
+
+def _python_vs_sql(
+    bootstrap, topic, spark, workdir, store_dir, batch, mean_kb, n: int = 10
+) -> dict:
+    """The same n cuts as SQL filters and as Python filters, on the same topic; and one SQL
+    filter as the base cost of reading and decoding, so the ratio is of the filters' own cost."""
+    base_filters, _ = bench_filters(1)
+    sql_filters, _ = bench_filters(n)
+    seconds = {}
+    for label, filters in (
+        ("base_1_sql", base_filters),
+        ("sql", sql_filters),
+        ("python", python_bench_filters(n)),
+    ):
+        run_dir = workdir / f"pvs-{label}"
+        cfg = JobConfig(bootstrap=bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
+                        filters=filters, output_prefix=f"{topic}-pvs-{label}-", sinks=["kafka"],
+                        checkpoint=str(run_dir / "ckpt"), schema_dir=str(store_dir))  # fmt: skip
+        seconds[label] = round(_timed_run(spark, cfg), 2)
+    base = seconds["base_1_sql"]
+    return {
+        "filters": n,
+        "sinks": ["kafka"],
+        "batch_seconds_total": seconds,
+        "python_over_sql_total": round(seconds["python"] / seconds["sql"], 2),
+        "python_over_sql_filter_cost": round(
+            (seconds["python"] - base) / max(seconds["sql"] - base, 0.05), 2
+        ),
     }
 
 
@@ -281,6 +361,7 @@ def bench_stream(
                 "matches": sum(sum(b["matches"].values()) for b in lines),
                 "spark_add_batch_ms": [b.get("spark", {}).get("durationMs", {}).get("addBatch") for b in lines],
             })  # fmt: skip
+        python_vs_sql = _python_vs_sql(bootstrap, topic, spark, workdir, store_dir, batch)
         live = (
             live_rate(
                 bootstrap, spark, store_dir, workdir, live_visits, live_interval_s, alerts_per_visit
@@ -318,6 +399,7 @@ def bench_stream(
             "ratio_ours_10_filters_over_seeds_way": round(
                 ten_run["steady_alerts_per_s"] / seeds_rate, 2
             ),
+            "python_vs_sql_10_filters": python_vs_sql,
             "live_at_survey_cadence": live,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
