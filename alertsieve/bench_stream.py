@@ -175,9 +175,7 @@ def _timed_run(spark, cfg: JobConfig) -> float:
     return sum(b["batch_seconds"] for b in lines if b["input_rows"])
 
 
-def _python_vs_sql(
-    bootstrap, topic, spark, workdir, store_dir, batch, mean_kb, n: int = 10
-) -> dict:
+def _python_vs_sql(bootstrap, topic, spark, workdir, store_dir, batch, n: int = 10) -> dict:
     """The same n cuts as SQL filters and as Python filters, on the same topic; and one SQL
     filter as the base cost of reading and decoding, so the ratio is of the filters' own cost."""
     base_filters, _ = bench_filters(1)

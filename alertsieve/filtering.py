@@ -140,11 +140,11 @@ def from_config(entries: Iterable[dict], origin: str) -> list[AlertFilter]:
     out = []
     for i, entry in enumerate(entries):
         where = f"{origin} (filters[{i}])"
-        unknown = set(entry) - {"name", "sql", "description", "topic"}
+        unknown = set(entry) - {"name", "sql", "description", "topic", "contact", "params"}
         if unknown or "name" not in entry or "sql" not in entry:
             raise FilterError(
-                f"{where}: a filter needs 'name' and 'sql' (optional: 'description', 'topic');"
-                f" got {sorted(entry)}"
+                f"{where}: a filter needs 'name' and 'sql' (optional: 'description', 'topic',"
+                f" 'contact', 'params'); got {sorted(entry)}"
             )
         out.append(AlertFilter(origin=where, **entry))
     return out

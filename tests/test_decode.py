@@ -1,0 +1,36 @@
+"""Decoding without Kafka in the way: the plain (schemaless) wire format and its reasons."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from alertsieve.decode import decode, make_plan
+from alertsieve.schemas import load_rubin_schema
+from alertsieve.simulate import AlertSimulator, SimulationConfig
+
+
+def _kafka_rows(spark, values: list[bytes]):
+    now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
+    rows = [("t", 0, i, now, None, v) for i, v in enumerate(values)]
+    return spark.createDataFrame(
+        rows,
+        "topic string, partition int, offset long, timestamp timestamp, key binary, value binary",
+    )
+
+
+def test_plain_schemaless_avro_with_a_configured_schema(spark):
+    schema = load_rubin_schema("11.0")
+    reader = load_rubin_schema("11.1")
+    alerts = list(
+        AlertSimulator(SimulationConfig(schema_version="11.0", stamp_size=0, seed=9)).visit_alerts(
+            0, count=5
+        )
+    )
+    values = [schema.encode(a) for a in alerts] + [b"", schema.encode(alerts[0])[:40]]
+    plan = make_plan(reader, [schema], wire_format="plain")
+    out = decode(_kafka_rows(spark, values), plan).orderBy("_offset").collect()
+    assert [r["alert"]["diaSourceId"] for r in out[:5]] == [a["diaSourceId"] for a in alerts]
+    assert [r["_reason"] for r in out] == [None] * 5 + [
+        "empty message",
+        "undecodable Avro body for lsst.v11_0.alert",
+    ]
