@@ -51,7 +51,7 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
              "delta_path": str(workdir / "delta"), "checkpoint": str(workdir / "checkpoint"),
              "metrics_path": str(workdir / "metrics.jsonl"), "schema_dir": str(workdir / "schemas")},
         )  # fmt: skip
-        print(f"Job      : {len(cfg.filters)} filters from {CONFIG.name}; Spark starting ...")
+        print(f"Job      : {CONFIG.name}, with every filter in filters/; Spark starting ...")
         lines = run_job(cfg)
         totals = Counter()
         for line in lines:
@@ -60,7 +60,7 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
         quarantined = sum(line["quarantined_rows"] for line in lines)
         for name, n in totals.items():
             print(
-                f"Filter   : {name:<16} {n:>5} matches -> topic {cfg.output_prefix}{name} and Delta 'matches'"
+                f"Filter   : {name:<18} {n:>5} matches -> topic {cfg.output_prefix}{name} and Delta 'matches'"
             )
         from pyspark.sql import SparkSession
 
