@@ -35,6 +35,7 @@ class AlertFilter:
     origin: str = "command line"  # the file or flag it came from, for error messages
     contact: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
+    cutouts: bool = False  # keep the FITS cutouts of this filter's matches in the Delta table
 
     def output_topic(self, prefix: str) -> str:
         return self.topic or f"{prefix}{self.name}"
@@ -59,6 +60,7 @@ class PythonFilter:
     origin: str = "python"
     contact: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
+    cutouts: bool = False  # keep the FITS cutouts of this filter's matches in the Delta table
 
     def output_topic(self, prefix: str) -> str:
         return self.topic or f"{prefix}{self.name}"
@@ -114,6 +116,7 @@ def python_filter(
     contact: str = "",
     topic: str | None = None,
     params: Mapping[str, Any] | None = None,
+    cutouts: bool = False,
 ) -> Callable[[Callable[..., Any]], PythonFilter]:
     """Decorator for filter modules: ``@python_filter(name=..., columns={...})``."""
 
@@ -121,7 +124,7 @@ def python_filter(
         origin = f"{function.__module__}.{function.__qualname__}"
         return PythonFilter(name=name, function=function, columns=dict(columns),
                             description=description or (function.__doc__ or "").strip(),
-                            topic=topic, origin=origin, contact=contact, params=dict(params or {}))  # fmt: skip
+                            topic=topic, origin=origin, contact=contact, params=dict(params or {}), cutouts=cutouts)  # fmt: skip
 
     return wrap
 
@@ -140,7 +143,15 @@ def from_config(entries: Iterable[dict], origin: str) -> list[AlertFilter]:
     out = []
     for i, entry in enumerate(entries):
         where = f"{origin} (filters[{i}])"
-        unknown = set(entry) - {"name", "sql", "description", "topic", "contact", "params"}
+        unknown = set(entry) - {
+            "name",
+            "sql",
+            "description",
+            "topic",
+            "contact",
+            "params",
+            "cutouts",
+        }
         if unknown or "name" not in entry or "sql" not in entry:
             raise FilterError(
                 f"{where}: a filter needs 'name' and 'sql' (optional: 'description', 'topic',"
@@ -277,11 +288,22 @@ def discover(
 
 
 def with_params(f: Filter, overrides: Mapping[str, Any], origin: str) -> Filter:
-    """The filter with some parameters set from configuration; unknown names are errors."""
+    """The filter with some parameters set from configuration. Parameters are typed by their
+    defaults: an unknown name, or a value of another type (ints pass for floats), is an error."""
     unknown = set(overrides) - set(f.params)
     if unknown:
         raise FilterError(
             f"{origin}: filter {f.name!r} has no parameter(s) {sorted(unknown)};"
             f" it takes {sorted(f.params) or 'none'}"
         )
+    for key, value in overrides.items():
+        default = f.params[key]
+        ok = isinstance(value, type(default)) or (
+            isinstance(default, float) and isinstance(value, int)
+        )
+        if not ok or (isinstance(value, bool) and not isinstance(default, bool)):
+            raise FilterError(
+                f"{origin}: parameter {key!r} of filter {f.name!r} is a {type(default).__name__}"
+                f" (default {default!r}); got {value!r}"
+            )
     return replace(f, params={**f.params, **overrides})

@@ -205,8 +205,11 @@ class FilterStream:
         # bytes per alert instead of copying them into every row.
         self.slim_reader = without_fields(self.reader, CUTOUTS)
         self.plan = self._make_plan(self.slim_reader)
-        self.output_plan = self._make_plan(self.reader) if cfg.delta_cutouts else self.plan
         self.filters = self._select_filters()
+        # The Delta archive keeps cutouts for every match (delta_cutouts) or for the matches of
+        # the filters that ask for them (cutouts=True); only then are they decoded at all.
+        keep_cutouts = cfg.delta_cutouts or any(f.cutouts for f in self.filters)
+        self.output_plan = self._make_plan(self.reader) if keep_cutouts else self.plan
         self.metrics = MetricsLog(
             cfg.metrics_path, console=console if console is not None else sys.stdout
         )
@@ -418,13 +421,26 @@ class FilterStream:
             raw_again = matched.select(
                 *[F.col(m).alias(src) for m, src in META.items()], "_alert_id", *flag_names
             )
-            table = decode(raw_again, self.output_plan, keep=("_alert_id", *flag_names)).select(
-                matched_filters.alias("filters"),
-                F.col("_alert_id").alias("alert_id"),
-                *source_columns(),
-                F.lit(batch_id).alias("batch_id"),
-                F.current_timestamp().alias("processed_at"),
-                "alert.*",
+            decoded = decode(raw_again, self.output_plan, keep=("_alert_id", *flag_names))
+            alert = F.col("alert")
+            if self.output_plan is not self.plan and not cfg.delta_cutouts:
+                wants = F.lit(False)
+                for n in flag_names:
+                    if self.filters[int(n[2:])].cutouts:
+                        wants = wants | F.col(n)
+                for c in CUTOUTS:
+                    alert = alert.withField(c, F.when(wants, F.col(f"alert.{c}")))
+            table = (
+                decoded.select(
+                    matched_filters.alias("filters"),
+                    F.col("_alert_id").alias("alert_id"),
+                    *source_columns(),
+                    F.lit(batch_id).alias("batch_id"),
+                    F.current_timestamp().alias("processed_at"),
+                    alert.alias("alert"),
+                )
+                .select("*", "alert.*")
+                .drop("alert")
             )
             with self._phase("delta_out"):
                 write_delta_once(table, str(Path(cfg.delta_path) / "matches"), cfg.app_id, batch_id)

@@ -25,6 +25,7 @@ def brightening_rate(times: np.ndarray, fluxes: np.ndarray) -> float:
         "fluxes": "concat(transform(prvDiaSources, s -> double(s.psfFlux)), array(double(diaSource.psfFlux)))",
     },
     params={"min_mag_per_day": 0.15, "min_points": 3, "max_days": 10.0},
+    cutouts=True,  # a fast riser is worth looking at: keep its images in the archive
 )
 def fast_risers(
     alerts: pd.DataFrame, min_mag_per_day: float, min_points: int, max_days: float

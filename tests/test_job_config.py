@@ -130,3 +130,20 @@ def test_filter_names_are_checked(spark):
         )
     with pytest.raises(FilterError, match="names are letters, digits"):
         validate([AlertFilter("bad name!", "true")], alerts)
+
+
+def test_filter_parameters_are_overridden_by_name_and_type(tmp_path):
+    from alertsieve.filtering import with_params
+
+    f = AlertFilter("b", "diaSource.snr > {min_snr}", params={"min_snr": 50.0, "band": "r"})
+    assert with_params(f, {"min_snr": 80}, "job.yaml").params == {"min_snr": 80, "band": "r"}
+    with pytest.raises(
+        FilterError,
+        match="job.yaml: filter 'b' has no parameter\\(s\\) \\['snr'\\]; it takes \\['band', 'min_snr'\\]",
+    ):
+        with_params(f, {"snr": 80}, "job.yaml")
+    with pytest.raises(
+        FilterError,
+        match="parameter 'min_snr' of filter 'b' is a float \\(default 50.0\\); got 'high'",
+    ):
+        with_params(f, {"min_snr": "high"}, "job.yaml")

@@ -260,6 +260,13 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
         ) == sorted(want)
         assert sum(b["matches"][name] for b in lines) == len(want)
         assert {r["alert_id"] for r in rows if name in r["filters"]} == want, name
+    # fast_risers keeps cutouts (cutouts=True): its matches carry the original FITS bytes, others none.
+    images = table.select("alert_id", "filters", "cutoutDifference").collect()
+    for r in images:
+        if "fast_risers" in r["filters"]:
+            assert r["cutoutDifference"] == run.good[r["alert_id"]]["cutoutDifference"]
+        else:
+            assert r["cutoutDifference"] is None
     assert not any("breaks_on_real_alerts" in r["filters"] for r in rows)
     assert consume_all(kafka.bootstrap_servers, f"{prefix}breaks_on_real_alerts") == []
     failed = [b for b in lines if "breaks_on_real_alerts" in b["filter_errors"]]
