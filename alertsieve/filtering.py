@@ -23,22 +23,28 @@ class FilterError(ValueError):
     """A filter that cannot run: named, located, and with the fix where we know it."""
 
 
-@dataclass(frozen=True)
-class AlertFilter:
-    """A SQL filter: ``sql`` is a boolean expression over the alert's fields; ``{param}``
-    placeholders are filled from ``params`` (defaults here, overridable from config)."""
+@dataclass(frozen=True, kw_only=True)
+class FilterInfo:
+    """What every filter declares besides its condition: who it is for and where matches go."""
 
-    name: str
-    sql: str
     description: str = ""
     topic: str | None = None  # default: <output prefix><name>
-    origin: str = "command line"  # the file or flag it came from, for error messages
+    origin: str = "defined in code"  # the file or flag it came from, for error messages
     contact: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
     cutouts: bool = False  # keep the FITS cutouts of this filter's matches in the Delta table
 
     def output_topic(self, prefix: str) -> str:
         return self.topic or f"{prefix}{self.name}"
+
+
+@dataclass(frozen=True)
+class AlertFilter(FilterInfo):
+    """A SQL filter: ``sql`` is a boolean expression over the alert's fields; ``{param}``
+    placeholders are filled from ``params`` (defaults here, overridable from config)."""
+
+    name: str
+    sql: str
 
     def evaluate(self):
         """(match column, error column or None)."""
@@ -48,22 +54,13 @@ class AlertFilter:
 
 
 @dataclass(frozen=True)
-class PythonFilter:
+class PythonFilter(FilterInfo):
     """A Python filter: ``function(columns: pd.DataFrame, **params) -> pd.Series[bool]``, where
     ``columns`` maps each pandas column name to a SQL expression over the alert's fields."""
 
     name: str
     function: Callable[..., Any]
     columns: Mapping[str, str]
-    description: str = ""
-    topic: str | None = None
-    origin: str = "python"
-    contact: str = ""
-    params: Mapping[str, Any] = field(default_factory=dict)
-    cutouts: bool = False  # keep the FITS cutouts of this filter's matches in the Delta table
-
-    def output_topic(self, prefix: str) -> str:
-        return self.topic or f"{prefix}{self.name}"
 
     def inputs(self):
         from pyspark.sql import functions as F
