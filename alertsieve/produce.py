@@ -229,6 +229,7 @@ def send_visit(
 def _simulated_visits(
     cfg: ProduceConfig, k: int, schema_id: int
 ) -> Iterator[tuple[list, Callable]]:
+    from alertsieve.replay import alert_key
     from alertsieve.simulate import AlertSimulator, SimulationConfig
 
     sim = AlertSimulator(
@@ -245,9 +246,7 @@ def _simulated_visits(
     schema = sim.schema
 
     def serialize(record: dict) -> tuple[str, bytes]:
-        return str(record["diaSourceId"] if "diaSourceId" in record else record["alertId"]), frame(
-            schema_id, schema.encode(record)
-        )
+        return alert_key(record), frame(schema_id, schema.encode(record))
 
     for v in range(cfg.visits):
         yield list(sim.visit_alerts(v, part=k, parts=cfg.producers)), serialize
@@ -361,9 +360,9 @@ def produce(cfg: ProduceConfig) -> ProduceSummary:
             extra=_security(cfg.kafka_conf),
         )  # latency is measured from the broker's append time
     if cfg.replay:
-        from alertsieve.replay import read_raw_records
+        from alertsieve.replay import count_records
 
-        expected = sum(sum(1 for _ in read_raw_records(Path(f))) for f in schema_ids)
+        expected = sum(count_records(Path(f)) for f in schema_ids)
     else:
         expected = cfg.visits * cfg.alerts_per_visit
 

@@ -73,6 +73,16 @@ def writer_schema(path: Path) -> dict:
             raise ReplayError(f"{path} is not a readable Avro container file: {e}") from None
 
 
+def count_records(path: Path) -> int:
+    """Records in a container file, from its block headers: no record is decoded."""
+    with open(path, "rb") as f:
+        _check_header(f, path)
+        try:
+            return sum(block.num_records for block in fastavro.block_reader(f))
+        except _DAMAGED as e:
+            raise ReplayError(f"{path} is not a readable Avro container file: {e}") from None
+
+
 def read_raw_records(path: Path) -> Iterator[RawRecord]:
     with open(path, "rb") as f:
         _check_header(f, path)

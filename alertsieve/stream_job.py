@@ -314,7 +314,9 @@ class FilterStream:
             with self._phase("read_decode_filter"):
                 row = self._count(narrow, ok, flag_names, error_names)
             failed = {
-                self.filters[int(e[2:])].name: row[e] for e in error_names if row[e] is not None
+                f.name: row[f"_e{i}"]
+                for i, f in enumerate(self.filters)
+                if f"_e{i}" in error_names and row[f"_e{i}"] is not None
             }
             for name, message in failed.items():
                 print(
@@ -326,7 +328,9 @@ class FilterStream:
                 for f, n in zip(self.filters, flag_names, strict=True)
             }
             live = [
-                n for f, n in zip(self.filters, flag_names, strict=True) if f.name not in failed
+                (f, n)
+                for f, n in zip(self.filters, flag_names, strict=True)
+                if f.name not in failed
             ]
             quarantined = int(row["quarantined"] or 0)
             if sum(matches.values()):
@@ -378,13 +382,13 @@ class FilterStream:
             *[F.first(F.col(e), ignorenulls=True).alias(e) for e in error_names],
         ).collect()[0]
 
-    def _write_matches(self, narrow, flag_names: list[str], batch_id: int) -> None:
+    def _write_matches(self, narrow, live: list[tuple[Filter, str]], batch_id: int) -> None:
+        """Publish the matches of the filters in ``live`` (each with its flag column)."""
         from pyspark.sql import functions as F
 
         cfg = self.cfg
-        names = F.array(
-            *[F.when(F.col(n), F.lit(self.filters[int(n[2:])].name)) for n in flag_names]
-        )
+        flag_names = [n for _, n in live]
+        names = F.array(*[F.when(F.col(n), F.lit(f.name)) for f, n in live])
         matched = narrow.where(F.array_contains(F.array(*[F.col(n) for n in flag_names]), True))
         matched_filters = F.filter(names, lambda x: x.isNotNull())
         # Kafka forwards the cached bytes as they are: no decoding at all.
@@ -425,8 +429,8 @@ class FilterStream:
             alert = F.col("alert")
             if self.output_plan is not self.plan and not cfg.delta_cutouts:
                 wants = F.lit(False)
-                for n in flag_names:
-                    if self.filters[int(n[2:])].cutouts:
+                for f, n in live:
+                    if f.cutouts:
                         wants = wants | F.col(n)
                 for c in CUTOUTS:
                     alert = alert.withField(c, F.when(wants, F.col(f"alert.{c}")))
