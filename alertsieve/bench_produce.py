@@ -6,16 +6,14 @@ ratios hold even when absolute speeds drift between runs.
 
 from __future__ import annotations
 
-import platform
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-import psutil
-
 from alertsieve import kafka_local
 from alertsieve.baseline import seeds_way_produce
+from alertsieve.machine import describe
 from alertsieve.produce import ProduceConfig, produce
 from alertsieve.simulate import AlertSimulator, SimulationConfig
 
@@ -106,12 +104,7 @@ def bench_produce(
         )
         return {
             "benchmark": "produce",
-            "machine": {
-                "cores": psutil.cpu_count(),
-                "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-                "python": platform.python_version(),
-                "broker": "embedded, same machine" if workdir else bootstrap,
-            },
+            "machine": describe("embedded, same machine" if workdir else bootstrap),
             "alerts_per_run": alerts,
             "stamp_size_px": stamp_size,
             "ours": runs,

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
-import psutil
-
 from alertsieve import kafka_local
 from alertsieve.baseline import plain_consume, seeds_way_consume
 from alertsieve.filtering import AlertFilter
+from alertsieve.machine import describe
+from alertsieve.metrics import visit_done_times
 from alertsieve.produce import ProduceConfig, produce
 from alertsieve.schemas import LocalSchemaStore
 from alertsieve.stream_job import JobConfig, run_job
@@ -203,22 +203,6 @@ def _python_vs_sql(bootstrap, topic, spark, workdir, store_dir, batch, n: int = 
     }
 
 
-def _visit_done_times(
-    lines: list[dict], topic: str, ends: list[dict[int, int]]
-) -> list[float | None]:
-    """Per visit: the output time of the first batch that had read past all its alerts."""
-    done = []
-    for end in ends:
-        when = None
-        for line in sorted(lines, key=lambda x: x["batch_id"]):
-            reached = line.get("spark", {}).get("endOffset", {}).get(topic, {})
-            if reached and all(reached.get(str(p), -1) >= o for p, o in end.items()):
-                when = line["output_time"]
-                break
-        done.append(when)
-    return done
-
-
 def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int, interval_s: float,
               alerts_per_visit: int, n_filters: int = 10) -> dict:  # fmt: skip
     """Visits produced at the survey's cadence while the job runs: how long after its first alert
@@ -257,7 +241,7 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
         ends.append(end_offsets(bootstrap, topic))
     deadline = time.time() + 90
     while time.time() < deadline:
-        done = _visit_done_times(job.metrics.written, topic, ends[-1:])
+        done = visit_done_times(job.metrics.written, topic, ends[-1:])
         if done[0] is not None:
             break
         time.sleep(1)
@@ -265,7 +249,7 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
         q.stop()
     runner.join(60)
     lines = job.metrics.written
-    done = _visit_done_times(lines, topic, ends)
+    done = visit_done_times(lines, topic, ends)
     busy = [x for x in lines if x["input_rows"]]
     return {
         "visits": visits,
@@ -373,11 +357,7 @@ def bench_stream(
         ten_run = next((r for r in runs if r["filters"] == 10), runs[0])
         return {
             "benchmark": "stream",
-            "machine": {
-                "cores": psutil.cpu_count(),
-                "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-                "broker": "embedded, same machine" if own_broker else bootstrap,
-            },  # fmt: skip
+            "machine": describe("embedded, same machine" if own_broker else bootstrap),
             "topic": {
                 "alerts": produced.acked,
                 "partitions": 4,

@@ -95,7 +95,30 @@ def _cmd_produce(args: argparse.Namespace) -> int:
     return 0 if summary.ok else 1
 
 
+def _cmd_bench_run(args: argparse.Namespace) -> int:
+    from alertsieve.experiment_runner import run_experiments
+    from alertsieve.experiments import load_experiment
+
+    if not args.experiments:
+        raise SystemExit(
+            "alertsieve bench run: name experiment files, e.g. conf/experiments/*.yaml"
+        )
+    experiments = [load_experiment(path, quick=args.quick) for path in args.experiments]
+    root = args.results or ("results/quick" if args.quick else "results")
+    results = run_experiments(experiments, root, args.bootstrap, progress=not args.quiet)
+    failed = [r for r in results if r["status"] != "ok"]
+    print(json.dumps({
+        "results": root,
+        "points_run": len(results),
+        "failed": [{"experiment": r["experiment"], "point": r["point"], "error": r["error"]} for r in failed],
+        "headlines": [{"experiment": r["experiment"], **r["point"], **r.get("headline", {})} for r in results],
+    }, indent=2))  # fmt: skip
+    return 1 if failed else 0
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.what == "run":
+        return _cmd_bench_run(args)
     if args.what == "produce":
         from alertsieve.bench_produce import bench_produce
 
@@ -301,7 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules")
 
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
-    bench.add_argument("what", choices=["produce", "stream"])
+    bench.add_argument("what", choices=["produce", "stream", "run"])
+    bench.add_argument("experiments", nargs="*", help="run: experiment files (conf/experiments/)")
+    bench.add_argument("--quick", action="store_true", help="run: each file's small 'quick' scale")
+    bench.add_argument("--results", help="run: results folder (default results/, results/quick/)")
+    bench.add_argument("--quiet", action="store_true", help="run: no progress bar")
     bench.add_argument("--bootstrap", help="an existing Kafka (default: start an embedded one)")
     bench.add_argument("--alerts", type=int, default=10_000, help="alerts per run (default 10000)")
     bench.add_argument("--seeds-alerts", type=int, default=1_000,

@@ -155,6 +155,21 @@ def _end_offsets(progress: dict) -> dict[str, dict[str, int]]:
     return out
 
 
+def batch_reaching(lines: list[dict], topic: str, end: dict) -> dict | None:
+    """The first batch that had read ``topic`` up to ``end`` ({partition: offset})."""
+    for line in sorted(lines, key=lambda x: x["batch_id"]):
+        reached = line.get("spark", {}).get("endOffset", {}).get(topic, {})
+        if reached and all(reached.get(str(p), -1) >= o for p, o in end.items()):
+            return line
+    return None
+
+
+def visit_done_times(lines: list[dict], topic: str, ends: list[dict]) -> list[float | None]:
+    """Per visit: the output time of the first batch that had read past all its alerts."""
+    done = [batch_reaching(lines, topic, end) for end in ends]
+    return [line["output_time"] if line else None for line in done]
+
+
 def make_listener(log: MetricsLog):
     """A StreamingQueryListener feeding Spark's progress reports into ``log``."""
     from pyspark.sql.streaming import StreamingQueryListener

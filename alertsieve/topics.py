@@ -53,3 +53,20 @@ def end_offsets(bootstrap: str, topic: str, extra: dict | None = None) -> dict[i
         }
     finally:
         consumer.close()
+
+
+def delete_topics(bootstrap: str, topics: list[str], extra: dict | None = None) -> None:
+    """Delete ``topics`` (those that exist): experiments make a fresh topic per point and a
+    10,000-alert visit with stamps is ~1 GB, so each point cleans up after itself."""
+    client = admin(bootstrap, extra)
+    existing = set(client.list_topics(timeout=10).topics)
+    doomed = [t for t in topics if t in existing]
+    if doomed:
+        for future in client.delete_topics(doomed, operation_timeout=30).values():
+            future.result(timeout=60)
+
+
+def topics_with_prefix(bootstrap: str, prefix: str, extra: dict | None = None) -> list[str]:
+    return sorted(
+        t for t in admin(bootstrap, extra).list_topics(timeout=10).topics if t.startswith(prefix)
+    )

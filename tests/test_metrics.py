@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 
-from alertsieve.bench_stream import _visit_done_times
-from alertsieve.metrics import BatchStats, MetricsLog, latency_from_timestamps, read_metrics
+from alertsieve.metrics import (
+    BatchStats,
+    MetricsLog,
+    latency_from_timestamps,
+    read_metrics,
+    visit_done_times,
+)
 
 
 def test_latency_quantiles_come_from_the_earliest_append_times():
@@ -55,7 +60,7 @@ def test_a_visit_is_done_when_a_batch_has_read_past_it():
         {"batch_id": 0, "output_time": 10.0, "spark": {"endOffset": {"t": {"0": 3, "1": 9}}}},
         {"batch_id": 1, "output_time": 14.0, "spark": {"endOffset": {"t": {"0": 8, "1": 9}}}},
     ]
-    assert _visit_done_times(lines, "t", [{0: 3, 1: 9}, {0: 8, 1: 9}, {0: 9, 1: 9}]) == [
+    assert visit_done_times(lines, "t", [{0: 3, 1: 9}, {0: 8, 1: 9}, {0: 9, 1: 9}]) == [
         10.0,
         14.0,
         None,

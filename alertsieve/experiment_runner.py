@@ -1,0 +1,350 @@
+"""Runs scaling experiments: for each point a fresh topic, the filter jobs started as their own
+processes (each its own consumer group reading the whole stream), visits produced at the
+cadence, and then what happened gathered into one result line: producer visit timings,
+per-batch metrics, alert latency read back from the output topics, CPU and memory per role.
+
+Raw measurements stay beside the results (``<results>/<experiment>/points/<key>/``), so a
+notebook can look past the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+import yaml
+from tqdm import tqdm
+
+from alertsieve import kafka_local
+from alertsieve.bench_stream import bench_filters
+from alertsieve.experiments import (
+    Experiment,
+    Point,
+    append_result,
+    consumer_summary,
+    done_keys,
+    headline,
+    producer_summary,
+    quantiles,
+    results_file,
+)
+from alertsieve.machine import describe
+from alertsieve.metrics import batch_reaching
+from alertsieve.produce import ProduceConfig, produce
+from alertsieve.resources import ResourceSampler
+from alertsieve.topics import create_topic, delete_topics, end_offsets, topics_with_prefix
+
+
+class PointFailed(RuntimeError):
+    """A point that could not be measured; the reason goes into its result line."""
+
+
+@dataclass
+class FilterJob:
+    """One filter job (``alertsieve filter``) in its own process group, with its own config,
+    checkpoint, metrics file and log."""
+
+    index: int
+    folder: Path
+    process: subprocess.Popen
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.folder / "metrics.jsonl"
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / "job.log"
+
+    def ready(self) -> bool:
+        """The query has committed its first (empty) batch: it is reading the topic."""
+        return (self.folder / "checkpoint" / "commits" / "0").exists()
+
+    def log_tail(self, lines: int = 15) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def lines(self) -> list[dict]:
+        if not self.metrics_path.exists():
+            return []
+        lines = []
+        for text in self.metrics_path.read_text().splitlines():
+            try:
+                lines.append(json.loads(text))
+            except ValueError:  # a line being written right now
+                continue
+        return lines
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Ctrl-C lets the job stop its query and flush its metrics; kill what is left."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # the JVM child, if still there
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+
+def start_filter_job(
+    index: int, folder: Path, point: Point, bootstrap: str, topic: str, store_dir: Path
+) -> FilterJob:
+    folder.mkdir(parents=True, exist_ok=True)
+    filters, _ = bench_filters(point.filters)
+    config = {
+        "bootstrap": bootstrap,
+        "topic": topic,
+        "starting_offsets": "earliest",
+        "trigger_seconds": 0,
+        "max_offsets_per_trigger": point.max_offsets_per_trigger,
+        "filters": [{"name": f.name, "sql": f.sql} for f in filters],
+        "sinks": list(point.sinks),
+        "output_prefix": f"{topic}-c{index}-",
+        "output_partitions": 1,
+        "delta_path": str(folder / "delta"),
+        "checkpoint": str(folder / "checkpoint"),
+        "metrics_path": str(folder / "metrics.jsonl"),
+        "schema_dir": str(store_dir),
+        "spark_conf": {"spark.ui.enabled": "false"},
+    }
+    config_path = folder / "job.yaml"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    with open(folder / "job.log", "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "alertsieve.cli", "filter", "--config", str(config_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the JVM goes with it
+        )
+    return FilterJob(index, folder, process)
+
+
+def _wait(jobs: list[FilterJob], done, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(done(j) for j in jobs):
+        for j in jobs:
+            if j.process.poll() is not None:
+                raise PointFailed(
+                    f"filter job {j.index} exited ({j.process.returncode}) before {what}:\n"
+                    f"{j.log_tail()}"
+                )
+        if time.monotonic() > deadline:
+            late = [j.index for j in jobs if not done(j)]
+            raise PointFailed(f"filter job(s) {late} not {what} after {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+def _producer_pids(jobs: list[FilterJob], broker: list[int]) -> list[int]:
+    """The producer processes: this process's children that are neither a filter job nor a
+    broker (produce() spawns a fresh set for every visit)."""
+    others = {j.process.pid for j in jobs} | set(broker)
+    return [c.pid for c in psutil.Process().children() if c.pid not in others]
+
+
+def output_latencies(bootstrap: str, topics: list[str], warm_end: dict[int, int]) -> list[float]:
+    """Seconds from the alert's append to the input topic (a header the job writes) to its
+    publication on a filter's output topic, for every published match of the measured visits
+    (source offsets below ``warm_end`` are the warm-up's)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"alertsieve-latency-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+        }
+    )
+    latencies: list[float] = []
+    try:
+        for topic in topics:
+            ends = end_offsets(bootstrap, topic)
+            want = sum(ends.values())
+            if not want:
+                continue
+            consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+            seen = 0
+            deadline = time.monotonic() + 60
+            while seen < want and time.monotonic() < deadline:
+                for msg in consumer.consume(1000, timeout=2):
+                    if msg.error() is not None:
+                        continue
+                    seen += 1
+                    h = dict(msg.headers() or [])
+                    if int(h["source_offset"]) >= warm_end[int(h["source_partition"])]:
+                        appended = int(h["kafka_timestamp_ms"])
+                        latencies.append((msg.timestamp()[1] - appended) / 1000)
+            if seen < want:
+                raise PointFailed(f"read {seen} of {want} messages of output topic {topic}")
+    finally:
+        consumer.close()
+    return latencies
+
+
+#: Seeds of the simulated visits: the measured visit v is seed VISIT_SEED + v, visit 0 of it.
+VISIT_SEED = 1000
+WARMUP_SEED = 999
+WARMUP_ALERTS = 100
+
+
+def _produce_visit(point: Point, bootstrap: str, topic: str, store_dir: Path, seed: int,
+                   alerts: int):  # fmt: skip
+    summary = produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic,
+            visits=1,
+            alerts_per_visit=alerts,
+            interval_s=0,
+            producers=point.producers,
+            partitions=point.partitions,
+            stamp_size=84 if point.stamps else 0,
+            seed=seed,
+            progress=False,
+            schema_dir=str(store_dir),
+        )
+    )
+    if not summary.ok:
+        raise PointFailed(f"visit of seed {seed} was not fully acknowledged: {summary.line()}")
+    return summary
+
+
+def _reached(job: FilterJob, topic: str, end: dict) -> bool:
+    return batch_reaching(job.lines(), topic, end) is not None
+
+
+def run_point(
+    experiment: str, point: Point, bootstrap: str, folder: Path, store_dir: Path, broker_pids
+) -> dict:
+    """Measure one point; raises PointFailed with the reason when it cannot."""
+    topic = f"exp-{experiment}-{point.key}-{uuid.uuid4().hex[:6]}"
+    create_topic(
+        bootstrap, topic, point.partitions, config={"message.timestamp.type": "LogAppendTime"}
+    )
+    jobs: list[FilterJob] = []
+    try:
+        jobs = [
+            start_filter_job(i, folder / f"consumer-{i}", point, bootstrap, topic, store_dir)
+            for i in range(point.consumers)
+        ]
+        _wait(jobs, FilterJob.ready, "reading the topic", timeout=120 + 30 * point.consumers)
+        roles = {
+            "broker": broker_pids,
+            "filter_jobs": lambda: [j.process.pid for j in jobs],
+            "producers": lambda: _producer_pids(jobs, broker_pids()),
+        }
+        # A small visit first, not measured: the jobs' first batch with data pays for class
+        # loading and code generation (~8 s here), which no later visit does.
+        _produce_visit(point, bootstrap, topic, store_dir, WARMUP_SEED, WARMUP_ALERTS)
+        warm_end = end_offsets(bootstrap, topic)
+        _wait(jobs, lambda j: _reached(j, topic, warm_end), "done with the warm-up visit", 120)
+        reports: list[dict] = []
+        ends: list[dict[int, int]] = []
+        with ResourceSampler(roles) as sampler:
+            t0 = time.time()
+            for v in range(point.visits):
+                time.sleep(max(0.0, t0 + v * point.interval_s - time.time()))
+                summary = _produce_visit(
+                    point, bootstrap, topic, store_dir, VISIT_SEED + v, point.alerts_per_visit
+                )
+                reports += [{**asdict(r), "visit_index": v} for r in summary.reports]
+                ends.append(end_offsets(bootstrap, topic))
+            drain_s = 120 + point.alerts_per_visit * point.visits * point.consumers / 500
+            _wait(jobs, lambda j: _reached(j, topic, ends[-1]), "done with the last visit", drain_s)
+        resources = sampler.summary()
+        for job in jobs:
+            job.stop()
+        firsts = [r["first_alert_at"] for r in producer_summary(reports)["visits"]]
+        consumers = [consumer_summary(j.lines(), topic, ends, firsts, warm_end) for j in jobs]
+        outputs = topics_with_prefix(bootstrap, f"{topic}-c")
+        latency = quantiles(output_latencies(bootstrap, outputs, warm_end))
+        return {
+            "topic": topic,
+            "producer": producer_summary(reports),
+            "consumers": consumers,
+            "latency_s": latency,
+            "resources": resources,
+            "warmup_end_offsets": warm_end,
+            "visit_end_offsets": ends,
+        }
+    finally:
+        for job in jobs:
+            job.stop()
+        delete_topics(bootstrap, [topic, *topics_with_prefix(bootstrap, f"{topic}-c")])
+
+
+def run_experiments(
+    experiments: list[Experiment],
+    results_root: str | Path,
+    bootstrap: str | None = None,
+    progress: bool = True,
+) -> list[dict]:
+    """Every point not already done (resumable), one result line each, appended as it ends;
+    one embedded broker serves them all unless ``bootstrap`` names a Kafka to use."""
+    workdir = Path(tempfile.mkdtemp(prefix="alertsieve-experiment-"))
+    cluster = kafka_local.start(workdir / "kafka") if bootstrap is None else None
+    try:
+        if cluster is not None:
+            bootstrap = cluster.bootstrap_servers
+            env = describe("embedded, same machine")
+            broker_pids = lambda: [n.pid for n in cluster.nodes if n.pid]  # noqa: E731
+        else:
+            env = describe(bootstrap)
+            broker_pids = lambda: []  # noqa: E731
+        written = []
+        for experiment in experiments:
+            out = results_file(results_root, experiment.name)
+            done = done_keys(out)
+            todo = [p for p in experiment.points if p.key not in done]
+            bar = tqdm(todo, desc=experiment.name, unit="point", disable=not progress)
+            for point in bar:
+                bar.set_postfix_str(point.label())
+                result = _measure(experiment, point, bootstrap, out.parent, workdir, broker_pids)
+                append_result(out, {**result, "env": env})
+                written.append(result)
+        return written
+    finally:
+        if cluster is not None:
+            kafka_local.stop(workdir / "kafka")
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _measure(experiment: Experiment, point: Point, bootstrap, folder: Path, workdir: Path,
+             broker_pids) -> dict:  # fmt: skip
+    started = time.time()
+    result = {
+        "experiment": experiment.name,
+        "dimension": experiment.dimension,
+        "key": point.key,
+        "point": asdict(point),
+        "started_at": round(started, 3),
+    }
+    try:
+        result |= run_point(
+            experiment.name,
+            point,
+            bootstrap,
+            folder / "points" / point.key,
+            workdir / "schemas",
+            broker_pids,
+        )
+        result["status"] = "ok"
+        result["headline"] = headline(result)
+    except PointFailed as e:
+        result |= {"status": "failed", "error": str(e)}
+        print(f"{experiment.name}: point {point.label()} failed: {e}", file=sys.stderr)
+    result["seconds"] = round(time.time() - started, 1)
+    return result
