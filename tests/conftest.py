@@ -36,3 +36,23 @@ def spark(kafka):
 def topic_name(request) -> str:
     """A topic name no other test (or earlier run against the same broker) uses."""
     return f"{request.node.name[:40].replace('[', '-').replace(']', '')}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def quick_results(kafka, tmp_path_factory):
+    """The --quick scale of two experiment files, run once against the session's broker: the
+    runner's tests and notebook 04 both read it. Returns (results folder, experiments, results)."""
+    from pathlib import Path
+
+    from alertsieve.experiment_runner import run_experiments
+    from alertsieve.experiments import load_experiment
+
+    folder = Path(__file__).resolve().parents[1] / "conf" / "experiments"
+    experiments = [load_experiment(folder / f"{n}.yaml", quick=True) for n in QUICK_EXPERIMENTS]
+    root = tmp_path_factory.mktemp("results")
+    written = run_experiments(experiments, root, kafka.bootstrap_servers, progress=False)
+    return root, experiments, written
+
+
+#: Run at the quick scale in the suite (the others differ only in which setting they vary).
+QUICK_EXPERIMENTS = ("volume", "consumers")

@@ -1,0 +1,109 @@
+"""Looking at alerts in a notebook: the schema as a table, an alert's light curve, its cutouts
+as images. Works on alert records as fastavro returns them (and as the simulator makes them)."""
+
+from __future__ import annotations
+
+import io
+
+from alertsieve.schemas import AlertSchema
+
+#: Matplotlib colours for the LSST bands, blue to red.
+BAND_COLORS = {"u": "purple", "g": "tab:blue", "r": "tab:green", "i": "tab:orange",
+               "z": "tab:red", "y": "brown"}  # fmt: skip
+ZERO_POINT_NJY = 31.4  # AB magnitude of 1 nJy
+
+
+def _type_name(avro_type) -> str:
+    if isinstance(avro_type, list):
+        names = [_type_name(t) for t in avro_type if t != "null"]
+        return ("null|" if "null" in avro_type else "") + "|".join(names)
+    if isinstance(avro_type, dict):
+        if avro_type.get("type") == "array":
+            return f"array<{_type_name(avro_type['items'])}>"
+        return avro_type.get("name", avro_type.get("type", "?"))
+    return str(avro_type)
+
+
+def field_table(schema: AlertSchema, record: str | None = None):
+    """Fields of the alert (or of one of its records, e.g. ``diaSource``) with type and doc:
+    what a SQL filter can name."""
+    import pandas as pd
+
+    fields = schema.definition["fields"]
+    if record is not None:
+        field = next(f for f in fields if f["name"] == record)
+        t = field["type"]
+        t = next((x for x in t if x != "null"), t) if isinstance(t, list) else t
+        t = t["items"] if t.get("type") == "array" else t
+        fields = t["fields"]
+    return pd.DataFrame(
+        [
+            {"field": f["name"], "type": _type_name(f["type"]), "doc": f.get("doc", "")}
+            for f in fields
+        ]
+    )
+
+
+def light_curve(alert: dict):
+    """Previous detections plus this one: time, band, flux (nJy) and AB magnitude."""
+    import numpy as np
+    import pandas as pd
+
+    sources = [*(alert.get("prvDiaSources") or []), alert["diaSource"]]
+    frame = pd.DataFrame(
+        {
+            "mjd": [s["midpointMjdTai"] for s in sources],
+            "band": [s.get("band") for s in sources],
+            "flux_njy": [s["psfFlux"] for s in sources],
+            "flux_err_njy": [s.get("psfFluxErr") for s in sources],
+        }
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frame["mag"] = ZERO_POINT_NJY - 2.5 * np.log10(
+            frame["flux_njy"].where(frame["flux_njy"] > 0)
+        )
+    return frame.sort_values("mjd").reset_index(drop=True)
+
+
+def plot_light_curve(alert: dict, ax=None):
+    import matplotlib.pyplot as plt
+
+    curve = light_curve(alert)
+    ax = ax or plt.gca()
+    for band, part in curve.groupby("band"):
+        ax.errorbar(part["mjd"], part["flux_njy"], yerr=part["flux_err_njy"], fmt="o",
+                    color=BAND_COLORS.get(band), label=band)  # fmt: skip
+    ax.set_xlabel("MJD (TAI)")
+    ax.set_ylabel("PSF flux (nJy)")
+    ax.set_title(f"diaSource {alert['diaSource']['diaSourceId']}")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def cutout_image(fits_bytes: bytes):
+    """A cutout's pixels (the FITS primary HDU) as a 2-D array."""
+    from astropy.io import fits
+
+    with fits.open(io.BytesIO(fits_bytes)) as hdus:
+        return hdus[0].data.copy()
+
+
+def plot_cutouts(alert: dict, axes=None):
+    """Science, template and difference stamps side by side."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    names = ["cutoutScience", "cutoutTemplate", "cutoutDifference"]
+    if axes is None:
+        _, axes = plt.subplots(1, 3, figsize=(9, 3))
+    for ax, name in zip(axes, names, strict=True):
+        if not alert.get(name):
+            ax.set_title(f"{name}: none")
+            ax.axis("off")
+            continue
+        pixels = cutout_image(alert[name])
+        low, high = np.percentile(pixels, [1, 99.5])
+        ax.imshow(pixels, origin="lower", cmap="gray", vmin=low, vmax=high)
+        ax.set_title(name.removeprefix("cutout"))
+        ax.axis("off")
+    return axes

@@ -1,0 +1,81 @@
+"""Every notebook runs top to bottom on a small input (a failing cell fails the test); the
+notebooks check their own science (e.g. 03 compares the engine with plain Python), and here
+the outputs they leave are checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def execute(name: str) -> nbformat.NotebookNode:
+    book = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    client = NotebookClient(
+        book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
+    client.execute()
+    return book
+
+
+def text_of(book: nbformat.NotebookNode) -> str:
+    parts = []
+    for cell in book.cells:
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", ""))
+            parts.append(out.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def images_in(book: nbformat.NotebookNode) -> int:
+    return sum(
+        "image/png" in out.get("data", {}) for cell in book.cells for out in cell.get("outputs", [])
+    )
+
+
+def test_every_notebook_is_tested():
+    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == [
+        "01_quickstart", "02_explore_alerts", "03_write_a_filter", "04_scaling_analysis"
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_01_quickstart(monkeypatch):
+    monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "300")
+    book = execute("01_quickstart")
+    assert "300 alerts" in text_of(book)  # the produce summary line
+    assert images_in(book) == 1  # matches per filter
+
+
+def test_02_explore_alerts(monkeypatch):
+    monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "300")
+    book = execute("02_explore_alerts")
+    assert "300 alerts of schema" in text_of(book)
+    assert images_in(book) == 3  # the visit, a light curve, the cutouts
+
+
+@pytest.mark.slow
+def test_03_write_a_filter(monkeypatch):
+    monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "2000")
+    book = execute("03_write_a_filter")
+    out = text_of(book)
+    assert "2000 simulated alerts" in out
+    assert "bright_repeaters" in out and "new_maximum" in out
+
+
+@pytest.mark.slow
+def test_04_scaling_analysis(monkeypatch, quick_results, tmp_path):
+    root, experiments, _ = quick_results
+    monkeypatch.setenv("ALERTSIEVE_RESULTS", str(root))
+    monkeypatch.setenv("ALERTSIEVE_FIGURES", str(tmp_path))
+    book = execute("04_scaling_analysis")
+    names = [e.name for e in experiments]
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == sorted(
+        [f"{n}.png" for n in names] + [f"{n}-cpu.png" for n in names]
+    )
+    assert images_in(book) == 2 * len(names)
+    assert "DMTN-028 (AWS)" in text_of(book)
