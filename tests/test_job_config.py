@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from alertsieve.filtering import AlertFilter, FilterError, parse_sql_flag, validate
+from alertsieve.filtering import (
+    AlertFilter,
+    FilterError,
+    PythonFilter,
+    not_an_expression,
+    parse_sql_flag,
+    validate,
+)
 from alertsieve.stream_job import (
     ConfigError,
     JobConfig,
@@ -111,6 +118,12 @@ def _empty_alerts(spark):
         ("diaSource.snrr > 5", "filter 'f' (f.yaml (filters[0])): [FIELD_NOT_FOUND]"),
         ("diaSource.snr >", "filter 'f' (f.yaml (filters[0])): [PARSE_SYNTAX_ERROR]"),
         ("diaSource.snr * 2", "the expression is double, not boolean; write a condition such as"),
+        (
+            "diaSource.snr > (SELECT max(x) FROM t)",
+            "filters[0])): sql is refused: it contains SELECT",
+        ),
+        ("true; DROP TABLE alerts", "sql is refused: it contains ';' (one expression"),
+        ("diaSource.snr > {min_snr}", "the SQL names a parameter 'min_snr' it does not declare"),
     ],
 )
 def test_bad_filters_fail_before_the_stream(spark, sql, message):
@@ -119,6 +132,32 @@ def test_bad_filters_fail_before_the_stream(spark, sql, message):
             [AlertFilter(name="f", sql=sql, origin="f.yaml (filters[0])")], _empty_alerts(spark)
         )
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "refused"),
+    [
+        ("diaSource.snr > 5 AND exists(prvDiaSources, s -> s.snr > 5)", None),
+        ("diaSource.band = 'select' AND `delete` > 1 AND diaSource.update > 0", None),
+        ("extract(YEAR FROM current_date()) > 2020", None),
+        ("diaSource.snr IN (select snr FROM other)", "SELECT"),
+        ("EXISTS (SELECT 1)", "SELECT"),
+        ("true) UNION (VALUES (1)", "VALUES"),
+        ("diaSource.snr > 1; INSERT INTO t VALUES (1)", "';'"),
+    ],
+)
+def test_sql_filters_are_expressions_only(sql, refused):
+    reason = not_an_expression(sql)
+    assert (reason is None) if refused is None else (refused in reason)
+
+
+def test_python_filter_columns_are_expressions_only():
+    f = PythonFilter(name="p", function=lambda a: a["x"] > 0,
+                     columns={"x": "(SELECT max(snr) FROM t)"}, origin="p.py")  # fmt: skip
+    with pytest.raises(
+        FilterError, match=r"filter 'p' \(p.py\): columns\['x'\] is refused: it contains SELECT"
+    ):
+        validate([f], None)
 
 
 def test_filter_names_are_checked(spark):
