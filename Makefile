@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: setup demo test lint lab kafka-up kafka-down clean distclean
+.PHONY: setup demo test lint lab bench bench-quick kafka-up kafka-down clean distclean
 
 setup: $(STAMP)
 	@$(BIN)/alertsieve setup
@@ -30,6 +30,18 @@ test: setup lint
 lab: setup
 	@mkdir -p notebooks
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser notebooks/
+
+# The scaling experiments of conf/experiments/ (about an hour here; resumable), then notebook 04
+# renders them in place and saves its figures to docs/figures/.
+bench: setup
+	$(BIN)/alertsieve bench run conf/experiments/*.yaml
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/04_scaling_analysis.ipynb
+
+# The same at each file's small 'quick' scale (a few minutes), into results/quick/.
+bench-quick: setup
+	$(BIN)/alertsieve bench run --quick conf/experiments/*.yaml
+	ALERTSIEVE_RESULTS=../results/quick ALERTSIEVE_FIGURES=../results/quick/figures \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --output-dir results/quick notebooks/04_scaling_analysis.ipynb
 
 kafka-up: setup
 	@$(BIN)/alertsieve kafka start
