@@ -313,7 +313,8 @@ def run_experiments(
             for point in bar:
                 bar.set_postfix_str(point.label())
                 result = _measure(experiment, point, bootstrap, out.parent, workdir, broker_pids)
-                append_result(out, {**result, "env": env})
+                result["env"] = env
+                append_result(out, result)
                 written.append(result)
         return written
     finally:

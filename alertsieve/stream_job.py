@@ -508,12 +508,16 @@ class FilterStream:
         self.spark.streams.addListener(listener)
         query = self.start()
         try:
-            if self.cfg.available_now:
-                query.awaitTermination()
-            else:
-                query.awaitTermination(self.cfg.timeout_s)
-        except KeyboardInterrupt:
-            pass
+            with _stop_requests() as stop:
+                deadline = (
+                    None
+                    if self.cfg.available_now or not self.cfg.timeout_s
+                    else (time.monotonic() + self.cfg.timeout_s)
+                )
+                while query.isActive and not stop.is_set():
+                    if deadline is not None and time.monotonic() > deadline:
+                        break
+                    query.awaitTermination(1)
         finally:
             if query.isActive:
                 query.stop()
@@ -522,6 +526,27 @@ class FilterStream:
         if query.exception():
             raise RuntimeError(f"the stream failed: {query.exception()}")
         return self.metrics.written
+
+
+@contextmanager
+def _stop_requests():
+    """Ctrl-C and SIGTERM ask the job to stop between polls, instead of interrupting whatever
+    Python was doing (a KeyboardInterrupt inside a Py4J call leaves Spark half-told); the query
+    then stops cleanly and the metrics are flushed. Only the main thread can take signals."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in signals}
+    try:
+        yield stop
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def run_job(cfg: JobConfig, spark=None, console=None) -> list[dict]:
