@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from alertsieve.kafka_security import librdkafka_conf
 from alertsieve.schemas import frame, load_rubin_schema, open_store
 from alertsieve.topics import create_topic
 
@@ -288,7 +289,7 @@ def _producer_main(
                 "bootstrap.servers": cfg.bootstrap,
                 "client.id": f"alertsieve-producer-{k}",
                 **PRODUCER_DEFAULTS,
-                **cfg.kafka_conf,
+                **librdkafka_conf(cfg.kafka_conf),
             }
         )
     )
@@ -417,7 +418,12 @@ def produce(cfg: ProduceConfig) -> ProduceSummary:
 
 
 def _security(conf: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in conf.items() if k.startswith(("security.", "sasl.", "ssl."))}
+    """The settings an admin client needs too: how to reach and authenticate to the brokers."""
+    return {
+        k: v
+        for k, v in librdkafka_conf(conf).items()
+        if k.startswith(("security.", "sasl.", "ssl."))
+    }
 
 
 def _progress(total: int, enabled: bool):

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from alertsieve.kafka_security import java_conf
+
 
 def kafka_options(bootstrap: str, extra: Mapping[str, str]) -> dict[str, str]:
-    """Spark Kafka options: bootstrap plus any librdkafka-style ``key=value`` as ``kafka.key``."""
-    return {"kafka.bootstrap.servers": bootstrap, **{f"kafka.{k}": v for k, v in extra.items()}}
+    """Spark Kafka options: bootstrap plus ``extra`` (security settings in the Java client's
+    spelling, see alertsieve.kafka_security) as ``kafka.key``."""
+    java = java_conf(extra)
+    return {"kafka.bootstrap.servers": bootstrap, **{f"kafka.{k}": v for k, v in java.items()}}
 
 
 def headers(**columns):

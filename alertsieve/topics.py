@@ -6,9 +6,11 @@ from __future__ import annotations
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from alertsieve.kafka_security import librdkafka_conf
+
 
 def admin(bootstrap: str, extra: dict | None = None) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, **(extra or {})})
+    return AdminClient({"bootstrap.servers": bootstrap, **librdkafka_conf(extra or {})})
 
 
 def create_topic(
@@ -43,7 +45,11 @@ def end_offsets(bootstrap: str, topic: str, extra: dict | None = None) -> dict[i
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "alertsieve-offsets", **(extra or {})}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "alertsieve-offsets",
+            **librdkafka_conf(extra or {}),
+        }
     )
     try:
         parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
