@@ -19,6 +19,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from alertsieve import broker_security
+from alertsieve.broker_security import SecureListener
 from alertsieve.jars import JarFetchError, java_executable, kafka_broker_jars
 from alertsieve.localhost import HOST, free_port, pid_alive, port_free
 from alertsieve.paths import cache_dir
@@ -37,6 +39,7 @@ class Node:
     port: int
     controller_port: int
     pid: int | None = None
+    secure_port: int | None = None  # the SASL/SCRAM (+TLS) listener, if the cluster has one
 
     @property
     def address(self) -> str:
@@ -48,10 +51,21 @@ class Cluster:
     data_dir: Path
     cluster_id: str
     nodes: list[Node] = field(default_factory=list)
+    secure: SecureListener | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(n.address for n in self.nodes)
+
+    @property
+    def secure_bootstrap_servers(self) -> str:
+        """The SASL/SCRAM (+TLS) listeners; clients need ``client_conf()`` with them."""
+        if self.secure is None:
+            raise KafkaLocalError(f"the cluster in {self.data_dir} has no secured listener")
+        return ",".join(f"{HOST}:{n.secure_port}" for n in self.nodes)
+
+    def client_conf(self) -> dict[str, str]:
+        return broker_security.client_conf(self.data_dir, self.secure)
 
     @property
     def replication_factor(self) -> int:
@@ -61,7 +75,11 @@ class Cluster:
         return self.data_dir / f"node-{node.node_id}"
 
     def save(self) -> None:
-        state = {"cluster_id": self.cluster_id, "nodes": [asdict(n) for n in self.nodes]}
+        state = {
+            "cluster_id": self.cluster_id,
+            "nodes": [asdict(n) for n in self.nodes],
+            "secure": asdict(self.secure) if self.secure else None,
+        }
         (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
 
     @classmethod
@@ -70,7 +88,8 @@ class Cluster:
         if not path.exists():
             return None
         state = json.loads(path.read_text())
-        return cls(Path(data_dir), state["cluster_id"], [Node(**n) for n in state["nodes"]])
+        secure = SecureListener(**state["secure"]) if state.get("secure") else None
+        return cls(Path(data_dir), state["cluster_id"], [Node(**n) for n in state["nodes"]], secure)
 
 
 def default_data_dir() -> Path:
@@ -102,15 +121,20 @@ def _server_properties(cluster: Cluster, node: Node) -> str:
     voters = ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in cluster.nodes)
     rf = cluster.replication_factor
     min_isr = 2 if rf >= 3 else 1
+    listeners = f"PLAINTEXT://{HOST}:{node.port}"
+    protocols = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+    if cluster.secure:
+        listeners += f",{broker_security.LISTENER}://{HOST}:{node.secure_port}"
+        protocols += f",{broker_security.LISTENER}:{cluster.secure.protocol}"
     props = {
         "process.roles": "broker,controller",
         "node.id": node.node_id,
         "controller.quorum.voters": voters,
-        "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+        "listeners": f"{listeners},CONTROLLER://{HOST}:{node.controller_port}",
+        "advertised.listeners": listeners,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": protocols,
         "log.dirs": cluster.node_dir(node) / "data",
         "num.partitions": 1,
         "default.replication.factor": rf,
@@ -127,6 +151,8 @@ def _server_properties(cluster: Cluster, node: Node) -> str:
         "log.retention.hours": 24,
         "auto.create.topics.enable": "false",
     }
+    if cluster.secure:
+        props |= broker_security.server_properties(cluster.data_dir, cluster.secure)
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
@@ -153,7 +179,7 @@ def _new_cluster_id() -> str:
             return cluster_id
 
 
-def _plan(data_dir: Path, brokers: int, port: int | None) -> Cluster:
+def _plan(data_dir: Path, brokers: int, port: int | None, secure: SecureListener | None) -> Cluster:
     taken: set[int] = set()
     nodes = []
     for i in range(brokers):
@@ -167,15 +193,19 @@ def _plan(data_dir: Path, brokers: int, port: int | None) -> Cluster:
             taken.add(p)
         else:
             p = free_port(taken)
-        nodes.append(Node(node_id=i + 1, port=p, controller_port=free_port(taken)))
-    return Cluster(data_dir, _new_cluster_id(), nodes)
+        node = Node(node_id=i + 1, port=p, controller_port=free_port(taken))
+        if secure is not None:
+            node.secure_port = free_port(taken)
+        nodes.append(node)
+    return Cluster(data_dir, _new_cluster_id(), nodes, secure)
 
 
 def _format(cluster: Cluster, node: Node, java: str, classpath: str) -> None:
     props = cluster.node_dir(node) / "server.properties"
     proc = subprocess.run(
         [java, "-cp", classpath, "kafka.tools.StorageTool", "format",
-         "-t", cluster.cluster_id, "-c", str(props), "--ignore-formatted"],
+         "-t", cluster.cluster_id, "-c", str(props), "--ignore-formatted",
+         *(broker_security.format_arguments(cluster.secure) if cluster.secure else [])],
         capture_output=True, text=True,
     )  # fmt: skip
     if proc.returncode != 0:
@@ -233,10 +263,12 @@ def start(
     port: int | None = None,
     heap: str = "512m",
     timeout: float = 90.0,
+    secure: SecureListener | None = None,
 ) -> Cluster:
     """Start (or restart) the cluster kept in ``data_dir`` and wait until every broker answers.
 
     A restart reuses the cluster id, the data and the ports recorded in the directory.
+    ``secure`` adds a SASL/SCRAM listener (TLS unless ``secure.tls`` is False) with one user.
     """
     data_dir = Path(data_dir) if data_dir else default_data_dir()
     java = _check_java()
@@ -258,7 +290,9 @@ def start(
         )
     if cluster is None:
         data_dir.mkdir(parents=True, exist_ok=True)
-        cluster = _plan(data_dir, brokers, port)
+        cluster = _plan(data_dir, brokers, port, secure)
+        if secure is not None and secure.tls:
+            broker_security.make_tls(data_dir, java, secure)
     else:
         for n in cluster.nodes:
             for p in (n.port, n.controller_port):
@@ -304,6 +338,39 @@ def stop(data_dir: Path | str | None = None, timeout: float = 30.0) -> list[int]
         n.pid = None
     cluster.save()
     return stopped
+
+
+def kill_node(data_dir: Path | str, node_id: int, sig: int = signal.SIGKILL) -> int:
+    """Kill one broker of a running cluster (the fault tests' broker crash); returns its pid."""
+    cluster = Cluster.load(Path(data_dir))
+    node = next((n for n in cluster.nodes if n.node_id == node_id), None) if cluster else None
+    if node is None or not pid_alive(node.pid):
+        raise KafkaLocalError(f"no running broker {node_id} in {data_dir}")
+    os.kill(node.pid, sig)
+    deadline = time.monotonic() + 30
+    while pid_alive(node.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _reap(node.pid)
+    pid, node.pid = node.pid, None
+    cluster.save()
+    return pid
+
+
+def restart_node(
+    data_dir: Path | str, node_id: int, heap: str = "512m", timeout: float = 90.0
+) -> Cluster:
+    """Bring a stopped broker back with its data, ports and settings; wait until the whole
+    cluster answers again."""
+    cluster = Cluster.load(Path(data_dir))
+    node = next((n for n in cluster.nodes if n.node_id == node_id), None) if cluster else None
+    if node is None:
+        raise KafkaLocalError(f"no broker {node_id} in {data_dir}")
+    if pid_alive(node.pid):
+        raise KafkaLocalError(f"broker {node_id} in {data_dir} is running (pid {node.pid})")
+    node.pid = _launch(cluster, node, _check_java(), kafka_broker_jars().classpath, heap)
+    cluster.save()
+    _wait_ready(cluster, timeout)
+    return cluster
 
 
 def _reap(pid: int) -> None:

@@ -1,0 +1,74 @@
+"""The filter job as a separate process, and the checks every fault test makes of its outputs:
+Delta holds each match exactly once, Kafka each match at least once, both equal to a plain-Python
+evaluation of the same filters over the alerts as fastavro decodes them from the input topic."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from kafka_helpers import consume_all
+from test_stream_job import FILTERS
+
+from alertsieve.schemas import LocalSchemaStore, unframe
+
+NAMES = ("bright", "first_seen", "solar_system")
+
+
+def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
+    args = [sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", bootstrap,
+            "--topic", topic, "--output-prefix", f"{topic}-", "--checkpoint", str(workdir / "ckpt"),
+            "--delta-path", str(workdir / "delta"), "--metrics", str(workdir / "metrics.jsonl"),
+            "--max-offsets-per-trigger", "60", "--master", "local[2]", *extra]  # fmt: skip
+    for name in NAMES:
+        args += ["--sql", f"{name}={FILTERS[name][0]}"]
+    return args
+
+
+def batches(workdir: Path) -> list[dict]:
+    path = workdir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def rows_read(workdir: Path) -> int:
+    return sum(b["input_rows"] for b in batches(workdir))
+
+
+def wait_for(condition, what: str, timeout: float, process=None) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process is None or process.poll() is None, f"the job exited while waiting: {what}"
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting: {what}"
+        time.sleep(0.2)
+
+
+def expected_matches(bootstrap: str, topic: str, schema_dir: str) -> tuple[int, dict[str, set]]:
+    """(alerts in the topic, {filter: alert ids it must match}) from the test's own decoding."""
+    store = LocalSchemaStore(schema_dir)
+    alerts = {}
+    messages = consume_all(bootstrap, topic)
+    for m in messages:
+        schema_id, body = unframe(m.value())
+        alerts[m.key().decode()] = store.get(schema_id).decode(body)
+    assert len(alerts) == len(messages), "alert ids are unique in the input"
+    return len(messages), {n: {k for k, a in alerts.items() if FILTERS[n][1](a)} for n in NAMES}
+
+
+def assert_outputs(spark, bootstrap: str, topic: str, workdir: Path, expected: dict) -> Counter:
+    """Delta exactly once, Kafka at least once; returns how often each (filter, alert) pair
+    appears on Kafka, for tests that bound the duplicates."""
+    table = spark.read.format("delta").load(str(workdir / "delta" / "matches"))
+    rows = table.select("filters", "alert_id").collect()
+    assert max(Counter(r["alert_id"] for r in rows).values()) == 1  # exactly once
+    assert {n: {r["alert_id"] for r in rows if n in r["filters"]} for n in NAMES} == expected
+    seen: Counter = Counter()
+    for n in NAMES:
+        keys = [m.key().decode() for m in consume_all(bootstrap, f"{topic}-{n}")]
+        assert set(keys) == expected[n]  # at least once: all there
+        seen.update((n, k) for k in keys)
+    return seen
