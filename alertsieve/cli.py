@@ -84,11 +84,10 @@ def _cmd_produce(args: argparse.Namespace) -> int:
             schema_registry=args.schema_registry,
             schema_dir=args.schema_dir,
             progress=not args.quiet,
+            ack_journal_dir=args.ack_journal,
         )
     )
     print(summary.line())
-    if summary.crashed:
-        print(f"producer process(es) {summary.crashed} died before finishing", file=sys.stderr)
     for report in summary.reports:
         for err in report.errors:
             print(f"visit {report.visit} producer {report.producer}: {err}", file=sys.stderr)
@@ -288,6 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     prod.add_argument("--seed", type=int, default=0)
     prod.add_argument("--replay", nargs="+", metavar="PATH", help="Avro container files or folders")
     prod.add_argument("--metrics", help="append per-visit metrics (JSON lines) to this file")
+    prod.add_argument("--ack-journal", metavar="DIR",
+                      help="keep each producer's acknowledged alert ids here (after a crash: what to resend)")  # fmt: skip
     prod.add_argument(
         "--schema-registry", help="Confluent Schema Registry URL (default: local store)"
     )

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 import queue
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -61,6 +64,9 @@ class ProduceConfig:
     schema_dir: str | None = None
     progress: bool = True
     serialize_only: bool = False  # benchmarks: encode everything, send nothing
+    #: keep each producer's acknowledged keys here (one file each); default: a temporary folder
+    #: read after a crash, then deleted
+    ack_journal_dir: str | None = None
 
 
 class SerializeOnlySink:
@@ -101,6 +107,8 @@ class ProduceSummary:
     expected: int
     wall_s: float
     crashed: list[int] = field(default_factory=list)  # producers that died before finishing
+    #: {producer: alerts acknowledged in the visit it died in}, from its acknowledgement journal
+    acked_before_crash: dict[int, int] = field(default_factory=dict)
 
     @property
     def alerts(self) -> int:
@@ -108,7 +116,7 @@ class ProduceSummary:
 
     @property
     def acked(self) -> int:
-        return sum(r.acked for r in self.reports)
+        return sum(r.acked for r in self.reports) + sum(self.acked_before_crash.values())
 
     @property
     def failed(self) -> int:
@@ -141,6 +149,7 @@ class ProduceSummary:
             "acked": self.acked,
             "failed": self.failed,
             "crashed_producers": self.crashed,
+            "acked_before_crash": self.acked_before_crash,
             "bytes": self.bytes,
             "wall_s": round(self.wall_s, 3),
             "visit_s": [round(s, 3) for s in self.visit_seconds()],
@@ -151,6 +160,11 @@ class ProduceSummary:
     def line(self) -> str:
         d = self.as_dict()
         verdict = "all acknowledged" if self.ok else "INCOMPLETE"
+        if self.crashed:
+            verdict += (
+                f"; producer(s) {self.crashed} died, after {self.acked_before_crash} acknowledged"
+                " in the visit they were sending"
+            )
         visits = ", ".join(f"{s:.2f}" for s in d["visit_s"][:5]) + (
             " ..." if len(d["visit_s"]) > 5 else ""
         )
@@ -172,14 +186,19 @@ def send_visit(
     visit: int,
     producer_index: int,
     flush_timeout: float,
+    journal: int | None = None,
 ) -> VisitReport:
-    """Serialize and send ``items``; wait for every delivery report."""
+    """Serialize and send ``items``; wait for every delivery report. Each acknowledged key is
+    also appended to the ``journal`` file descriptor as it arrives: a write the kernel keeps
+    even if this process is killed the next instant."""
     counts = {"acked": 0, "failed": 0}
     errors: list[str] = []
 
     def on_delivery(err, msg) -> None:
         if err is None:
             counts["acked"] += 1
+            if journal is not None and msg is not None:
+                os.write(journal, msg.key() + b"\n")
         else:
             counts["failed"] += 1
             if len(errors) < 5:
@@ -276,7 +295,7 @@ def _replayed_visits(
 
 
 def _producer_main(
-    k: int, cfg: ProduceConfig, schema_ids: Any, reports: mp.Queue, barrier: Any
+    k: int, cfg: ProduceConfig, schema_ids: Any, reports: mp.Queue, barrier: Any, journal_dir: str
 ) -> None:
     """One producer process: prepare each visit ahead of its slot, then send it on time."""
     from confluent_kafka import Producer
@@ -299,6 +318,7 @@ def _producer_main(
         if cfg.replay
         else _simulated_visits(cfg, k, schema_ids)
     )
+    journal = os.open(journal_path(journal_dir, k), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     first = next(visits, None)
     barrier.wait()  # every producer starts visit 0 at the same moment
     t0 = time.time()
@@ -309,7 +329,7 @@ def _producer_main(
         delay = t0 + v * cfg.interval_s - time.time()
         if delay > 0:
             time.sleep(delay)
-        report = send_visit(producer, cfg.topic, records, serialize, v, k, flush_timeout)
+        report = send_visit(producer, cfg.topic, records, serialize, v, k, flush_timeout, journal)
         reports.put(asdict(report))
         v += 1
         item = next(visits, None)  # prepared while the cadence clock runs
@@ -370,10 +390,13 @@ def produce(cfg: ProduceConfig) -> ProduceSummary:
     ctx = mp.get_context("spawn")  # librdkafka threads and fork do not mix
     reports: mp.Queue = ctx.Queue()
     barrier = ctx.Barrier(cfg.producers)
+    journal_dir = cfg.ack_journal_dir or tempfile.mkdtemp(prefix="alertsieve-acks-")
+    os.makedirs(journal_dir, exist_ok=True)
     workers = [
-        ctx.Process(target=_producer_main, args=(k, cfg, schema_ids, reports, barrier), daemon=True)
+        ctx.Process(target=_producer_main, args=(k, cfg, schema_ids, reports, barrier, journal_dir),
+                    daemon=True)
         for k in range(cfg.producers)
-    ]
+    ]  # fmt: skip
     start = time.perf_counter()
     for w in workers:
         w.start()
@@ -405,16 +428,38 @@ def produce(cfg: ProduceConfig) -> ProduceSummary:
         for w in workers:
             if w.is_alive():
                 w.terminate()
+    crashed = sorted(set(range(cfg.producers)) - done)
     summary = ProduceSummary(
         collected,
         expected,
         time.perf_counter() - start,
-        crashed=sorted(set(range(cfg.producers)) - done),
+        crashed=crashed,
+        acked_before_crash=_acked_before_crash(journal_dir, crashed, collected),
     )
+    if not cfg.ack_journal_dir:
+        shutil.rmtree(journal_dir, ignore_errors=True)
     if metrics:
         metrics.write(json.dumps(summary.as_dict()) + "\n")
         metrics.close()
     return summary
+
+
+def journal_path(journal_dir: str, producer: int) -> str:
+    return os.path.join(journal_dir, f"producer-{producer}.acked")
+
+
+def _acked_before_crash(journal_dir: str, crashed: list[int], reports: list[VisitReport]) -> dict:
+    """For each producer that died: acknowledgements in its journal beyond those of the visits
+    it reported, i.e. the part of its last visit Kafka confirmed before it died."""
+    out = {}
+    for k in crashed:
+        try:
+            with open(journal_path(journal_dir, k), "rb") as f:
+                journaled = sum(1 for _ in f)
+        except FileNotFoundError:
+            journaled = 0
+        out[k] = journaled - sum(r.acked for r in reports if r.producer == k)
+    return out
 
 
 def _security(conf: dict[str, Any]) -> dict[str, Any]:

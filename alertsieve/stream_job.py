@@ -22,6 +22,7 @@ import yaml
 
 from alertsieve.decode import META, DecodePlan, decode, decoded_records, make_plan
 from alertsieve.filtering import Filter, FilterError, discover, from_config, validate, with_params
+from alertsieve.kafka_security import SecurityConfigError, java_conf
 from alertsieve.metrics import BatchStats, MetricsLog, latency_from_timestamps, make_listener
 from alertsieve.replay import ID_FIELDS
 from alertsieve.schemas import AlertSchema, load_rubin_schema, open_store, without_fields
@@ -127,6 +128,10 @@ def load_config(path: str | None, overrides: dict[str, Any]) -> JobConfig:
 
 def _check(cfg: JobConfig) -> None:
     where = cfg.config_file or "the command line"
+    try:
+        java_conf(cfg.kafka_conf)
+    except SecurityConfigError as e:
+        raise ConfigError(f"{where}: kafka_conf: {e}") from None
     if bool(cfg.topic) == bool(cfg.topic_pattern):
         raise ConfigError(
             f"{where}: give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)"
@@ -148,6 +153,39 @@ def _check(cfg: JobConfig) -> None:
                 f"{where}: starting_offsets must be earliest, latest or an ISO-8601 time,"
                 f" not {cfg.starting_offsets!r}"
             ) from None
+
+
+def check_writable(cfg: JobConfig) -> None:
+    """The checkpoint, the Delta tables and the metrics file must be writable before any alert
+    is read: finding out at the first batch would crash the job, and again at every restart."""
+    where = cfg.config_file or "the command line"
+    places = [("checkpoint", "--checkpoint", cfg.checkpoint)]
+    if "delta" in cfg.sinks:
+        places.append(("delta_path", "--delta-path", cfg.delta_path))
+    if cfg.metrics_path:
+        places.append(("metrics_path", "--metrics", str(Path(cfg.metrics_path).parent)))
+    for name, flag, folder in places:
+        if "://" in folder:  # s3a://, hdfs://, abfss://: Spark's file systems check those
+            continue
+        path = Path(folder)
+        reason = "it is a file" if path.exists() and not path.is_dir() else _write_probe(path)
+        if reason:
+            raise ConfigError(
+                f"{where}: {name} {folder} is not writable ({reason}); choose a folder"
+                f" this user can write with {flag}"
+            )
+
+
+def _write_probe(path: Path) -> str | None:
+    """Why ``path`` cannot be created and written to, or None if it can."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".alertsieve-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
 
 
 def source_options(cfg: JobConfig) -> dict[str, str]:
@@ -197,6 +235,7 @@ class FilterStream:
 
     def __init__(self, spark, cfg: JobConfig, console=None):
 
+        check_writable(cfg)
         self.spark = spark
         self.cfg = cfg
         self.store = open_store(cfg.schema_registry, cfg.schema_dir)
@@ -552,5 +591,6 @@ def _stop_requests():
 def run_job(cfg: JobConfig, spark=None, console=None) -> list[dict]:
     from alertsieve.spark import get_session
 
+    check_writable(cfg)  # before Spark starts: a bad folder fails in a second, not in ten
     spark = spark or get_session("alertsieve-filter-stream", master=cfg.master, conf=cfg.spark_conf)
     return FilterStream(spark, cfg, console=console).run()

@@ -15,6 +15,7 @@ from alertsieve.filtering import (
 from alertsieve.stream_job import (
     ConfigError,
     JobConfig,
+    check_writable,
     load_config,
     resolve_secret,
     source_options,
@@ -81,12 +82,56 @@ def test_secrets_come_from_environment_or_file_and_are_masked(tmp_path, monkeypa
     assert resolve_secret(f"file:{tmp_path / 'jaas'}") == "jaas-line"
     with pytest.raises(ConfigError, match="environment variable NOPE"):
         resolve_secret("env:NOPE")
-    cfg = JobConfig(
-        topic="a", kafka_conf={"sasl.password": "s3cret", "security.protocol": "SASL_SSL"}
-    )
-    assert cfg.masked_kafka_conf() == {"sasl.password": "***", "security.protocol": "SASL_SSL"}
+    conf = {"sasl.username": "alice", "sasl.password": "s3cret", "security.protocol": "SASL_SSL"}
+    cfg = JobConfig(topic="a", kafka_conf=conf)
+    assert cfg.masked_kafka_conf() == {**conf, "sasl.password": "***"}
     opts = source_options(cfg)
-    assert opts["kafka.sasl.password"] == "s3cret" and opts["kafka.security.protocol"] == "SASL_SSL"
+    assert opts["kafka.security.protocol"] == "SASL_SSL"
+    assert opts["kafka.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required"
+        ' username="alice" password="s3cret";'
+    )
+
+
+def test_incomplete_kafka_security_fails_at_start_up(tmp_path):
+    path = _yaml(tmp_path, "topic: a\nkafka_conf: {security.protocol: SASL_SSL}\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(path, {})
+    assert str(e.value) == (
+        f"{path}: kafka_conf: security.protocol=SASL_SSL needs sasl.username and sasl.password"
+        " (e.g. sasl.password=env:KAFKA_PASSWORD)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "flag"),
+    [("checkpoint", "--checkpoint"), ("delta_path", "--delta-path"), ("metrics_path", "--metrics")],
+)
+def test_unwritable_folders_fail_at_start_up_naming_setting_and_flag(tmp_path, setting, flag):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    folders = {"checkpoint": tmp_path / "ckpt", "delta_path": tmp_path / "delta",
+               "metrics_path": tmp_path / "m.jsonl", setting: blocker / "inside"}  # fmt: skip
+    cfg = load_config(None, {"topic": "t", **{k: str(v) for k, v in folders.items()}})
+    with pytest.raises(ConfigError) as e:
+        check_writable(cfg)
+    shown, why = (
+        (blocker, "it is a file")
+        if setting == "metrics_path"
+        else (blocker / "inside", "Not a directory")
+    )
+    assert str(e.value) == (
+        f"the command line: {setting} {shown} is not writable ({why});"
+        f" choose a folder this user can write with {flag}"
+    )
+
+
+def test_writable_folders_pass_and_are_created(tmp_path):
+    cfg = load_config(None, {"topic": "t", "checkpoint": str(tmp_path / "c" / "d"),
+                             "delta_path": str(tmp_path / "delta")})  # fmt: skip
+    check_writable(cfg)
+    assert (tmp_path / "c" / "d").is_dir() and (tmp_path / "delta").is_dir()
+    assert list((tmp_path / "c" / "d").iterdir()) == []  # the probe is gone
 
 
 def test_starting_offsets_from_a_time():

@@ -166,3 +166,54 @@ def test_unreachable_broker_reports_nothing_acknowledged(topic_name):
     assert out.returncode == 2
     assert "cannot reach Kafka at 127.0.0.1:1" in out.stderr
     assert "nothing was sent: 0 alerts acknowledged" in out.stderr
+
+
+def _journal_lines(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.mark.slow
+def test_a_producer_killed_mid_visit_reports_exactly_what_was_acknowledged(
+    kafka, topic_name, tmp_path
+):
+    import os
+    import signal
+    import threading
+    import time
+
+    import psutil
+
+    journal = tmp_path / "acks"
+    cfg = ProduceConfig(bootstrap=kafka.bootstrap_servers, topic=topic_name, visits=1,
+                        alerts_per_visit=3000, interval_s=0, producers=2, partitions=2,
+                        stamp_size=84, seed=71, progress=False, schema_dir=str(tmp_path / "s"),
+                        ack_journal_dir=str(journal))  # fmt: skip
+    result: dict = {}
+    sender = threading.Thread(target=lambda: result.setdefault("summary", produce(cfg)))
+    sender.start()
+    victim_journal = journal / "producer-1.acked"
+    deadline = time.monotonic() + 120
+    while len(_journal_lines(victim_journal)) < 200:  # mid-visit: some of its share acknowledged
+        assert time.monotonic() < deadline and sender.is_alive(), "producer 1 never got going"
+        time.sleep(0.01)
+    victim = next(
+        p for p in psutil.Process().children()
+        if any(f.path == str(victim_journal) for f in p.open_files())
+    )  # fmt: skip
+    os.kill(victim.pid, signal.SIGKILL)
+    sender.join(180)
+    summary = result["summary"]
+
+    acknowledged_by_victim = _journal_lines(victim_journal)
+    assert summary.crashed == [1] and not summary.ok
+    assert summary.acked_before_crash == {1: len(acknowledged_by_victim)}
+    # alerts split by detector: producer 0 has 1,508 of the 3,000, producer 1 the other 1,492
+    assert 200 <= len(acknowledged_by_victim) < 1492  # killed mid-visit
+    assert summary.acked == 1508 + len(acknowledged_by_victim)  # producer 0 finished its share
+    assert "died, after {1: " in summary.line()
+    in_kafka = {m.key().decode() for m in consume_all(kafka.bootstrap_servers, topic_name)}
+    # Everything reported acknowledged is in Kafka; what else is there was in flight when the
+    # producer died (written by the broker, its acknowledgement never received).
+    assert set(acknowledged_by_victim) <= in_kafka
+    assert set(_journal_lines(journal / "producer-0.acked")) <= in_kafka
+    assert len(in_kafka) >= summary.acked
