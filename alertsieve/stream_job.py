@@ -30,6 +30,7 @@ from alertsieve.sinks import headers, kafka_options, write_delta_once, write_kaf
 from alertsieve.topics import create_topic
 
 CUTOUTS = ("cutoutDifference", "cutoutScience", "cutoutTemplate")
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedded brokers' limit)
 SECRET_WORDS = ("password", "secret", "jaas", "token", "key.pem", "keystore")
 
 
@@ -305,7 +306,15 @@ class FilterStream:
         for topic in [f.output_topic(self.cfg.output_prefix) for f in self.filters] + [
             self.cfg.quarantine_topic
         ]:
-            create_topic(self.cfg.bootstrap, topic, self.cfg.output_partitions, extra=extra)
+            create_topic(self.cfg.bootstrap, topic, self.cfg.output_partitions,
+                         config={"max.message.bytes": str(MAX_MESSAGE_BYTES)}, extra=extra)  # fmt: skip
+
+    def _sink_options(self) -> dict[str, str]:
+        """The Java producer's 1 MB default request would fail the whole batch on one large
+        alert (they reach 10 MB): allow what the outputs' topics allow."""
+        opts = kafka_options(self.cfg.bootstrap, self.cfg.kafka_conf)
+        opts.setdefault("kafka.max.request.size", str(MAX_MESSAGE_BYTES))
+        return opts
 
     # -- one micro-batch -------------------------------------------------------------------
 
@@ -455,7 +464,7 @@ class FilterStream:
                             processed_at_ms=F.unix_millis(F.current_timestamp()),
                         ).alias("headers"),
                     ),
-                    kafka_options(cfg.bootstrap, cfg.kafka_conf),
+                    self._sink_options(),
                 )
             self._published_at = time.time()
         if "delta" in cfg.sinks:
@@ -521,7 +530,7 @@ class FilterStream:
                         source_offset=F.col("_offset"),
                     ).alias("headers"),
                 ),
-                kafka_options(cfg.bootstrap, cfg.kafka_conf),
+                self._sink_options(),
             )
 
     # -- the query -------------------------------------------------------------------------
