@@ -127,6 +127,7 @@ def _expected_matches(point) -> int:
     return total
 
 
+@pytest.mark.slow
 def test_quick_run_measures_every_point_exactly(quick_results):
     root, experiments, written = quick_results
     assert [r["status"] for r in written] == ["ok"] * sum(len(e.points) for e in experiments), [
@@ -149,6 +150,7 @@ def test_quick_run_measures_every_point_exactly(quick_results):
         assert r["env"]["cores"] >= 1 and r["env"]["pyspark"]
 
 
+@pytest.mark.slow
 def test_a_second_run_resumes_with_nothing_to_do(quick_results, kafka):
     root, experiments, written = quick_results
     before = {e.name: results_file(root, e.name).read_text() for e in experiments}
@@ -158,6 +160,7 @@ def test_a_second_run_resumes_with_nothing_to_do(quick_results, kafka):
     assert len(lines) == len(experiments[0].points)
 
 
+@pytest.mark.slow
 def test_results_frame_and_dmtn028_table(quick_results):
     root, experiments, _ = quick_results
     frame = results_frame(root)
