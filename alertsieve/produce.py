@@ -333,6 +333,7 @@ def _producer_main(
         reports.put(asdict(report))
         v += 1
         item = next(visits, None)  # prepared while the cadence clock runs
+    os.close(journal)
     reports.put({"kind": "producer_done", "producer": k})
 
 

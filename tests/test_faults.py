@@ -111,7 +111,7 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path):
                                stderr=subprocess.DEVNULL)  # fmt: skip
         start = len(batches(tmp_path))
         wait_for(lambda s=start: len(batches(tmp_path)) > s, "a batch after (re)start", 240, job)
-        threading.Event().wait(rng.uniform(0.2, 4.0))  # a random point in the stream
+        threading.Event().wait(rng.uniform(0.2, 2.5))  # a random point in the stream
         os.killpg(job.pid, signal.SIGKILL)
         job.wait(30)
         assert rows_read(tmp_path) < total, "killed mid-stream"
