@@ -9,7 +9,6 @@ notebook can look past the summary.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -39,7 +38,7 @@ from alertsieve.experiments import (
     results_file,
 )
 from alertsieve.machine import describe
-from alertsieve.metrics import batch_reaching
+from alertsieve.metrics import batch_reaching, read_lines
 from alertsieve.produce import ProduceConfig, produce
 from alertsieve.resources import ResourceSampler
 from alertsieve.topics import create_topic, delete_topics, end_offsets, topics_with_prefix
@@ -75,15 +74,7 @@ class FilterJob:
         return "\n".join(text.splitlines()[-lines:])
 
     def lines(self) -> list[dict]:
-        if not self.metrics_path.exists():
-            return []
-        lines = []
-        for text in self.metrics_path.read_text().splitlines():
-            try:
-                lines.append(json.loads(text))
-            except ValueError:  # a line being written right now
-                continue
-        return lines
+        return read_lines(self.metrics_path)
 
     def stop(self, timeout: float = 60.0) -> None:
         """Ctrl-C lets the job stop its query and flush its metrics; kill what is left."""

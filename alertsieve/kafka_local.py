@@ -65,6 +65,9 @@ class Cluster:
         return ",".join(f"{HOST}:{n.secure_port}" for n in self.nodes)
 
     def client_conf(self) -> dict[str, str]:
+        """Settings to reach ``secure_bootstrap_servers``."""
+        if self.secure is None:
+            raise KafkaLocalError(f"the cluster in {self.data_dir} has no secured listener")
         return broker_security.client_conf(self.data_dir, self.secure)
 
     @property

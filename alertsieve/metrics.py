@@ -190,9 +190,23 @@ def make_listener(log: MetricsLog):
     return _Listener()
 
 
+def read_lines(path: str | Path) -> list[dict]:
+    """Every complete line of a metrics file (none if it does not exist yet): a job may be
+    writing the last line while it is read."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    lines = []
+    for text in path.read_text().splitlines():
+        try:
+            lines.append(json.loads(text))
+        except ValueError:  # empty, or being written right now
+            continue
+    return lines
+
+
 def read_metrics(path: str | Path, kind: str = "batch"):
     """All lines of ``kind`` from a metrics file as a pandas DataFrame (nested fields flattened)."""
     import pandas as pd
 
-    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-    return pd.json_normalize([r for r in rows if r.get("kind") == kind])
+    return pd.json_normalize([r for r in read_lines(path) if r.get("kind") == kind])

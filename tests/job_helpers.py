@@ -4,7 +4,6 @@ evaluation of the same filters over the alerts as fastavro decodes them from the
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections import Counter
@@ -13,6 +12,7 @@ from pathlib import Path
 from kafka_helpers import consume_all
 from test_stream_job import FILTERS
 
+from alertsieve.metrics import read_lines
 from alertsieve.schemas import LocalSchemaStore, unframe
 
 NAMES = ("bright", "first_seen", "solar_system")
@@ -29,10 +29,7 @@ def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[
 
 
 def batches(workdir: Path) -> list[dict]:
-    path = workdir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return read_lines(workdir / "metrics.jsonl")
 
 
 def rows_read(workdir: Path) -> int:
