@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: setup demo test lint lab bench bench-quick kafka-up kafka-down clean distclean
+.PHONY: setup demo test test-fast lint lab bench bench-quick kafka-up kafka-down clean distclean
 
 setup: $(STAMP)
 	@$(BIN)/alertsieve setup
@@ -26,6 +26,10 @@ lint: setup
 
 test: setup lint
 	$(BIN)/pytest
+
+# Pure logic and Spark on static DataFrames, no broker or cluster: about a minute and a half.
+test-fast: setup lint
+	$(BIN)/pytest -m "not integration and not slow"
 
 lab: setup
 	@mkdir -p notebooks

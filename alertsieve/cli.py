@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from alertsieve import kafka_local
+from alertsieve.kafka import embedded
+from alertsieve.stream.flags import add_arguments
 
 
 def _cmd_setup(args: argparse.Namespace) -> int:
@@ -20,7 +21,7 @@ def _cmd_setup(args: argparse.Namespace) -> int:
 
 
 def _cmd_jars(args: argparse.Namespace) -> int:
-    from alertsieve.jars import kafka_broker_jars, spark_connector_jars
+    from alertsieve.spark.jars import kafka_broker_jars, spark_connector_jars
 
     jars = kafka_broker_jars() if args.kafka else spark_connector_jars()
     print(",".join(str(j) for j in jars.jars))
@@ -29,19 +30,19 @@ def _cmd_jars(args: argparse.Namespace) -> int:
 
 def _cmd_kafka(args: argparse.Namespace) -> int:
     if args.action == "start":
-        cluster = kafka_local.start(
+        cluster = embedded.start(
             args.data_dir, brokers=args.brokers, port=args.port, heap=args.heap
         )
         print(cluster.bootstrap_servers)
     elif args.action == "stop":
-        stopped = kafka_local.stop(args.data_dir)
+        stopped = embedded.stop(args.data_dir)
         print(
             f"stopped {len(stopped)} broker(s): {stopped}" if stopped else "no broker was running"
         )
         if args.purge:
-            kafka_local.purge(args.data_dir)
+            embedded.purge(args.data_dir)
     else:
-        state = kafka_local.status(args.data_dir)
+        state = embedded.status(args.data_dir)
         print(json.dumps(state, indent=2))
         return 0 if state["running"] else 1
     return 0
@@ -58,7 +59,7 @@ def _parse_conf(pairs: list[str]) -> dict[str, str]:
 
 
 def _cmd_produce(args: argparse.Namespace) -> int:
-    from alertsieve.produce import ProduceConfig, produce
+    from alertsieve.produce.producer import ProduceConfig, produce
 
     kafka_conf: dict = _parse_conf(args.kafka_conf)
     for key, value in (("linger.ms", args.linger_ms), ("batch.size", args.batch_size),
@@ -95,8 +96,8 @@ def _cmd_produce(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_run(args: argparse.Namespace) -> int:
-    from alertsieve.experiment_runner import run_experiments
-    from alertsieve.experiments import load_experiment
+    from alertsieve.bench.experiments import load_experiment
+    from alertsieve.bench.runner import run_experiments
 
     if not args.experiments:
         raise SystemExit(
@@ -119,11 +120,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.what == "run":
         return _cmd_bench_run(args)
     if args.what == "produce":
-        from alertsieve.bench_produce import bench_produce
+        from alertsieve.bench.produce import bench_produce
 
         result = bench_produce(args.bootstrap, alerts=args.alerts, seeds_alerts=args.seeds_alerts)
     else:
-        from alertsieve.bench_stream import bench_stream
+        from alertsieve.bench.stream import bench_stream
 
         result = bench_stream(
             args.bootstrap,
@@ -140,35 +141,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_filter(args: argparse.Namespace) -> int:
-    from alertsieve.filtering import parse_sql_flag
-    from alertsieve.stream_job import load_config, run_job
+    from alertsieve.stream.config import load_config
+    from alertsieve.stream.flags import overrides
+    from alertsieve.stream.job import run_job
 
-    overrides = {
-        "bootstrap": args.bootstrap,
-        "topic": args.topic,
-        "topic_pattern": args.topic_pattern,
-        "starting_offsets": args.starting_offsets,
-        "max_offsets_per_trigger": args.max_offsets_per_trigger,
-        "trigger_seconds": args.trigger,
-        "available_now": args.available_now or None,
-        "only_filters": args.filters.split(",") if args.filters else None,
-        "filters": [parse_sql_flag(s) for s in args.sql],
-        "sinks": args.sink.split(",") if args.sink else None,
-        "output_prefix": args.output_prefix,
-        "delta_path": args.delta_path,
-        "checkpoint": args.checkpoint,
-        "metrics_path": args.metrics,
-        "master": args.master,
-        "timeout_s": args.timeout,
-        "kafka_conf": _parse_conf(args.kafka_conf) or None,
-        "filter_paths": args.filter_path or None,
-        "discover_filters": False if args.no_discover else None,
-    }
-    cfg = load_config(args.config, overrides)
+    cfg = load_config(args.config, overrides(args))
+    chosen = len(cfg.filters) if cfg.filters else "all"
     print(
         f"filter stream: {cfg.topic or cfg.topic_pattern} at {cfg.bootstrap} -> {', '.join(cfg.sinks)};"
-        f" {len(cfg.only_filters or cfg.filters)} filter(s); checkpoint {cfg.checkpoint};"
-        f" kafka settings {cfg.masked_kafka_conf()}",
+        f" filters: {chosen}; checkpoint {cfg.checkpoint}; kafka settings {cfg.masked_kafka_conf()}",
         flush=True,
     )
     written = run_job(cfg)
@@ -179,7 +160,8 @@ def _cmd_filter(args: argparse.Namespace) -> int:
 
 
 def _chosen_filters(names: str | None, paths: list[str] | None):
-    from alertsieve.filtering import FilterError, discover
+    from alertsieve.filtering.discovery import discover
+    from alertsieve.filtering.model import FilterError
 
     found = discover(paths or [])
     if not names:
@@ -200,12 +182,12 @@ def _cmd_filters(args: argparse.Namespace) -> int:
             print(f"{f.name:<22} {kind:<7} {summary}")
             print(f"{'':<22} {'':<7} {f.origin}; params {dict(f.params)}")
         return 0
-    from alertsieve.decode import decoded_records
-    from alertsieve.filtering import FilterError, validate
-    from alertsieve.schemas import load_rubin_schema
-    from alertsieve.simulate import AlertSimulator, SimulationConfig
-    from alertsieve.spark import get_session
-    from alertsieve.stream_job import CUTOUTS
+    from alertsieve.alerts.schemas import CUTOUTS, load_rubin_schema
+    from alertsieve.filtering.checks import validate
+    from alertsieve.filtering.model import FilterError
+    from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+    from alertsieve.spark.session import get_session
+    from alertsieve.stream.decode import decoded_records
 
     spark = get_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"})
     sample = list(AlertSimulator(SimulationConfig(stamp_size=0, seed=7)).visit_alerts(0, count=64))
@@ -223,8 +205,8 @@ def _cmd_filters(args: argparse.Namespace) -> int:
 
 
 def _cmd_backtest(args: argparse.Namespace) -> int:
-    from alertsieve.backtest import backtest, load_alerts, report
-    from alertsieve.spark import get_session
+    from alertsieve.filtering.backtest import backtest, load_alerts, report
+    from alertsieve.spark.session import get_session
 
     filters = _chosen_filters(args.filter, args.filter_path)
     spark = get_session("alertsieve-backtest", conf={"spark.ui.enabled": "false"})
@@ -259,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     kafka.add_argument("--brokers", type=int, default=1, help="number of brokers (default 1)")
     kafka.add_argument("--port", type=int, help="first broker port (default: a free one)")
     kafka.add_argument(
-        "--data-dir", help=f"cluster directory (default {kafka_local.default_data_dir()})"
+        "--data-dir", help=f"cluster directory (default {embedded.default_data_dir()})"
     )
     kafka.add_argument("--heap", default="512m", help="JVM heap per broker (default 512m)")
     kafka.add_argument("--purge", action="store_true", help="with stop: delete the data too")
@@ -303,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     filt = sub.add_parser(
         "filter", help="run the filter stream job (same as jobs/filter_stream.py)"
     )
-    add_filter_arguments(filt)
+    add_arguments(filt)
 
     flt = sub.add_parser(
         "filters", help="list the discovered filters, or check them on simulated alerts"
@@ -345,36 +327,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("demo", help="embedded Kafka, two simulated visits, the filter job, a summary")
     return parser
-
-
-def add_filter_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, help="job YAML (e.g. conf/filter_stream.yaml)")
-    p.add_argument("--bootstrap")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--topic")
-    src.add_argument("--topic-pattern", help="a regex of topics to read")
-    p.add_argument("--starting-offsets", help="earliest, latest or an ISO-8601 time")
-    p.add_argument("--max-offsets-per-trigger", type=int)
-    p.add_argument("--trigger", type=float, help="seconds between micro-batches (0: back to back)")
-    p.add_argument(
-        "--available-now", action="store_true", help="process what is in the topic, then stop"
-    )
-    p.add_argument("--filters", help="comma-separated names of the filters to run (default: all)")
-    p.add_argument("--sql", action="append", default=[], metavar="NAME=EXPRESSION",
-                   help="an ad-hoc SQL filter (repeatable)")  # fmt: skip
-    p.add_argument("--filter-path", action="append", metavar="DIR",
-                   help="a folder (or file) of filter modules kept outside the repository (repeatable)")  # fmt: skip
-    p.add_argument("--no-discover", action="store_true", help="do not run the filters of filters/")
-    p.add_argument("--sink", help="kafka, delta or kafka,delta")
-    p.add_argument("--output-prefix")
-    p.add_argument("--delta-path")
-    p.add_argument("--checkpoint")
-    p.add_argument("--metrics", help="append per-batch metrics (JSON lines) here")
-    p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
-    p.add_argument("--timeout", type=float, help="stop a continuous run after this many seconds")
-    p.add_argument("--kafka-conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="Kafka client setting for source and sinks (repeatable); values env:NAME"
-                   " or file:PATH are read from the environment or a file")  # fmt: skip
 
 
 HANDLERS = {

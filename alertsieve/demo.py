@@ -15,9 +15,10 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from alertsieve import kafka_local
-from alertsieve.produce import ProduceConfig, produce
-from alertsieve.stream_job import load_config, run_job
+from alertsieve.kafka import embedded
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.config import load_config
+from alertsieve.stream.job import run_job
 
 CONFIG = Path(__file__).resolve().parents[1] / "conf" / "filter_stream.yaml"
 MALFORMED = [b"", b"\x00\x00", b"not an alert at all", b"\x00\x00\x00\x30\x39" + b"\x01" * 64]
@@ -27,7 +28,7 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="alertsieve-demo-"))
     t0 = time.monotonic()
     try:
-        cluster = kafka_local.start(workdir / "kafka")
+        cluster = embedded.start(workdir / "kafka")
         bootstrap = cluster.bootstrap_servers
         print(f"Kafka    : broker at {bootstrap} ({time.monotonic() - t0:.1f}s)")
         summary = produce(
@@ -81,6 +82,6 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
         spark.stop()
         return {"ok": ok, "read": seen, "quarantined": quarantined, "matches": dict(totals)}
     finally:
-        stopped = kafka_local.stop(workdir / "kafka")
+        stopped = embedded.stop(workdir / "kafka")
         shutil.rmtree(workdir, ignore_errors=True)
         print(f"Cleanup  : stopped broker pid(s) {stopped}; total {time.monotonic() - t0:.0f}s")

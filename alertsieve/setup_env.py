@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from alertsieve.jars import JarSet, kafka_broker_jars, spark_connector_jars
-from alertsieve.spark import install_spark_defaults
+from alertsieve.spark.jars import JarSet, kafka_broker_jars, spark_connector_jars
+from alertsieve.spark.session import install_spark_defaults
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Bright, confident detections: high signal-to-noise on the difference image and a
 real/bogus score that says real. Worth a look by eye on any night; a good first filter."""
 
-from alertsieve.filtering import AlertFilter
+from alertsieve.filtering.model import AlertFilter
 
 FILTER = AlertFilter(
     name="bright_high_snr",

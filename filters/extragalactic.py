@@ -5,7 +5,7 @@ transients are extragalactic: supernovae, tidal disruptions, AGN flares."""
 import numpy as np
 import pandas as pd
 
-from alertsieve.filtering import python_filter
+from alertsieve.filtering.model import python_filter
 
 # ICRS -> Galactic rotation (Hipparcos, ESA 1997, vol. 1, sec. 1.5.3).
 ICRS_TO_GALACTIC = np.array(

@@ -5,7 +5,7 @@ rise fast; most variables and noise do not rise steadily."""
 import numpy as np
 import pandas as pd
 
-from alertsieve.filtering import python_filter
+from alertsieve.filtering.model import python_filter
 
 ZERO_POINT = 31.4  # AB magnitude of 1 nJy
 

@@ -1,7 +1,7 @@
 """New sources: the first detection of an object, with no earlier detection in the alert's
 history, and reliable enough to follow up. Young transients start here."""
 
-from alertsieve.filtering import AlertFilter
+from alertsieve.filtering.model import AlertFilter
 
 FILTER = AlertFilter(
     name="new_sources",

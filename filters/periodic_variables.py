@@ -1,7 +1,7 @@
 """Periodic-variable candidates: point-like objects seen many times whose flux scatter in some
 band is several times its typical error, the signature of a variable star rather than noise."""
 
-from alertsieve.filtering import AlertFilter
+from alertsieve.filtering.model import AlertFilter
 
 _RATIO = ", ".join(f"diaObject.{b}_psfFluxSigma / diaObject.{b}_psfFluxErrMean" for b in "grizy")
 

@@ -1,7 +1,7 @@
 """Likely solar-system objects: sources associated with a known moving object (an ssSource
 record), for asteroid and comet brokers."""
 
-from alertsieve.filtering import AlertFilter
+from alertsieve.filtering.model import AlertFilter
 
 FILTER = AlertFilter(
     name="solar_system",

@@ -1,4 +1,9 @@
-"""One Kafka broker and one SparkSession for the whole test session; unique topics per test."""
+"""One Kafka broker and one SparkSession for the whole test session; unique topics per test.
+
+Tiers: a test that uses the broker (directly or through a fixture) is marked ``integration`` here
+(tests that start clusters or whole processes say so themselves), so
+``make test-fast`` (``-m "not integration and not slow"``) runs the pure logic and Spark on static
+DataFrames without starting a broker; ``make test`` runs everything."""
 
 from __future__ import annotations
 
@@ -6,22 +11,32 @@ import uuid
 
 import pytest
 
-from alertsieve import kafka_local
+from alertsieve.kafka import embedded
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "kafka" in item.fixturenames:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("kafka")
-    cluster = kafka_local.start(data_dir)
+    cluster = embedded.start(data_dir)
     yield cluster
-    kafka_local.stop(data_dir)
+    # Spark first: its cached Kafka producers would otherwise complain about a broker gone away.
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    embedded.stop(data_dir)
 
 
 @pytest.fixture(scope="session")
-def spark(kafka):
-    """Depends on ``kafka`` only so that it stops first: Spark's cached Kafka producers would
-    otherwise complain about a broker that went away."""
-    from alertsieve.spark import get_session
+def spark():
+    from alertsieve.spark.session import get_session
 
     session = get_session(
         "alertsieve-tests",
@@ -44,8 +59,8 @@ def quick_results(kafka, tmp_path_factory):
     runner's tests and notebook 04 both read it. Returns (results folder, experiments, results)."""
     from pathlib import Path
 
-    from alertsieve.experiment_runner import run_experiments
-    from alertsieve.experiments import load_experiment
+    from alertsieve.bench.experiments import load_experiment
+    from alertsieve.bench.runner import run_experiments
 
     folder = Path(__file__).resolve().parents[1] / "conf" / "experiments"
     experiments = [load_experiment(folder / f"{n}.yaml", quick=True) for n in QUICK_EXPERIMENTS]

@@ -12,8 +12,8 @@ from pathlib import Path
 from kafka_helpers import consume_all
 from test_stream_job import FILTERS
 
-from alertsieve.metrics import read_lines
-from alertsieve.schemas import LocalSchemaStore, unframe
+from alertsieve.alerts.schemas import LocalSchemaStore, unframe
+from alertsieve.stream.metrics import read_lines
 
 NAMES = ("bright", "first_seen", "solar_system")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, TopicPartition
 
-from alertsieve.topics import end_offsets
+from alertsieve.kafka.topics import end_offsets
 
 
 def consume_all(bootstrap: str, topic: str) -> list:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import fastavro
 
-from alertsieve.backtest import backtest, load_alerts, report
-from alertsieve.filtering import discover
-from alertsieve.schemas import load_rubin_schema
-from alertsieve.simulate import AlertSimulator, SimulationConfig
+from alertsieve.alerts.schemas import load_rubin_schema
+from alertsieve.filtering.backtest import backtest, load_alerts, report
+from alertsieve.filtering.discovery import discover
+from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
 BRIGHT = next(f for f in discover(entry_points=False) if f.name == "bright_high_snr")
 

@@ -13,11 +13,12 @@ import numpy as np
 from confluent_kafka import Producer
 from kafka_helpers import consume_all
 
-from alertsieve.filtering import AlertFilter
-from alertsieve.produce import ProduceConfig, produce
-from alertsieve.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
-from alertsieve.simulate import AlertSimulator, SimulationConfig
-from alertsieve.stream_job import JobConfig, run_job
+from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
+from alertsieve.filtering.model import AlertFilter
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.job import run_job
 
 OTHER = {"type": "record", "name": "NotAnAlert", "namespace": "elsewhere",
          "fields": [{"name": "x", "type": "long"}, {"name": "note", "type": "string"}]}  # fmt: skip
@@ -69,7 +70,7 @@ def test_bad_input_corpus(kafka, spark, topic_name, tmp_path):
 
     cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True,
                     max_offsets_per_trigger=70, output_prefix=f"{topic_name}-",
-                    filters=[AlertFilter(name="bright", sql=BRIGHT)],
+                    discover_filters=False, code_filters=[AlertFilter(name="bright", sql=BRIGHT)],
                     delta_path=str(tmp_path / "delta"), checkpoint=str(tmp_path / "ckpt"),
                     metrics_path=str(tmp_path / "m.jsonl"), schema_dir=schema_dir)  # fmt: skip
     run_job(cfg, spark=spark, console=False)

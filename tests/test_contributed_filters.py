@@ -8,11 +8,12 @@ import copy
 import pytest
 from pyspark.sql import functions as F
 
-from alertsieve.decode import decoded_records
-from alertsieve.filtering import FilterError, discover, load_filter_file, validate
-from alertsieve.schemas import load_rubin_schema
-from alertsieve.simulate import AlertSimulator, SimulationConfig
-from alertsieve.stream_job import CUTOUTS
+from alertsieve.alerts.schemas import CUTOUTS, load_rubin_schema
+from alertsieve.filtering.checks import validate
+from alertsieve.filtering.discovery import discover, load_filter_file
+from alertsieve.filtering.model import FilterError
+from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+from alertsieve.stream.decode import decoded_records
 
 SCHEMA = load_rubin_schema()
 SIM = AlertSimulator(SimulationConfig(seed=3, stamp_size=0))
@@ -130,7 +131,7 @@ def _module(tmp_path, text: str):
 def test_syntax_error_names_the_file(tmp_path):
     path = _module(
         tmp_path,
-        "from alertsieve.filtering import AlertFilter\nFILTER = AlertFilter(name='x', sql=\n",
+        "from alertsieve.filtering.model import AlertFilter\nFILTER = AlertFilter(name='x', sql=\n",
     )
     with pytest.raises(
         FilterError, match=f"{path}: the filter module cannot be imported: SyntaxError"
@@ -145,7 +146,7 @@ def test_module_without_filter_says_what_to_write(tmp_path):
 
 PY_FILTER = """
 import pandas as pd
-from alertsieve.filtering import python_filter
+from alertsieve.filtering.model import python_filter
 
 @python_filter(name="{name}", columns={columns})
 def f(alerts, **_):

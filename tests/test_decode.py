@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from alertsieve.decode import decode, make_plan
-from alertsieve.schemas import load_rubin_schema
-from alertsieve.simulate import AlertSimulator, SimulationConfig
+from alertsieve.alerts.schemas import load_rubin_schema
+from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+from alertsieve.stream.decode import decode, make_plan
 
 
 def _kafka_rows(spark, values: list[bytes]):

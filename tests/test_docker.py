@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alertsieve.jars import KAFKA_VERSION
-from alertsieve.kafka_local import Cluster, Node, _server_properties
+from alertsieve.kafka.embedded import Cluster, Node, _server_properties
+from alertsieve.spark.jars import KAFKA_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())

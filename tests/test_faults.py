@@ -16,18 +16,18 @@ import pytest
 from job_helpers import assert_outputs, batches, expected_matches, job_command, rows_read, wait_for
 from kafka_helpers import consume_all
 
-from alertsieve import kafka_local
-from alertsieve.produce import ProduceConfig, produce
-from alertsieve.topics import admin, end_offsets
+from alertsieve.kafka import embedded
+from alertsieve.kafka.topics import admin, end_offsets
+from alertsieve.produce.producer import ProduceConfig, produce
 
 
 @pytest.fixture(scope="module")
 def cluster3(tmp_path_factory):
     """Three brokers, replication factor 3, min.insync.replicas 2: one may die."""
     data_dir = tmp_path_factory.mktemp("kafka3")
-    cluster = kafka_local.start(data_dir, brokers=3)
+    cluster = embedded.start(data_dir, brokers=3)
     yield data_dir, cluster
-    kafka_local.stop(data_dir)
+    embedded.stop(data_dir)
 
 
 def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str, alerts: int = 300):
@@ -59,13 +59,13 @@ def test_a_broker_killed_mid_stream_loses_nothing(cluster3, spark, topic_name, t
             target=lambda: second.setdefault("s", _visit(bootstrap, topic_name, 42, schema_dir))
         )
         sender.start()
-        kafka_local.kill_node(data_dir, victim)
+        embedded.kill_node(data_dir, victim)
         sender.join(180)
         assert second["s"].ok, second["s"].line()  # acks=all, 2 of 3 in sync: every alert acked
         wait_for(
             lambda: rows_read(tmp_path) == 600, "both visits read with a broker down", 240, job
         )
-        kafka_local.restart_node(data_dir, victim)
+        embedded.restart_node(data_dir, victim)
         assert _visit(bootstrap, topic_name, 43, schema_dir).ok
         wait_for(lambda: rows_read(tmp_path) == 900, "the third visit, broker back", 240, job)
     finally:

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+from pathlib import Path
 
-from alertsieve.filtering import (
-    AlertFilter,
-    FilterError,
-    PythonFilter,
-    not_an_expression,
-    parse_sql_flag,
-    validate,
-)
-from alertsieve.stream_job import (
+import pytest
+import yaml
+
+from alertsieve.cli import build_parser
+from alertsieve.filtering.checks import not_an_expression, validate
+from alertsieve.filtering.model import AlertFilter, FilterError, PythonFilter
+from alertsieve.stream.config import (
     ConfigError,
     JobConfig,
     check_writable,
     load_config,
     resolve_secret,
-    source_options,
 )
+from alertsieve.stream.flags import overrides
+from alertsieve.stream.job import source_options
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "filter_stream.yaml"
 
 
 def _yaml(tmp_path, text: str) -> str:
@@ -28,51 +30,132 @@ def _yaml(tmp_path, text: str) -> str:
     return str(path)
 
 
+def _from_command_line(*argv: str) -> JobConfig:
+    """What ``alertsieve filter ARGV`` (= ``spark-submit jobs/filter_stream.py ARGV``) runs with."""
+    args = build_parser().parse_args(["filter", *argv])
+    return load_config(args.config, overrides(args))
+
+
 def test_yaml_then_flags(tmp_path):
     path = _yaml(
         tmp_path,
-        "topic: alerts\nmax_offsets_per_trigger: 500\nfilters:\n  - name: a\n    sql: diaSource.snr > 5\n",
+        "topic: alerts\nmax_offsets_per_trigger: 500\nkafka_conf: {client.id: a}\n"
+        "sql_filters:\n  - name: a\n    sql: diaSource.snr > 5\n",
     )
-    cfg = load_config(
-        path,
-        {
-            "bootstrap": "h:1",
-            "max_offsets_per_trigger": 900,
-            "filters": [parse_sql_flag("b=diaSource.snr > 9")],
-        },
-    )
+    cfg = _from_command_line(
+        "--config", path, "--bootstrap", "h:1", "--max-offsets-per-trigger", "900",
+        "--sql", "b=diaSource.snr > 9", "--filters", "a,b", "--sink", "kafka",
+        "--kafka-conf", "linger.ms=5", "--available-now", "--no-discover", "--trigger", "2.5",
+    )  # fmt: skip
     assert (cfg.topic, cfg.bootstrap, cfg.max_offsets_per_trigger) == ("alerts", "h:1", 900)
-    assert [(f.name, f.sql, f.origin) for f in cfg.filters] == [
-        ("a", "diaSource.snr > 5", f"{path} (filters[0])"),
+    assert (cfg.filters, cfg.sinks, cfg.available_now, cfg.discover_filters) == (
+        ["a", "b"], ["kafka"], True, False
+    )  # fmt: skip
+    assert (cfg.trigger_seconds, cfg.kafka_conf) == (2.5, {"client.id": "a", "linger.ms": "5"})
+    assert [(f.name, f.sql, f.origin) for f in cfg.settings_filters()] == [
+        ("a", "diaSource.snr > 5", f"{path} (sql_filters[0])"),
         ("b", "diaSource.snr > 9", "--sql b"),
     ]
+
+
+def test_documented_flags_exist_and_each_sets_a_setting():
+    """The flags people and scripts use (README, docs) are all there, and every flag of the job is
+    declared on the settings field it sets, so none can drift from the settings file."""
+    parser = build_parser()._subparsers._group_actions[0].choices["filter"]
+    flags = {s: a.dest for a in parser._actions for s in a.option_strings if s.startswith("--")}
+    documented = {"--sql", "--filters", "--trigger", "--available-now", "--sink", "--output-prefix",
+                  "--checkpoint", "--topic", "--topic-pattern", "--bootstrap", "--config",
+                  "--max-offsets-per-trigger", "--starting-offsets", "--delta-path", "--metrics",
+                  "--kafka-conf", "--filter-path", "--no-discover", "--master", "--timeout"}  # fmt: skip
+    assert documented <= set(flags)
+    setting_flags = {f: d for f, d in flags.items() if f not in ("--help", "--config")}
+    assert set(setting_flags.values()) <= set(JobConfig.model_fields)
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("topic: a\nmax_offset: 3\n", "unknown setting(s) ['max_offset']"),
-        ("topic: a\nsinks: [kafka, s3]\n", "unknown sink(s) ['s3']; use kafka and/or delta"),
-        (
-            "bootstrap: x\n",
-            "give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)",
-        ),
-        (
-            "topic: a\nwire_format: plain\n",
-            "wire_format 'plain' needs writer_schema_version (e.g. 11.1)",
-        ),
-        (
-            "topic: a\nstarting_offsets: yesterday\n",
-            "starting_offsets must be earliest, latest or an ISO-8601 time",
-        ),
-        ("topic: a\nfilters:\n  - name: x\n", "(filters[0]): a filter needs 'name' and 'sql'"),
+        ("topic: a\nsinks: kafka\n",
+         "sinks = 'kafka': Input should be a valid list; e.g. sinks: [kafka, delta]"),
+        ('topic: a\nmax_offsets_per_trigger: "20k"\n',
+         "max_offsets_per_trigger = '20k': Input should be a valid integer, unable to parse string"
+         " as an integer; e.g. max_offsets_per_trigger: 20000"),
+        ("topic: a\nmax_offset: 3\n",
+         "unknown key 'max_offset': did you mean 'max_offsets_per_trigger'? known keys: available_now,"),
+        ("topic: a\nsinks: [kafka, s3]\n",
+         "sinks.1 = 's3': Input should be 'kafka' or 'delta'; e.g. sinks: [kafka, delta]"),
+        ("bootstrap: x\n",
+         "give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)"),
+        ("topic: a\nwire_format: plain\n",
+         "wire_format 'plain' needs writer_schema_version (e.g. 11.1)"),
+        ("topic: a\nstarting_offsets: yesterday\n",
+         "starting_offsets = 'yesterday': must be earliest, latest or an ISO-8601 time;"
+         " e.g. starting_offsets: earliest"),
+        ("topic: a\nsql_filters:\n  - name: x\n",
+         "sql_filters.0.sql = (missing): Field required; e.g. sql_filters: [{name: very_bright,"),
+        ("topic: a\nfilters:\n  - name: x\n    sql: diaSource.snr > 5\n",
+         "filters = a list of SQL filters: 'filters' now chooses filters by name (like --filters);"
+         " write ad-hoc SQL filters under 'sql_filters:' instead"),
+        ("topic: a\nonly_filters: [x]\n",
+         "only_filters is not a setting: filters chosen by name are 'filters: [a, b]'"),
+        ("topic: a\ntimeout_s: -1\n", "timeout_s = -1: Input should be greater than 0; e.g. timeout_s: 600"),
+        ("- topic: a\n", "expected a mapping of settings (key: value), got list"),
     ],
-)
-def test_bad_settings_name_file_and_fix(tmp_path, text, message):
+)  # fmt: skip
+def test_bad_settings_fail_on_one_line_naming_file_key_and_fix(tmp_path, text, message):
     path = _yaml(tmp_path, text)
-    with pytest.raises((ConfigError, FilterError)) as err:
+    with pytest.raises(ConfigError) as err:
         load_config(path, {})
-    assert path in str(err.value) and message in str(err.value)
+    assert str(err.value).startswith(f"{path}: ") and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-offsets-per-trigger", "20k"],
+         "the command line: --max-offsets-per-trigger = '20k': Input should be a valid integer,"
+         " unable to parse string as an integer; e.g. --max-offsets-per-trigger 20000"),
+        (["--sink", "kafka,s3"], "the command line: --sink = 's3': Input should be 'kafka' or"
+         " 'delta'; e.g. --sink kafka,delta"),
+        (["--trigger", "soon"], "the command line: --trigger = 'soon': Input should be a valid"
+         " number"),
+        (["--sql", "just-an-expression"], "the command line: --sql 'just-an-expression': expected"
+         " NAME=EXPRESSION"),
+        (["--kafka-conf", "linger.ms"], "the command line: --kafka-conf 'linger.ms': expected KEY=VALUE"),
+    ],
+)  # fmt: skip
+def test_bad_flags_fail_naming_the_flag_and_fix(argv, message):
+    with pytest.raises(ConfigError) as err:
+        _from_command_line("--topic", "a", *argv)
+    assert str(err.value).startswith(message)
+
+
+def test_the_cli_reports_a_bad_setting_and_exits_2(tmp_path, capsys):
+    from alertsieve.cli import main
+
+    path = _yaml(tmp_path, "topic: a\nsinks: kafka\n")
+    assert main(["filter", "--config", path]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        f"alertsieve filter: error: {path}: sinks = 'kafka': Input should be a valid list;"
+        " e.g. sinks: [kafka, delta]"
+    )
+
+
+def test_the_shipped_settings_file_is_valid_and_restates_no_default():
+    """conf/filter_stream.yaml sets only what differs from the model's defaults; what it shows in
+    comments must be valid settings too (uncommented, the file still loads)."""
+    active = yaml.safe_load(CONF.read_text())
+    defaults = JobConfig.model_construct()
+    for key, value in active.items():
+        assert getattr(defaults, key) != value, f"{key} restates the default"
+    load_config(CONF, {})
+    examples = re.compile(r"^# [a-z_]+:|^#\s{3,}\S")  # "# key: value" and its indented lines
+    shown = "\n".join(line[2:] for line in CONF.read_text().splitlines() if examples.match(line))
+    uncommented = yaml.safe_load(shown)
+    assert set(uncommented) >= {"sinks", "sql_filters", "filters", "kafka_conf", "checkpoint"}
+    JobConfig.model_validate({**active, **uncommented, "kafka_conf": {"security.protocol": "PLAINTEXT"}})
 
 
 def test_secrets_come_from_environment_or_file_and_are_masked(tmp_path, monkeypatch):
@@ -82,7 +165,7 @@ def test_secrets_come_from_environment_or_file_and_are_masked(tmp_path, monkeypa
     assert resolve_secret(f"file:{tmp_path / 'jaas'}") == "jaas-line"
     with pytest.raises(ConfigError, match="environment variable NOPE"):
         resolve_secret("env:NOPE")
-    conf = {"sasl.username": "alice", "sasl.password": "s3cret", "security.protocol": "SASL_SSL"}
+    conf = {"sasl.username": "alice", "sasl.password": "env:KAFKA_PW", "security.protocol": "SASL_SSL"}
     cfg = JobConfig(topic="a", kafka_conf=conf)
     assert cfg.masked_kafka_conf() == {**conf, "sasl.password": "***"}
     opts = source_options(cfg)
@@ -93,13 +176,20 @@ def test_secrets_come_from_environment_or_file_and_are_masked(tmp_path, monkeypa
     )
 
 
+def test_a_setting_error_never_shows_a_password(tmp_path):
+    path = _yaml(tmp_path, "topic: a\nkafka_conf: {security.protocol: SASL_SSL, sasl.password: hunter2}\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(path, {})
+    assert "hunter2" not in str(e.value) and "'sasl.password': '***'" in str(e.value)
+
+
 def test_incomplete_kafka_security_fails_at_start_up(tmp_path):
     path = _yaml(tmp_path, "topic: a\nkafka_conf: {security.protocol: SASL_SSL}\n")
     with pytest.raises(ConfigError) as e:
         load_config(path, {})
     assert str(e.value) == (
-        f"{path}: kafka_conf: security.protocol=SASL_SSL needs sasl.username and sasl.password"
-        " (e.g. sasl.password=env:KAFKA_PASSWORD)"
+        f"{path}: kafka_conf = {{'security.protocol': 'SASL_SSL'}}: security.protocol=SASL_SSL"
+        " needs sasl.username and sasl.password (e.g. sasl.password=env:KAFKA_PASSWORD)"
     )
 
 
@@ -128,7 +218,8 @@ def test_unwritable_folders_fail_at_start_up_naming_setting_and_flag(tmp_path, s
 
 def test_writable_folders_pass_and_are_created(tmp_path):
     cfg = load_config(None, {"topic": "t", "checkpoint": str(tmp_path / "c" / "d"),
-                             "delta_path": str(tmp_path / "delta")})  # fmt: skip
+                             "delta_path": str(tmp_path / "delta"),
+                             "metrics_path": str(tmp_path / "m" / "x.jsonl")})  # fmt: skip
     check_writable(cfg)
     assert (tmp_path / "c" / "d").is_dir() and (tmp_path / "delta").is_dir()
     assert list((tmp_path / "c" / "d").iterdir()) == []  # the probe is gone
@@ -139,17 +230,12 @@ def test_starting_offsets_from_a_time():
     assert opts["startingTimestamp"] == "1795305600000" and "startingOffsets" not in opts
 
 
-def test_sql_flag_needs_name_and_expression():
-    with pytest.raises(FilterError, match="expected NAME=EXPRESSION"):
-        parse_sql_flag("just-an-expression")
-
-
 def _empty_alerts(spark):
     import json
 
     from pyspark.sql.avro.functions import from_avro
 
-    from alertsieve.schemas import load_rubin_schema
+    from alertsieve.alerts.schemas import load_rubin_schema
 
     empty = spark.createDataFrame([], "value binary")
     return empty.select(
@@ -160,12 +246,12 @@ def _empty_alerts(spark):
 @pytest.mark.parametrize(
     ("sql", "message"),
     [
-        ("diaSource.snrr > 5", "filter 'f' (f.yaml (filters[0])): [FIELD_NOT_FOUND]"),
-        ("diaSource.snr >", "filter 'f' (f.yaml (filters[0])): [PARSE_SYNTAX_ERROR]"),
+        ("diaSource.snrr > 5", "filter 'f' (f.yaml (sql_filters[0])): [FIELD_NOT_FOUND]"),
+        ("diaSource.snr >", "filter 'f' (f.yaml (sql_filters[0])): [PARSE_SYNTAX_ERROR]"),
         ("diaSource.snr * 2", "the expression is double, not boolean; write a condition such as"),
         (
             "diaSource.snr > (SELECT max(x) FROM t)",
-            "filters[0])): sql is refused: it contains SELECT",
+            "sql_filters[0])): sql is refused: it contains SELECT",
         ),
         ("true; DROP TABLE alerts", "sql is refused: it contains ';' (one expression"),
         ("diaSource.snr > {min_snr}", "the SQL names a parameter 'min_snr' it does not declare"),
@@ -174,7 +260,7 @@ def _empty_alerts(spark):
 def test_bad_filters_fail_before_the_stream(spark, sql, message):
     with pytest.raises(FilterError) as err:
         validate(
-            [AlertFilter(name="f", sql=sql, origin="f.yaml (filters[0])")], _empty_alerts(spark)
+            [AlertFilter(name="f", sql=sql, origin="f.yaml (sql_filters[0])")], _empty_alerts(spark)
         )
     assert message in str(err.value)
 
@@ -217,7 +303,7 @@ def test_filter_names_are_checked(spark):
 
 
 def test_filter_parameters_are_overridden_by_name_and_type(tmp_path):
-    from alertsieve.filtering import with_params
+    from alertsieve.filtering.model import with_params
 
     f = AlertFilter("b", "diaSource.snr > {min_snr}", params={"min_snr": 50.0, "band": "r"})
     assert with_params(f, {"min_snr": 80}, "job.yaml").params == {"min_snr": 80, "band": "r"}

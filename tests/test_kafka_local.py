@@ -11,9 +11,9 @@ import sys
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from alertsieve import kafka_local
-from alertsieve.jars import JarFetchError, fetch
-from alertsieve.topics import create_topic, end_offsets
+from alertsieve.kafka import embedded
+from alertsieve.kafka.topics import create_topic, end_offsets
+from alertsieve.spark.jars import JarFetchError, fetch
 
 CLI = [sys.executable, "-m", "alertsieve.cli"]
 
@@ -33,8 +33,9 @@ def _read_all(bootstrap: str, topic: str, partitions: int) -> list[str]:
     return values
 
 
+@pytest.mark.integration
 def test_restart_keeps_topics_messages_and_ports(tmp_path):
-    cluster = kafka_local.start(tmp_path / "k")
+    cluster = embedded.start(tmp_path / "k")
     try:
         first_bootstrap = cluster.bootstrap_servers
         create_topic(first_bootstrap, "kept", partitions=2)
@@ -43,20 +44,21 @@ def test_restart_keeps_topics_messages_and_ports(tmp_path):
             producer.produce("kept", value=f"m{i}".encode())
         assert producer.flush(30) == 0
         del producer
-        stopped = kafka_local.stop(tmp_path / "k")
+        stopped = embedded.stop(tmp_path / "k")
         assert stopped == [cluster.nodes[0].pid]
-        assert not kafka_local.pid_alive(stopped[0])
-        assert kafka_local.status(tmp_path / "k")["running"] is False
+        assert not embedded.pid_alive(stopped[0])
+        assert embedded.status(tmp_path / "k")["running"] is False
 
-        again = kafka_local.start(tmp_path / "k")
+        again = embedded.start(tmp_path / "k")
         assert again.bootstrap_servers == first_bootstrap
         assert again.cluster_id == cluster.cluster_id
         assert sum(end_offsets(first_bootstrap, "kept").values()) == 50
         assert sorted(_read_all(first_bootstrap, "kept", 2)) == sorted(f"m{i}" for i in range(50))
     finally:
-        kafka_local.stop(tmp_path / "k")
+        embedded.stop(tmp_path / "k")
 
 
+@pytest.mark.integration
 def test_clusters_started_by_different_processes_do_not_collide(tmp_path):
     dirs = [tmp_path / "a", tmp_path / "b"]
     try:
@@ -85,18 +87,19 @@ def test_clusters_started_by_different_processes_do_not_collide(tmp_path):
         for d in dirs:
             subprocess.run([*CLI, "kafka", "stop", "--data-dir", str(d)], timeout=60)
     for d in dirs:
-        assert kafka_local.status(d)["running"] is False
+        assert embedded.status(d)["running"] is False
 
 
+@pytest.mark.integration
 def test_taken_port_is_named_in_the_error(tmp_path):
     with socket.socket() as s:
-        s.bind((kafka_local.HOST, 0))
+        s.bind((embedded.HOST, 0))
         s.listen()
         port = s.getsockname()[1]
         with pytest.raises(
-            kafka_local.KafkaLocalError, match=f"port {port} on 127.0.0.1 is already in use"
+            embedded.KafkaLocalError, match=f"port {port} on 127.0.0.1 is already in use"
         ):
-            kafka_local.start(tmp_path / "k", port=port)
+            embedded.start(tmp_path / "k", port=port)
 
 
 def test_missing_java_says_how_to_install_it(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from alertsieve.metrics import (
+from alertsieve.stream.metrics import (
     BatchStats,
     MetricsLog,
     latency_from_timestamps,

@@ -11,9 +11,9 @@ import fastavro
 import pytest
 from kafka_helpers import consume_all
 
-from alertsieve.produce import ProduceConfig, produce
-from alertsieve.schemas import LocalSchemaStore, local_schema_id, unframe
-from alertsieve.simulate import AlertSimulator, SimulationConfig
+from alertsieve.alerts.schemas import LocalSchemaStore, local_schema_id, unframe
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
 CLI = [sys.executable, "-m", "alertsieve.cli"]
 
@@ -127,7 +127,7 @@ def test_unknown_schema_version_fails_before_sending(kafka, topic_name):
 
 
 def consume_topics(bootstrap: str) -> set[str]:
-    from alertsieve.topics import admin
+    from alertsieve.kafka.topics import admin
 
     return set(admin(bootstrap).list_topics(timeout=10).topics)
 
@@ -161,6 +161,7 @@ def test_missing_replay_path_is_named(kafka, topic_name, tmp_path):
     assert out.returncode == 2 and f"{tmp_path / 'nope'} does not exist" in out.stderr
 
 
+@pytest.mark.integration
 def test_unreachable_broker_reports_nothing_acknowledged(topic_name):
     out = _run_cli("--bootstrap", "127.0.0.1:1", "--topic", topic_name, "--alerts-per-visit", "5")
     assert out.returncode == 2

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 
-from alertsieve.stream_job import JobConfig, source_options
-from alertsieve.topics import create_topic, end_offsets
+from alertsieve.kafka.topics import create_topic, end_offsets
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.job import source_options
 
 
 def test_thousand_messages_four_partitions_each_read_exactly_once(

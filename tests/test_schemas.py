@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from alertsieve import schemas
-from alertsieve.schemas import (
+from alertsieve.alerts import schemas
+from alertsieve.alerts.schemas import (
     LocalSchemaStore,
     SchemaError,
     WireFormatError,

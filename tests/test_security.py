@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from job_helpers import assert_outputs, batches, expected_matches, job_command
 
-from alertsieve import kafka_local
-from alertsieve.broker_security import SecureListener
-from alertsieve.kafka_security import SecurityConfigError, java_conf, librdkafka_conf
-from alertsieve.produce import ProduceConfig, ProduceError, produce
+from alertsieve.kafka import embedded
+from alertsieve.kafka.broker_security import SecureListener
+from alertsieve.kafka.client_security import SecurityConfigError, java_conf, librdkafka_conf
+from alertsieve.produce.producer import ProduceConfig, ProduceError, produce
 
 PASSWORD = "s3cr3t-Pa55-for-the-test"
 
@@ -51,9 +51,9 @@ def test_impossible_security_settings_are_refused(conf, message):
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("kafka-scram")
-    cluster = kafka_local.start(data_dir, secure=SecureListener("alice", PASSWORD))
+    cluster = embedded.start(data_dir, secure=SecureListener("alice", PASSWORD))
     yield cluster
-    kafka_local.stop(data_dir)
+    embedded.stop(data_dir)
 
 
 @pytest.mark.slow

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from astropy.io import fits
 
-from alertsieve import schemas
-from alertsieve.populations import DEFAULT_MIX, DETECTORS, mag_to_flux
-from alertsieve.simulate import AlertSimulator, SimulationConfig
+from alertsieve.alerts import schemas
+from alertsieve.sim.populations import DEFAULT_MIX, DETECTORS, mag_to_flux
+from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
 
 @pytest.mark.parametrize("version", schemas.rubin_versions())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from alertsieve import spark as spark_mod
+from alertsieve.spark import session as spark_mod
 
 
 def test_caller_settings_win_and_local_sessions_stay_on_loopback(monkeypatch):
@@ -60,7 +60,7 @@ def test_spark_submit_finds_the_connectors(tmp_path):
     """`make setup` wrote spark-defaults.conf, so plain spark-submit loads Kafka/Avro/Delta."""
     script = tmp_path / "job.py"
     script.write_text(
-        "from alertsieve.spark import get_session\n"
+        "from alertsieve.spark.session import get_session\n"
         "s = get_session(conf={'spark.ui.enabled': 'false'})\n"
         "print('MASTER', s.sparkContext.master)\n"
         "s.stop()\n"
@@ -70,10 +70,11 @@ def test_spark_submit_finds_the_connectors(tmp_path):
     assert "MASTER local[1]" in out.stdout
 
 
+@pytest.mark.integration
 def test_spark_submit_without_connectors_fails_with_the_fix(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(
-        "from alertsieve.spark import get_session\nget_session(conf={'spark.ui.enabled': 'false'})\n"
+        "from alertsieve.spark.session import get_session\nget_session(conf={'spark.ui.enabled': 'false'})\n"
     )
     empty_conf = tmp_path / "conf"
     empty_conf.mkdir()

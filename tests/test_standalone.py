@@ -11,8 +11,8 @@ from confluent_kafka import Producer
 from kafka_helpers import consume_all
 from test_stream_job import FILTERS
 
-from alertsieve import spark_standalone
-from alertsieve.produce import ProduceConfig, produce
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.spark import standalone
 
 
 def _run_job(kafka, topic: str, out, master: str) -> None:
@@ -58,7 +58,7 @@ def test_standalone_cluster_matches_local_mode(kafka, spark, topic_name, tmp_pat
 
     local, remote = tmp_path / "local", tmp_path / "cluster"
     _run_job(kafka, topic_name, local, "local[2]")
-    cluster = spark_standalone.start(tmp_path / "spark-cluster", workers=2, cores=1, memory="1g")
+    cluster = standalone.start(tmp_path / "spark-cluster", workers=2, cores=1, memory="1g")
     try:
         assert cluster.alive_workers() == 2
         _run_job(kafka, topic_name, remote, cluster.master_url)

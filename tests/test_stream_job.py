@@ -12,10 +12,11 @@ import pytest
 from confluent_kafka import Producer
 from kafka_helpers import consume_all
 
-from alertsieve.filtering import AlertFilter
-from alertsieve.produce import ProduceConfig, produce
-from alertsieve.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
-from alertsieve.stream_job import JobConfig, run_job
+from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
+from alertsieve.filtering.model import AlertFilter
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.job import run_job
 
 #: SQL filters and the same science in plain Python, written independently.
 FILTERS = {
@@ -103,7 +104,7 @@ def run(kafka, spark, tmp_path_factory) -> Run:
     cfg = JobConfig(
         bootstrap=kafka.bootstrap_servers, topic=topic, available_now=True,
         max_offsets_per_trigger=250, output_prefix=prefix, output_partitions=2,
-        filters=[AlertFilter(name=n, sql=sql) for n, (sql, _) in FILTERS.items()],
+        discover_filters=False, code_filters=[AlertFilter(name=n, sql=sql) for n, (sql, _) in FILTERS.items()],
         delta_path=str(tmp / "delta"), checkpoint=str(tmp / "ckpt"),
         metrics_path=str(tmp / "metrics.jsonl"), schema_dir=schema_dir,
     )  # fmt: skip
@@ -171,7 +172,7 @@ def _contributed_expectations(good: dict[str, dict]) -> dict[str, set[str]]:
     """The contributed filters recomputed in plain Python over fastavro-decoded alerts."""
     import pandas as pd
 
-    from alertsieve.filtering import discover
+    from alertsieve.filtering.discovery import discover
 
     python_filters = {f.name: f for f in discover(entry_points=False) if hasattr(f, "function")}
 
@@ -225,7 +226,7 @@ def _contributed_expectations(good: dict[str, dict]) -> dict[str, set[str]]:
 
 
 BREAKS_ON_REAL_ALERTS = '''
-from alertsieve.filtering import python_filter
+from alertsieve.filtering.model import python_filter
 
 @python_filter(name="breaks_on_real_alerts", columns={"id": "diaSourceId", "snr": "diaSource.snr"})
 def breaks(alerts):
@@ -244,7 +245,7 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
     prefix = "contrib-"
     cfg = JobConfig(
         bootstrap=kafka.bootstrap_servers, topic=run.topic, available_now=True,
-        max_offsets_per_trigger=250, output_prefix=prefix, discover_filters=True,
+        max_offsets_per_trigger=250, output_prefix=prefix, discover_filters=True, metrics_path=None,
         filter_paths=[str(tmp_path / "extra")], delta_path=str(tmp_path / "delta"),
         checkpoint=str(tmp_path / "ckpt"), schema_dir=run.cfg.schema_dir,
     )  # fmt: skip

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from job_helpers import assert_outputs, batches, expected_matches, job_command, rows_read, wait_for
 
-from alertsieve.produce import ProduceConfig, produce
+from alertsieve.produce.producer import ProduceConfig, produce
 
 
 @pytest.mark.slow

@@ -19,37 +19,40 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any
+from typing import Annotated, Any, Literal
 
-import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from alertsieve.settings import SettingsError, explain, read_yaml
 
 
-class ExperimentError(ValueError):
+class ExperimentError(SettingsError):
     """An experiment file that cannot run, named with the file, the field and the fix."""
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(BaseModel):
     """One run: a fresh topic, ``visits`` visits at the cadence, ``consumers`` filter jobs."""
 
-    alerts_per_visit: int = 1_000
-    stamps: bool = True  # FITS cutouts in every alert (~98 KB with, ~3 KB without)
-    producers: int = 2  # producer processes, each sending a share of every visit
-    partitions: int = 4  # of the alert topic
-    consumers: int = 1  # filter jobs, each its own consumer group reading the whole stream
-    filters: int = 10  # SQL filters per job (the benchmark's broker-like cuts)
-    visits: int = 3
-    interval_s: float = 20.0  # cadence: a visit starts every interval_s seconds
-    max_offsets_per_trigger: int = 20_000
-    sinks: tuple[str, ...] = ("kafka",)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    alerts_per_visit: int = Field(1_000, gt=0, examples=[10000])
+    stamps: bool = Field(True, strict=True, examples=[True], description="FITS cutouts in every alert (~98 KB with, ~3 KB without)")
+    producers: int = Field(2, gt=0, examples=[2], description="producer processes, each sending a share of every visit")
+    partitions: int = Field(4, gt=0, examples=[4], description="of the alert topic")
+    consumers: int = Field(1, gt=0, examples=[1], description="filter jobs, each its own consumer group reading the whole stream")
+    filters: int = Field(10, gt=0, examples=[10], description="SQL filters per job (the benchmark's broker-like cuts)")
+    visits: int = Field(3, gt=0, examples=[3])
+    interval_s: float = Field(20.0, gt=0, examples=[20], description="cadence: a visit starts every interval_s seconds")
+    max_offsets_per_trigger: int = Field(20_000, gt=0, examples=[20000])
+    sinks: tuple[Literal["kafka", "delta"], ...] = Field(("kafka",), min_length=1, examples=[["kafka"]])
 
     @property
     def key(self) -> str:
         """Same settings, same key: how a resumed run knows a point is done."""
-        text = json.dumps(asdict(self), sort_keys=True)
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     def label(self) -> str:
@@ -60,7 +63,28 @@ class Point:
         )
 
 
-POINT_FIELDS = {f.name: f for f in fields(Point)}
+class QuickScale(BaseModel):
+    """Keys of ``base`` and ``matrix`` replaced for a small run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base: dict[str, Any] = Field(default_factory=dict, examples=[{"visits": 1}])
+    matrix: dict[str, list[Any]] = Field(default_factory=dict, examples=[{"producers": [1, 2]}])
+
+
+class ExperimentFile(BaseModel):
+    """What an experiment YAML holds (see the module's docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, examples=["producers"])
+    description: str = ""
+    dimension: str | None = Field(None, examples=["producers"], description="the x axis of the analysis")
+    base: dict[str, Any] = Field(default_factory=dict, examples=[{"alerts_per_visit": 10000, "visits": 3}])
+    matrix: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(
+        default_factory=dict, examples=[{"producers": [1, 2, 4]}]
+    )
+    quick: QuickScale = Field(default_factory=QuickScale, examples=[{"base": {"visits": 1}}])
 
 
 @dataclass
@@ -75,68 +99,37 @@ class Experiment:
 
 
 def _point(values: dict[str, Any], where: str) -> Point:
-    kwargs = {}
-    for name, value in values.items():
-        if name not in POINT_FIELDS:
-            raise ExperimentError(
-                f"{where}: unknown setting {name!r}; known: {sorted(POINT_FIELDS)}"
-            )
-        default = POINT_FIELDS[name].default
-        try:
-            if isinstance(default, bool):
-                if not isinstance(value, bool):
-                    raise TypeError
-            elif isinstance(default, tuple):
-                value = (value,) if isinstance(value, str) else tuple(value)
-                if not set(value) <= {"kafka", "delta"} or not value:
-                    raise TypeError
-            else:
-                value = type(default)(value)
-                if value <= 0:
-                    raise TypeError
-        except (TypeError, ValueError):
-            want = {bool: "true or false", tuple: "a list of kafka/delta"}.get(
-                type(default), f"a positive {type(default).__name__}"
-            )
-            raise ExperimentError(f"{where}: {name} must be {want}, not {value!r}") from None
-        kwargs[name] = value
-    return Point(**kwargs)
+    try:
+        return Point.model_validate(values)
+    except ValidationError as e:
+        raise ExperimentError(explain(e, Point, where)) from None
 
 
 def parse_experiment(data: dict[str, Any], source: str, quick: bool = False) -> Experiment:
     if not isinstance(data, dict):
         raise ExperimentError(f"{source}: expected a mapping with name, base and matrix")
-    known = {"name", "description", "dimension", "base", "matrix", "quick"}
-    unknown = set(data) - known
-    if unknown:
-        raise ExperimentError(f"{source}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
-    name = data.get("name") or Path(source).stem
-    base = dict(data.get("base") or {})
-    matrix = dict(data.get("matrix") or {})
+    try:
+        spec = ExperimentFile.model_validate(data)
+    except ValidationError as e:
+        raise ExperimentError(explain(e, ExperimentFile, source)) from None
+    base = dict(spec.base)
+    matrix = dict(spec.matrix)
     if quick:
-        extra = data.get("quick") or {}
-        if set(extra) - {"base", "matrix"}:
-            raise ExperimentError(f"{source}: quick takes only 'base' and 'matrix'")
-        base.update(extra.get("base") or {})
-        matrix.update(extra.get("matrix") or {})
-    for axis, values in matrix.items():
-        if not isinstance(values, list) or not values:
-            raise ExperimentError(
-                f"{source}: matrix.{axis} must be a non-empty list, e.g. {axis}: [1, 2, 4]"
-            )
-    dimension = data.get("dimension") or next(iter(matrix), None)
-    if dimension not in POINT_FIELDS:
+        base.update(spec.quick.base)
+        matrix.update(spec.quick.matrix)
+    dimension = spec.dimension or next(iter(matrix), None)
+    if dimension not in Point.model_fields:
         raise ExperimentError(
-            f"{source}: dimension must name a point setting (one of {sorted(POINT_FIELDS)}),"
-            f" not {dimension!r}"
+            f"{source}: dimension = {dimension!r}: must name a point setting"
+            f" (one of {', '.join(Point.model_fields)})"
         )
     points = []
     for combo in itertools.product(*matrix.values()):
         values = {**base, **dict(zip(matrix, combo, strict=True))}
         points.append(_point(values, f"{source} (point {values})"))
     return Experiment(
-        name=name,
-        description=str(data.get("description", "")).strip(),
+        name=spec.name or Path(source).stem,
+        description=spec.description.strip(),
         dimension=dimension,
         base=base,
         matrix=matrix,
@@ -146,11 +139,7 @@ def parse_experiment(data: dict[str, Any], source: str, quick: bool = False) -> 
 
 
 def load_experiment(path: str | Path, quick: bool = False) -> Experiment:
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ExperimentError(f"cannot read experiment file {path}: {e}") from None
-    return parse_experiment(data, str(path), quick=quick)
+    return parse_experiment(read_yaml(path, ExperimentError), str(path), quick=quick)
 
 
 # -- the results file ------------------------------------------------------------------------
@@ -241,7 +230,7 @@ def consumer_summary(
     """One filter job's batches reduced to: when each visit was fully filtered (after its
     first alert was produced), its throughput while busy, and the latency it reports. Batches
     up to the one that finished the warm-up visit (``warm_end``) are left out."""
-    from alertsieve.metrics import batch_reaching, visit_done_times
+    from alertsieve.stream.metrics import batch_reaching, visit_done_times
 
     warm = batch_reaching(lines, topic, warm_end)
     after = warm["batch_id"] if warm else -1

@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from alertsieve.decode import decode, decoded_records, make_plan
-from alertsieve.filtering import Filter, FilterError, validate
-from alertsieve.schemas import load_rubin_schema, open_store, without_fields
-from alertsieve.stream_job import CUTOUTS
+from alertsieve.alerts.schemas import CUTOUTS, load_rubin_schema, open_store, without_fields
+from alertsieve.filtering.checks import validate
+from alertsieve.filtering.model import Filter, FilterError
+from alertsieve.stream.decode import decode, decoded_records, make_plan
 
 ALERTS_PER_NIGHT = 10_000_000
 
@@ -41,7 +41,7 @@ class BacktestRow:
 def _alerts_from_files(spark, paths: list[str], reader):
     from pyspark.sql.avro.functions import from_avro
 
-    from alertsieve.replay import avro_files, read_raw_records
+    from alertsieve.alerts.replay import avro_files, read_raw_records
 
     slim = json.dumps(without_fields(reader, CUTOUTS).definition)
     frames = []
@@ -87,7 +87,7 @@ def load_alerts(
     """A DataFrame of decoded alerts (the reader schema, without cutouts) from ``source``."""
     reader = load_rubin_schema(reader_version)
     if source.startswith("simulated"):
-        from alertsieve.simulate import AlertSimulator, SimulationConfig
+        from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
         count = int(source.partition(":")[2] or 10_000)
         sim = AlertSimulator(SimulationConfig(schema_version=reader_version, stamp_size=0, seed=11))

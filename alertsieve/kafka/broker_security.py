@@ -88,7 +88,7 @@ def format_arguments(secure: SecureListener) -> list[str]:
 
 
 def client_conf(data_dir: Path, secure: SecureListener) -> dict[str, str]:
-    """Settings for our clients (alertsieve.kafka_security spelling) to reach the listener."""
+    """Settings for our clients (alertsieve.kafka.client_security spelling) to reach the listener."""
     conf = {
         "security.protocol": secure.protocol,
         "sasl.mechanism": MECHANISM,

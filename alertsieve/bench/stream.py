@@ -14,14 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
-from alertsieve import kafka_local
-from alertsieve.baseline import plain_consume, seeds_way_consume
-from alertsieve.filtering import AlertFilter
-from alertsieve.machine import describe
-from alertsieve.metrics import visit_done_times
-from alertsieve.produce import ProduceConfig, produce
-from alertsieve.schemas import LocalSchemaStore
-from alertsieve.stream_job import JobConfig, run_job
+from alertsieve.alerts.schemas import LocalSchemaStore
+from alertsieve.bench.baselines import plain_consume, seeds_way_consume
+from alertsieve.bench.machine import describe
+from alertsieve.filtering.model import AlertFilter
+from alertsieve.kafka import embedded
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.job import run_job
+from alertsieve.stream.metrics import visit_done_times
 
 Cut = tuple[str, str, object]  # (field path, op, value or "{t}")
 
@@ -141,7 +142,7 @@ def _vectorized(cuts: list[Cut], t: float, names: list[str]) -> Callable:
 
 def python_bench_filters(n: int) -> list:
     """The first ``n`` bench filters written as Python filters (pandas UDFs)."""
-    from alertsieve.filtering import PythonFilter
+    from alertsieve.filtering.model import PythonFilter
 
     out = []
     for i in range(n):
@@ -188,7 +189,7 @@ def _python_vs_sql(bootstrap, topic, spark, workdir, store_dir, batch, n: int = 
     ):
         run_dir = workdir / f"pvs-{label}"
         cfg = JobConfig(bootstrap=bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
-                        filters=filters, output_prefix=f"{topic}-pvs-{label}-", sinks=["kafka"],
+                        discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-pvs-{label}-", sinks=["kafka"],
                         checkpoint=str(run_dir / "ckpt"), schema_dir=str(store_dir))  # fmt: skip
         seconds[label] = round(_timed_run(spark, cfg), 2)
     base = seconds["base_1_sql"]
@@ -209,15 +210,15 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
     each visit is fully filtered, and the alert latency (output time - Kafka append time)."""
     import threading
 
-    from alertsieve.stream_job import FilterStream
-    from alertsieve.topics import create_topic, end_offsets
+    from alertsieve.kafka.topics import create_topic, end_offsets
+    from alertsieve.stream.job import FilterStream
 
     topic = f"bench-live-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, 4, config={"message.timestamp.type": "LogAppendTime"})
     filters, _ = bench_filters(n_filters)
     cfg = JobConfig(
         bootstrap=bootstrap, topic=topic, starting_offsets="latest", trigger_seconds=0,
-        max_offsets_per_trigger=20_000, filters=filters, output_prefix=f"{topic}-",
+        max_offsets_per_trigger=20_000, discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-",
         delta_path=str(workdir / "live" / "delta"), checkpoint=str(workdir / "live" / "ckpt"),
         schema_dir=str(store_dir),
     )  # fmt: skip
@@ -292,7 +293,7 @@ def bench_stream(
     workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-stream-"))
     own_broker = bootstrap is None
     if own_broker:
-        bootstrap = kafka_local.start(workdir / "kafka").bootstrap_servers
+        bootstrap = embedded.start(workdir / "kafka").bootstrap_servers
     try:
         topic = f"bench-stream-{uuid.uuid4().hex[:8]}"
         store_dir = workdir / "schemas"
@@ -310,7 +311,7 @@ def bench_stream(
             bootstrap, topic, LocalSchemaStore(store_dir), ten_tests, limit=seeds_alerts
         )
 
-        from alertsieve.spark import get_session
+        from alertsieve.spark.session import get_session
 
         spark = get_session("alertsieve-bench-stream", conf={"spark.ui.enabled": "false"})
         runs = []
@@ -319,7 +320,7 @@ def bench_stream(
             run_dir = workdir / f"job-{n}"
             cfg = JobConfig(
                 bootstrap=bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
-                filters=filters, output_prefix=f"{topic}-{n}-", delta_path=str(run_dir / "delta"),
+                discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-{n}-", delta_path=str(run_dir / "delta"),
                 checkpoint=str(run_dir / "ckpt"), schema_dir=str(store_dir),
             )  # fmt: skip
             start = time.perf_counter()
@@ -383,7 +384,7 @@ def bench_stream(
         }
     finally:
         if own_broker:
-            kafka_local.stop(workdir / "kafka")
+            embedded.stop(workdir / "kafka")
         import shutil
 
         shutil.rmtree(workdir, ignore_errors=True)

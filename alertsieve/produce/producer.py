@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from alertsieve.kafka_security import librdkafka_conf
-from alertsieve.schemas import frame, load_rubin_schema, open_store
-from alertsieve.topics import create_topic
+from alertsieve.alerts.schemas import frame, load_rubin_schema, open_store
+from alertsieve.kafka.client_security import librdkafka_conf
+from alertsieve.kafka.topics import create_topic
 
 #: librdkafka settings tuned for ~100 KB messages, durable and idempotent.
 PRODUCER_DEFAULTS: dict[str, Any] = {
@@ -249,8 +249,8 @@ def send_visit(
 def _simulated_visits(
     cfg: ProduceConfig, k: int, schema_id: int
 ) -> Iterator[tuple[list, Callable]]:
-    from alertsieve.replay import alert_key
-    from alertsieve.simulate import AlertSimulator, SimulationConfig
+    from alertsieve.alerts.replay import alert_key
+    from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
     sim = AlertSimulator(
         SimulationConfig(
@@ -275,7 +275,7 @@ def _simulated_visits(
 def _replayed_visits(
     cfg: ProduceConfig, k: int, ids: dict[str, int]
 ) -> Iterator[tuple[list, Callable]]:
-    from alertsieve.replay import read_raw_records
+    from alertsieve.alerts.replay import read_raw_records
 
     mine = [Path(f) for i, f in enumerate(ids) if i % cfg.producers == k]
     share = max(1, cfg.alerts_per_visit // cfg.producers)
@@ -360,7 +360,7 @@ def _schema_ids(cfg: ProduceConfig) -> Any:
         if cfg.schema_registry:
             return store.register(schema.definition, subject).schema_id
         return schema.schema_id
-    from alertsieve.replay import avro_files, writer_schema
+    from alertsieve.alerts.replay import avro_files, writer_schema
 
     return {
         str(p): store.register(writer_schema(p), subject).schema_id for p in avro_files(cfg.replay)
@@ -382,7 +382,7 @@ def produce(cfg: ProduceConfig) -> ProduceSummary:
             extra=_security(cfg.kafka_conf),
         )  # latency is measured from the broker's append time
     if cfg.replay:
-        from alertsieve.replay import count_records
+        from alertsieve.alerts.replay import count_records
 
         expected = sum(count_records(Path(f)) for f in schema_ids)
     else:

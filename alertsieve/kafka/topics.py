@@ -6,7 +6,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from alertsieve.kafka_security import librdkafka_conf
+from alertsieve.kafka.client_security import librdkafka_conf
 
 
 def admin(bootstrap: str, extra: dict | None = None) -> AdminClient:

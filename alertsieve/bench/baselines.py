@@ -10,7 +10,7 @@ import io
 import json
 import time
 
-from alertsieve.schemas import AlertSchema, frame
+from alertsieve.alerts.schemas import AlertSchema, frame
 
 
 def seeds_way_produce(
@@ -48,7 +48,7 @@ def seeds_way_produce(
 def _consumer(bootstrap: str, topic: str):
     from confluent_kafka import Consumer, TopicPartition
 
-    from alertsieve.topics import end_offsets
+    from alertsieve.kafka.topics import end_offsets
 
     ends = end_offsets(bootstrap, topic)
     consumer = Consumer(
@@ -84,7 +84,7 @@ def seeds_way_consume(
     bootstrap: str, topic: str, store, tests: list, limit: int | None = None
 ) -> dict:
     """The DMTN-028 testbed's consumer: decode each alert in Python, run each filter on it."""
-    from alertsieve.schemas import unframe
+    from alertsieve.alerts.schemas import unframe
 
     consumer, total = _consumer(bootstrap, topic)
     want = min(total, limit or total)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from alertsieve.kafka_security import java_conf
+from alertsieve.kafka.client_security import java_conf
 
 
 def kafka_options(bootstrap: str, extra: Mapping[str, str]) -> dict[str, str]:
     """Spark Kafka options: bootstrap plus ``extra`` (security settings in the Java client's
-    spelling, see alertsieve.kafka_security) as ``kafka.key``."""
+    spelling, see alertsieve.kafka.client_security) as ``kafka.key``."""
     java = java_conf(extra)
     return {"kafka.bootstrap.servers": bootstrap, **{f"kafka.{k}": v for k, v in java.items()}}
 

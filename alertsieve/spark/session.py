@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from alertsieve.jars import spark_connector_jars
+from alertsieve.spark.jars import spark_connector_jars
 
 #: Settings every alertsieve session gets unless the caller overrides them.
 DEFAULTS: dict[str, str] = {

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from alertsieve.schemas import AlertSchema
+from alertsieve.alerts.schemas import AlertSchema
 
 #: Metadata columns the job carries next to the alert's own fields (underscored: never a clash).
 META = {
@@ -170,7 +170,7 @@ def decoded_records(spark, schema: AlertSchema, records: list[dict], skip: tuple
     DataFrame of the alert's columns (minus ``skip``): for checking filters without Kafka."""
     from pyspark.sql.avro.functions import from_avro
 
-    from alertsieve.schemas import without_fields
+    from alertsieve.alerts.schemas import without_fields
 
     rows = [(schema.encode(r),) for r in records]
     options = {"avroSchema": json.dumps(without_fields(schema, skip).definition)}

@@ -1,6 +1,6 @@
 """An embedded Kafka cluster (KRaft, combined broker+controller nodes) run natively from jars.
 
-No Docker and no Kafka distribution: the broker jars come from Maven Central (``alertsieve.jars``)
+No Docker and no Kafka distribution: the broker jars come from Maven Central (``alertsieve.spark.jars``)
 and each node is a plain ``java kafka.Kafka server.properties`` process. Everything a cluster
 owns lives in one data directory, so two clusters started by different processes never collide
 as long as their directories differ, and a restart from the same directory keeps topics, offsets
@@ -19,11 +19,11 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from alertsieve import broker_security
-from alertsieve.broker_security import SecureListener
-from alertsieve.jars import JarFetchError, java_executable, kafka_broker_jars
+from alertsieve.kafka import broker_security
+from alertsieve.kafka.broker_security import SecureListener
 from alertsieve.localhost import HOST, free_port, pid_alive, port_free
 from alertsieve.paths import cache_dir
+from alertsieve.spark.jars import JarFetchError, java_executable, kafka_broker_jars
 
 STATE_FILE = "cluster.json"
 MIN_JAVA = 17

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from alertsieve.jars import DELTA_VERSION, KAFKA_VERSION, SPARK_VERSION
+from alertsieve.spark.jars import DELTA_VERSION, KAFKA_VERSION, SPARK_VERSION
 
 
 def _package(name: str) -> str | None:

@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from alertsieve.cutouts import StampMaker
-from alertsieve.populations import (
+from alertsieve.alerts.schemas import AlertSchema, load_rubin_schema
+from alertsieve.sim.cutouts import StampMaker
+from alertsieve.sim.populations import (
     DEFAULT_MIX,
     DETECTORS,
     AlertTruth,
@@ -30,7 +31,6 @@ from alertsieve.populations import (
     make_visit,
     simulate_truth,
 )
-from alertsieve.schemas import AlertSchema, load_rubin_schema
 
 SECOND = 1.0 / 86400.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from alertsieve.schemas import AlertSchema
+from alertsieve.alerts.schemas import AlertSchema
 
 #: Matplotlib colours for the LSST bands, blue to red.
 BAND_COLORS = {"u": "purple", "g": "tab:blue", "r": "tab:green", "i": "tab:orange",

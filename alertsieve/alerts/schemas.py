@@ -25,6 +25,10 @@ HEADER = struct.Struct(">bI")
 LOCAL_ID_BASE = 1 << 20
 
 
+#: The FITS image stamps: 95-99% of an alert's bytes, and no filter reads them.
+CUTOUTS = ("cutoutDifference", "cutoutScience", "cutoutTemplate")
+
+
 class SchemaError(ValueError):
     """An unknown schema version or id, or an unusable schema."""
 

@@ -24,9 +24,7 @@ import psutil
 import yaml
 from tqdm import tqdm
 
-from alertsieve import kafka_local
-from alertsieve.bench_stream import bench_filters
-from alertsieve.experiments import (
+from alertsieve.bench.experiments import (
     Experiment,
     Point,
     append_result,
@@ -37,11 +35,13 @@ from alertsieve.experiments import (
     quantiles,
     results_file,
 )
-from alertsieve.machine import describe
-from alertsieve.metrics import batch_reaching, read_lines
-from alertsieve.produce import ProduceConfig, produce
-from alertsieve.resources import ResourceSampler
-from alertsieve.topics import create_topic, delete_topics, end_offsets, topics_with_prefix
+from alertsieve.bench.machine import describe
+from alertsieve.bench.resources import ResourceSampler
+from alertsieve.bench.stream import bench_filters
+from alertsieve.kafka import embedded
+from alertsieve.kafka.topics import create_topic, delete_topics, end_offsets, topics_with_prefix
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.metrics import batch_reaching, read_lines
 
 
 class PointFailed(RuntimeError):
@@ -286,7 +286,7 @@ def run_experiments(
     """Every point not already done (resumable), one result line each, appended as it ends;
     one embedded broker serves them all unless ``bootstrap`` names a Kafka to use."""
     workdir = Path(tempfile.mkdtemp(prefix="alertsieve-experiment-"))
-    cluster = kafka_local.start(workdir / "kafka") if bootstrap is None else None
+    cluster = embedded.start(workdir / "kafka") if bootstrap is None else None
     try:
         if cluster is not None:
             bootstrap = cluster.bootstrap_servers
@@ -310,7 +310,7 @@ def run_experiments(
         return written
     finally:
         if cluster is not None:
-            kafka_local.stop(workdir / "kafka")
+            embedded.stop(workdir / "kafka")
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -321,7 +321,7 @@ def _measure(experiment: Experiment, point: Point, bootstrap, folder: Path, work
         "experiment": experiment.name,
         "dimension": experiment.dimension,
         "key": point.key,
-        "point": asdict(point),
+        "point": point.model_dump(mode="json"),
         "started_at": round(started, 3),
     }
     try:

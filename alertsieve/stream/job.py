@@ -8,185 +8,30 @@ alerts that matched or failed), and every output is written from that cache.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-import yaml
+from alertsieve.alerts.replay import ID_FIELDS
+from alertsieve.alerts.schemas import (
+    CUTOUTS,
+    AlertSchema,
+    load_rubin_schema,
+    open_store,
+    without_fields,
+)
+from alertsieve.filtering.checks import validate
+from alertsieve.filtering.discovery import discover
+from alertsieve.filtering.model import Filter, FilterError, with_params
+from alertsieve.kafka.topics import create_topic
+from alertsieve.stream.config import JobConfig, check_writable
+from alertsieve.stream.decode import META, DecodePlan, decode, decoded_records, make_plan
+from alertsieve.stream.metrics import BatchStats, MetricsLog, latency_from_timestamps, make_listener
+from alertsieve.stream.sinks import headers, kafka_options, write_delta_once, write_kafka
 
-from alertsieve.decode import META, DecodePlan, decode, decoded_records, make_plan
-from alertsieve.filtering import Filter, FilterError, discover, from_config, validate, with_params
-from alertsieve.kafka_security import SecurityConfigError, java_conf
-from alertsieve.metrics import BatchStats, MetricsLog, latency_from_timestamps, make_listener
-from alertsieve.replay import ID_FIELDS
-from alertsieve.schemas import AlertSchema, load_rubin_schema, open_store, without_fields
-from alertsieve.sinks import headers, kafka_options, write_delta_once, write_kafka
-from alertsieve.topics import create_topic
-
-CUTOUTS = ("cutoutDifference", "cutoutScience", "cutoutTemplate")
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedded brokers' limit)
-SECRET_WORDS = ("password", "secret", "jaas", "token", "key.pem", "keystore")
-
-
-class ConfigError(ValueError):
-    """A job setting that cannot work, named with its source and the fix."""
-
-
-@dataclass
-class JobConfig:
-    bootstrap: str = "127.0.0.1:9092"
-    topic: str | None = None
-    topic_pattern: str | None = None
-    starting_offsets: str = "earliest"  # earliest | latest | an ISO-8601 time
-    max_offsets_per_trigger: int | None = 20_000
-    trigger_seconds: float = 0.0  # 0: next batch as soon as the last one ends
-    available_now: bool = False  # process what is there now, then stop
-    filters: list[Filter] = field(default_factory=list)
-    discover_filters: bool = False  # add the filters of filters/ and installed packages
-    filter_paths: list[str] = field(default_factory=list)  # more folders/files of filter modules
-    filter_params: dict[str, dict[str, Any]] = field(
-        default_factory=dict
-    )  # {filter: {param: value}}
-    only_filters: list[str] | None = None
-    sinks: list[str] = field(default_factory=lambda: ["kafka", "delta"])
-    output_prefix: str = "alertsieve-"
-    output_partitions: int = 4
-    delta_path: str = "data/delta"
-    delta_cutouts: bool = False
-    checkpoint: str = "checkpoints/filter_stream"
-    metrics_path: str | None = None
-    kafka_conf: dict[str, str] = field(default_factory=dict)
-    reader_schema_version: str | None = None  # default: the latest Rubin version
-    wire_format: str = "confluent"  # or "plain" (schemaless Avro of writer_schema_version)
-    writer_schema_version: str | None = None
-    schema_registry: str | None = None
-    schema_dir: str | None = None
-    master: str | None = None
-    spark_conf: dict[str, str] = field(default_factory=dict)
-    timeout_s: float | None = None  # stop a continuous run after this long
-    config_file: str | None = None
-
-    @property
-    def app_id(self) -> str:
-        """Stable across restarts from the same checkpoint: Delta's idempotence key."""
-        digest = hashlib.sha1(str(Path(self.checkpoint).resolve()).encode()).hexdigest()[:12]
-        return f"alertsieve-filter-stream-{digest}"
-
-    @property
-    def quarantine_topic(self) -> str:
-        return f"{self.output_prefix}quarantine"
-
-    def masked_kafka_conf(self) -> dict[str, str]:
-        return {
-            k: ("***" if any(w in k.lower() for w in SECRET_WORDS) else v)
-            for k, v in self.kafka_conf.items()
-        }
-
-
-def resolve_secret(value: str) -> str:
-    """``env:NAME`` and ``file:PATH`` keep credentials out of config files and shell history."""
-    if value.startswith("env:"):
-        name = value[4:]
-        if name not in os.environ:
-            raise ConfigError(f"environment variable {name} (named by {value!r}) is not set")
-        return os.environ[name]
-    if value.startswith("file:"):
-        path = Path(value[5:]).expanduser()
-        if not path.exists():
-            raise ConfigError(f"secret file {path} (named by {value!r}) does not exist")
-        return path.read_text().strip()
-    return value
-
-
-def load_config(path: str | None, overrides: dict[str, Any]) -> JobConfig:
-    """YAML file (if any), then command-line overrides (None means 'not given')."""
-    data: dict[str, Any] = {}
-    if path:
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError) as e:
-            raise ConfigError(f"cannot read job config {path}: {e}") from None
-    known = {f.name for f in fields(JobConfig)}
-    unknown = set(data) - known
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown setting(s) {sorted(unknown)}; known: {sorted(known - {'config_file'})}"
-        )
-    filters = from_config(data.pop("filters", None) or [], origin=str(path))
-    data.update({k: v for k, v in overrides.items() if v is not None and k != "filters"})
-    filters += overrides.get("filters") or []
-    cfg = JobConfig(**data, filters=filters, config_file=path)
-    cfg.kafka_conf = {str(k): resolve_secret(str(v)) for k, v in cfg.kafka_conf.items()}
-    _check(cfg)
-    return cfg
-
-
-def _check(cfg: JobConfig) -> None:
-    where = cfg.config_file or "the command line"
-    try:
-        java_conf(cfg.kafka_conf)
-    except SecurityConfigError as e:
-        raise ConfigError(f"{where}: kafka_conf: {e}") from None
-    if bool(cfg.topic) == bool(cfg.topic_pattern):
-        raise ConfigError(
-            f"{where}: give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)"
-        )
-    bad = set(cfg.sinks) - {"kafka", "delta"}
-    if bad:
-        raise ConfigError(f"{where}: unknown sink(s) {sorted(bad)}; use kafka and/or delta")
-    if cfg.wire_format not in ("confluent", "plain"):
-        raise ConfigError(
-            f"{where}: wire_format must be 'confluent' or 'plain', not {cfg.wire_format!r}"
-        )
-    if cfg.wire_format == "plain" and not cfg.writer_schema_version:
-        raise ConfigError(f"{where}: wire_format 'plain' needs writer_schema_version (e.g. 11.1)")
-    if cfg.starting_offsets not in ("earliest", "latest"):
-        try:
-            datetime.fromisoformat(cfg.starting_offsets)
-        except ValueError:
-            raise ConfigError(
-                f"{where}: starting_offsets must be earliest, latest or an ISO-8601 time,"
-                f" not {cfg.starting_offsets!r}"
-            ) from None
-
-
-def check_writable(cfg: JobConfig) -> None:
-    """The checkpoint, the Delta tables and the metrics file must be writable before any alert
-    is read: finding out at the first batch would crash the job, and again at every restart."""
-    where = cfg.config_file or "the command line"
-    places = [("checkpoint", "--checkpoint", cfg.checkpoint)]
-    if "delta" in cfg.sinks:
-        places.append(("delta_path", "--delta-path", cfg.delta_path))
-    if cfg.metrics_path:
-        places.append(("metrics_path", "--metrics", str(Path(cfg.metrics_path).parent)))
-    for name, flag, folder in places:
-        if "://" in folder:  # s3a://, hdfs://, abfss://: Spark's file systems check those
-            continue
-        path = Path(folder)
-        reason = "it is a file" if path.exists() and not path.is_dir() else _write_probe(path)
-        if reason:
-            raise ConfigError(
-                f"{where}: {name} {folder} is not writable ({reason}); choose a folder"
-                f" this user can write with {flag}"
-            )
-
-
-def _write_probe(path: Path) -> str | None:
-    """Why ``path`` cannot be created and written to, or None if it can."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".alertsieve-write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        return e.strerror or str(e)
-    return None
 
 
 def source_options(cfg: JobConfig) -> dict[str, str]:
@@ -269,7 +114,7 @@ class FilterStream:
 
     def _select_filters(self) -> list[Filter]:
         cfg = self.cfg
-        filters = list(cfg.filters)
+        filters = cfg.settings_filters()
         if cfg.discover_filters or cfg.filter_paths:
             filters += discover(
                 cfg.filter_paths, builtin=cfg.discover_filters, entry_points=cfg.discover_filters
@@ -279,20 +124,20 @@ class FilterStream:
         if unknown:
             raise FilterError(f"{where}: filter_params names unknown filter(s) {sorted(unknown)}")
         filters = [with_params(f, cfg.filter_params.get(f.name, {}), where) for f in filters]
-        if not cfg.only_filters:
+        if not cfg.filters:
             return filters
         by_name = {f.name: f for f in filters}
-        missing = [n for n in self.cfg.only_filters if n not in by_name]
+        missing = [n for n in cfg.filters if n not in by_name]
         if missing:
             raise FilterError(
                 f"--filters names unknown filter(s) {missing}; known: {sorted(by_name)}"
             )
-        return [by_name[n] for n in self.cfg.only_filters]
+        return [by_name[n] for n in cfg.filters]
 
     def _sample_alerts(self, n: int = 64):
         """Simulated alerts of the reader's version, decoded as the job decodes: filters are
         compiled and Python filters run against them at start-up."""
-        from alertsieve.simulate import AlertSimulator, SimulationConfig
+        from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
         sim = AlertSimulator(
             SimulationConfig(schema_version=self.cfg.reader_schema_version, stamp_size=8, seed=7)
@@ -598,7 +443,7 @@ def _stop_requests():
 
 
 def run_job(cfg: JobConfig, spark=None, console=None) -> list[dict]:
-    from alertsieve.spark import get_session
+    from alertsieve.spark.session import get_session
 
     check_writable(cfg)  # before Spark starts: a bad folder fails in a second, not in ten
     spark = spark or get_session("alertsieve-filter-stream", master=cfg.master, conf=cfg.spark_conf)

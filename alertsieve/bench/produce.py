@@ -11,11 +11,11 @@ import time
 import uuid
 from pathlib import Path
 
-from alertsieve import kafka_local
-from alertsieve.baseline import seeds_way_produce
-from alertsieve.machine import describe
-from alertsieve.produce import ProduceConfig, produce
-from alertsieve.simulate import AlertSimulator, SimulationConfig
+from alertsieve.bench.baselines import seeds_way_produce
+from alertsieve.bench.machine import describe
+from alertsieve.kafka import embedded
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
 
 def _rate(alerts: int, nbytes: int, seconds: float) -> dict:
@@ -62,7 +62,7 @@ def bench_produce(
     workdir = None
     if bootstrap is None:
         workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-"))
-        bootstrap = kafka_local.start(workdir / "kafka").bootstrap_servers
+        bootstrap = embedded.start(workdir / "kafka").bootstrap_servers
     try:
         runs = []
         for stamps in (stamp_size, 0):
@@ -79,7 +79,7 @@ def bench_produce(
             for send in (False, True):
                 topic = f"bench-seeds-{uuid.uuid4().hex[:8]}"
                 if send:
-                    from alertsieve.topics import create_topic
+                    from alertsieve.kafka.topics import create_topic
 
                     create_topic(bootstrap, topic, 4)
                 r = seeds_way_produce(bootstrap if send else None, topic, sim.schema, sample)
@@ -115,5 +115,5 @@ def bench_produce(
         }
     finally:
         if workdir is not None:
-            kafka_local.stop(workdir / "kafka")
-            kafka_local.purge(workdir / "kafka")
+            embedded.stop(workdir / "kafka")
+            embedded.purge(workdir / "kafka")

@@ -1,0 +1,90 @@
+"""Start-up checks of filters: a typo or a query smuggled into a condition fails before any alert
+is read, with the filter's name, where it came from, and what to change."""
+
+from __future__ import annotations
+
+import re
+
+from alertsieve.filtering.model import AlertFilter, Filter, FilterError, PythonFilter
+
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
+
+#: Words that start a query or a statement: a filter is a condition over one alert, so none of
+#: them belongs in one (Spark would run a subquery against any table the session can see).
+STATEMENT_WORDS = ("select", "with", "values", "insert", "update", "delete", "merge", "drop",
+                   "create", "alter", "truncate", "grant", "revoke")  # fmt: skip
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+_WORD = re.compile(r"(?<![.\w])([A-Za-z_]\w*)")
+
+
+def not_an_expression(sql: str) -> str | None:
+    """Why ``sql`` is more than an expression over an alert's fields, or None if it is not.
+    String literals and `quoted` names are not looked into; ``x.select`` (a field) is fine."""
+    bare = _QUOTED.sub("''", sql)
+    if ";" in bare:
+        return "it contains ';' (one expression, not statements)"
+    for word in _WORD.findall(bare):
+        if word.lower() in STATEMENT_WORDS:
+            return (
+                f"it contains {word.upper()}: filters are expressions over one alert's fields,"
+                " without subqueries, DDL or DML"
+            )
+    return None
+
+
+def validate(filters: list[Filter], alerts) -> None:
+    """Check names, compile every filter against ``alerts`` (a small DataFrame of decoded alerts,
+    e.g. simulated ones) and run the Python filters on it, so a bad filter fails before any real
+    alert is read."""
+    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.sql.types import BooleanType
+
+    seen: dict[str, Filter] = {}
+    for f in filters:
+        if not NAME.match(f.name):
+            raise FilterError(
+                f"filter {f.name!r} ({f.origin}): names are letters, digits, '_' and '-',"
+                " starting with a letter (they become topic and table names)"
+            )
+        if f.name in seen:
+            raise FilterError(
+                f"filter {f.name!r} is defined twice: {seen[f.name].origin} and {f.origin}"
+            )
+        seen[f.name] = f
+        _check_expressions(f)
+        try:
+            if isinstance(f, PythonFilter):
+                match, error = f.evaluate()
+                failure = alerts.select(error.alias("e")).where("e IS NOT NULL").first()
+                if failure is not None:
+                    raise FilterError(
+                        f"filter {f.name!r} ({f.origin}) fails on a sample of simulated alerts:"
+                        f" {failure['e']}"
+                    )
+                continue
+            dtype = alerts.select(f.evaluate()[0].alias("m")).schema["m"].dataType
+        except (AnalysisException, ParseException) as e:
+            first = str(e).strip().splitlines()[0]
+            raise FilterError(f"filter {f.name!r} ({f.origin}): {first}") from None
+        if not isinstance(dtype, BooleanType):
+            raise FilterError(
+                f"filter {f.name!r} ({f.origin}): the expression is {dtype.simpleString()}, not"
+                " boolean; write a condition such as `diaSource.snr > 50`"
+            )
+
+
+def _check_expressions(f: Filter) -> None:
+    try:
+        expressions = (
+            {"sql": f.sql.format(**f.params)}
+            if isinstance(f, AlertFilter)
+            else {f"columns[{k!r}]": v for k, v in f.columns.items()}
+        )
+    except (KeyError, IndexError) as e:
+        raise FilterError(
+            f"filter {f.name!r} ({f.origin}): the SQL names a parameter {e} it does not declare"
+        ) from None
+    for where, sql in expressions.items():
+        reason = not_an_expression(sql)
+        if reason:
+            raise FilterError(f"filter {f.name!r} ({f.origin}): {where} is refused: {reason}")

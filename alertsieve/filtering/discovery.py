@@ -1,0 +1,89 @@
+"""Where filters come from: the repository's ``filters/``, folders or files named in the
+configuration, and installed packages that declare the ``alertsieve.filters`` entry points."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from alertsieve.filtering.model import Filter, FilterError
+
+ENTRY_POINT_GROUP = "alertsieve.filters"
+
+
+def builtin_filter_dir() -> Path:
+    """The repository's own ``filters/`` folder (contributed filters)."""
+    return Path(__file__).resolve().parents[2] / "filters"
+
+
+def _filters_in(namespace: dict, origin: str) -> list[Filter]:
+    found = [v for k, v in namespace.items() if not k.startswith("_") and isinstance(v, Filter)]
+    return [replace(f, origin=origin) for f in found]
+
+
+def load_filter_file(path: Path) -> list[Filter]:
+    """Import one filter module from a file and return the filters it defines at top level."""
+    import importlib.util
+    import sys
+
+    module_name = f"alertsieve_user_filters.{path.stem}"
+    try:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        # Spark ships Python filters to its workers by pickling; a module loaded from a path is
+        # not importable there, so its functions must travel by value.
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
+    except Exception as e:  # noqa: BLE001 - any import failure is the module author's to fix
+        raise FilterError(
+            f"{path}: the filter module cannot be imported: {type(e).__name__}: {e}"
+        ) from None
+    filters = _filters_in(vars(module), str(path))
+    if not filters:
+        raise FilterError(
+            f"{path}: defines no filter; assign an AlertFilter(...) or a @python_filter function"
+            " at module level (e.g. FILTER = AlertFilter(name=..., sql=...))"
+        )
+    return filters
+
+
+def discover(
+    paths: Iterable[Path | str] = (), builtin: bool = True, entry_points: bool = True
+) -> list[Filter]:
+    """Filters from ``filters/``, from extra folders or files, and from installed packages that
+    declare the ``alertsieve.filters`` entry-point group."""
+    sources: list[Path] = (
+        [builtin_filter_dir()] if builtin and builtin_filter_dir().is_dir() else []
+    )
+    sources += [Path(p) for p in paths]
+    found: list[Filter] = []
+    for source in sources:
+        if source.is_dir():
+            files = sorted(p for p in source.glob("*.py") if not p.name.startswith("_"))
+        elif source.is_file():
+            files = [source]
+        else:
+            raise FilterError(f"filter path {source} does not exist")
+        for file in files:
+            found += load_filter_file(file)
+    if entry_points:
+        from importlib.metadata import entry_points as installed
+
+        for ep in installed(group=ENTRY_POINT_GROUP):
+            try:
+                target = ep.load()
+            except Exception as e:  # noqa: BLE001
+                raise FilterError(
+                    f"entry point {ep.name} ({ep.value}) cannot be loaded: {e}"
+                ) from None
+            namespace = (
+                vars(target)
+                if hasattr(target, "__dict__") and not isinstance(target, Filter)
+                else {ep.name: target}
+            )
+            found += _filters_in(namespace, f"entry point {ep.value}")
+    return found

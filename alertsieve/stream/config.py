@@ -1,0 +1,294 @@
+"""The filter job's settings: one typed model is the source of truth for the YAML keys, their
+types and defaults, and the command-line flags (each flag is declared on the field it sets).
+
+A settings file only needs what differs from the defaults here; a wrong type, an unknown key or a
+bad value fails at start-up on one line naming the file (or flag), the key, the value and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from alertsieve.filtering.model import AlertFilter, Filter, PythonFilter
+from alertsieve.kafka.client_security import SecurityConfigError, java_conf
+from alertsieve.settings import SettingsError, explain, masked, read_yaml
+
+
+class ConfigError(SettingsError):
+    """A job setting that cannot work, named with its source and the fix."""
+
+
+def _flag(flag: str, cli: str = "value", example: str | None = None, **extra: Any) -> dict:
+    """Field metadata: the flag that sets this field and how its text becomes a value
+    (value | true | false | csv | append | pairs | sql)."""
+    return {"flag": flag, "cli": cli, "cli_example": example, **extra}
+
+
+class SqlFilterSpec(BaseModel):
+    """An ad-hoc SQL filter written in the settings file (``sql_filters``) or with ``--sql``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    sql: str = Field(examples=["diaSource.snr > 50"])
+    description: str = ""
+    topic: str | None = None
+    contact: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
+    cutouts: bool = False
+    origin: str | None = Field(None, description="where it was written (set for --sql)")
+
+    def to_filter(self, origin: str) -> AlertFilter:
+        return AlertFilter(**{**self.model_dump(), "origin": self.origin or origin})
+
+
+class JobConfig(BaseModel):
+    """Every setting of ``alertsieve filter`` / ``jobs/filter_stream.py``, with its default."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    #: Old keys and where their meaning went, for the error that meets an old file.
+    renamed: ClassVar[dict[str, str]] = {
+        "only_filters": "filters chosen by name are 'filters: [a, b]' (like --filters a,b)",
+    }
+
+    bootstrap: str = Field("127.0.0.1:9092", examples=["127.0.0.1:9092"],
+                           json_schema_extra=_flag("--bootstrap", example="HOST:PORT"))  # fmt: skip
+    topic: str | None = Field(None, examples=["alerts"], json_schema_extra=_flag("--topic"))
+    topic_pattern: str | None = Field(
+        None, description="a regex of topics to read", examples=["alerts-.*"],
+        json_schema_extra=_flag("--topic-pattern"),
+    )  # fmt: skip
+    starting_offsets: str = Field(
+        "earliest", description="earliest, latest or an ISO-8601 time",
+        examples=["earliest"], json_schema_extra=_flag("--starting-offsets"),
+    )  # fmt: skip
+    max_offsets_per_trigger: int | None = Field(
+        20_000, gt=0, description="alerts per micro-batch at most (~2 visits: per-batch overhead is ~0.5-1 s)",
+        examples=[20000], json_schema_extra=_flag("--max-offsets-per-trigger", example="20000"),
+    )  # fmt: skip
+    trigger_seconds: float = Field(
+        0.0, ge=0, description="seconds between micro-batches (0: back to back)",
+        examples=[0], json_schema_extra=_flag("--trigger", example="0"),
+    )  # fmt: skip
+    available_now: bool = Field(
+        False, description="process what is in the topic, then stop",
+        examples=[True], json_schema_extra=_flag("--available-now", cli="true"),
+    )  # fmt: skip
+    filters: list[str] | None = Field(
+        None, description="names of the filters to run (default: all)",
+        examples=[["bright_high_snr", "fast_risers"]],
+        json_schema_extra=_flag("--filters", cli="csv", example="bright_high_snr,fast_risers"),
+    )  # fmt: skip
+    sql_filters: list[SqlFilterSpec] = Field(
+        default_factory=list, description="ad-hoc SQL filters (name, sql; optional description, topic, contact, params, cutouts)",
+        examples=[[{"name": "very_bright", "sql": "diaSource.psfFlux > 1.4e6"}]],
+        json_schema_extra=_flag("--sql", cli="sql", example="very_bright='diaSource.psfFlux > 1.4e6'"),
+    )  # fmt: skip
+    discover_filters: bool = Field(
+        True, description="run the filters of filters/ and of installed packages",
+        examples=[False], json_schema_extra=_flag("--no-discover", cli="false"),
+    )  # fmt: skip
+    filter_paths: list[str] = Field(
+        default_factory=list, description="more folders (or files) of filter modules",
+        examples=[["~/my-filters"]], json_schema_extra=_flag("--filter-path", cli="append", example="DIR"),
+    )  # fmt: skip
+    filter_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, examples=[{"bright_high_snr": {"min_snr": 100}}]
+    )
+    sinks: list[Literal["kafka", "delta"]] = Field(
+        default_factory=lambda: ["kafka", "delta"], min_length=1,
+        examples=[["kafka", "delta"]], json_schema_extra=_flag("--sink", cli="csv", example="kafka,delta"),
+    )  # fmt: skip
+    output_prefix: str = Field("alertsieve-", examples=["alertsieve-"],
+                               json_schema_extra=_flag("--output-prefix"))  # fmt: skip
+    output_partitions: int = Field(4, gt=0, examples=[4])
+    delta_path: str = Field("data/delta", examples=["data/delta"],
+                            json_schema_extra=_flag("--delta-path"))  # fmt: skip
+    delta_cutouts: bool = Field(False, examples=[True])
+    checkpoint: str = Field("checkpoints/filter_stream", examples=["checkpoints/filter_stream"],
+                            json_schema_extra=_flag("--checkpoint"))  # fmt: skip
+    metrics_path: str | None = Field(
+        "data/metrics/filter_stream.jsonl", description="append per-batch metrics (JSON lines) here",
+        examples=["data/metrics/filter_stream.jsonl"], json_schema_extra=_flag("--metrics"),
+    )  # fmt: skip
+    kafka_conf: dict[str, str] = Field(
+        default_factory=dict,
+        description="Kafka client settings for source and sinks; values env:NAME or file:PATH are read from the environment or a file",
+        examples=[{"security.protocol": "SASL_SSL"}],
+        json_schema_extra=_flag("--kafka-conf", cli="pairs", example="security.protocol=SASL_SSL"),
+    )  # fmt: skip
+    reader_schema_version: str | None = Field(None, examples=["11.1"])
+    wire_format: Literal["confluent", "plain"] = Field("confluent", examples=["confluent"])
+    writer_schema_version: str | None = Field(None, examples=["11.1"])
+    schema_registry: str | None = Field(None, examples=["http://registry:8081"])
+    schema_dir: str | None = Field(None, examples=["~/.cache/alertsieve/schemas"])
+    master: str | None = Field(
+        None, description="Spark master (default: spark-submit's, else local[*])",
+        examples=["local[2]"], json_schema_extra=_flag("--master"),
+    )  # fmt: skip
+    spark_conf: dict[str, str] = Field(default_factory=dict, examples=[{"spark.driver.memory": "6g"}])
+    timeout_s: float | None = Field(
+        None, gt=0, description="stop a continuous run after this many seconds",
+        examples=[600], json_schema_extra=_flag("--timeout", example="600"),
+    )  # fmt: skip
+    code_filters: list[Any] = Field(
+        default_factory=list, description="filter objects handed over by library code",
+        json_schema_extra={"code_only": True},
+    )  # fmt: skip
+    config_file: str | None = Field(None, json_schema_extra={"code_only": True})
+
+    @field_validator("code_filters")
+    @classmethod
+    def _filter_objects(cls, value: list[Any]) -> list[Any]:
+        for f in value:
+            if not isinstance(f, AlertFilter | PythonFilter):
+                raise ValueError(f"expected AlertFilter or PythonFilter objects, got {type(f).__name__}")
+        return value
+
+    @field_validator("starting_offsets")
+    @classmethod
+    def _offsets(cls, value: str) -> str:
+        if value not in ("earliest", "latest"):
+            try:
+                datetime.fromisoformat(value)
+            except ValueError:
+                raise ValueError("must be earliest, latest or an ISO-8601 time") from None
+        return value
+
+    @field_validator("kafka_conf")
+    @classmethod
+    def _secrets(cls, value: dict[str, str]) -> dict[str, str]:
+        resolved = {k: resolve_secret(v) for k, v in value.items()}
+        try:
+            java_conf(resolved)
+        except SecurityConfigError as e:
+            raise ValueError(str(e)) from None
+        return resolved
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JobConfig:
+        if bool(self.topic) == bool(self.topic_pattern):
+            raise ValueError("give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)")
+        if self.wire_format == "plain" and not self.writer_schema_version:
+            raise ValueError("wire_format 'plain' needs writer_schema_version (e.g. 11.1)")
+        return self
+
+    @property
+    def where(self) -> str:
+        return self.config_file or "the command line"
+
+    @property
+    def app_id(self) -> str:
+        """Stable across restarts from the same checkpoint: Delta's idempotence key."""
+        digest = hashlib.sha1(str(Path(self.checkpoint).resolve()).encode()).hexdigest()[:12]
+        return f"alertsieve-filter-stream-{digest}"
+
+    @property
+    def quarantine_topic(self) -> str:
+        return f"{self.output_prefix}quarantine"
+
+    def settings_filters(self) -> list[Filter]:
+        """The ad-hoc SQL filters of the settings, then those handed over in code."""
+        where = self.config_file or "--sql"
+        specs = [s.to_filter(f"{where} (sql_filters[{i}])") for i, s in enumerate(self.sql_filters)]
+        return specs + list(self.code_filters)
+
+    def masked_kafka_conf(self) -> dict[str, str]:
+        return masked(self.kafka_conf)
+
+
+def resolve_secret(value: str) -> str:
+    """``env:NAME`` and ``file:PATH`` keep credentials out of config files and shell history."""
+    if value.startswith("env:"):
+        name = value[4:]
+        if name not in os.environ:
+            raise ConfigError(f"environment variable {name} (named by {value!r}) is not set")
+        return os.environ[name]
+    if value.startswith("file:"):
+        path = Path(value[5:]).expanduser()
+        if not path.exists():
+            raise ConfigError(f"secret file {path} (named by {value!r}) does not exist")
+        return path.read_text().strip()
+    return value
+
+
+def flag_fields() -> dict[str, dict[str, Any]]:
+    """Field name -> its flag metadata, for every field the command line can set."""
+    return {
+        name: info.json_schema_extra
+        for name, info in JobConfig.model_fields.items()
+        if isinstance(info.json_schema_extra, dict) and "flag" in info.json_schema_extra
+    }
+
+
+def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> JobConfig:
+    """The settings file (if any), then values from the command line (``overrides``: field name
+    -> value, as :func:`alertsieve.stream.flags.overrides` makes them). Filters given on both
+    (``sql_filters``, ``filter_paths``, ``kafka_conf``) add up; the command line wins otherwise."""
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    data = read_yaml(path, ConfigError) if path else {}
+    where = str(path) if path else "the command line"
+    if "filters" in data and _looks_like_sql_filters(data["filters"]):
+        raise ConfigError(
+            f"{where}: filters = a list of SQL filters: 'filters' now chooses filters by name"
+            " (like --filters); write ad-hoc SQL filters under 'sql_filters:' instead"
+        )
+    merged = dict(data)
+    for key, value in overrides.items():
+        if key in ("sql_filters", "filter_paths") and isinstance(merged.get(key), list):
+            merged[key] = [*merged[key], *value]
+        elif key == "kafka_conf" and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    flags = {k: meta["flag"] for k, meta in flag_fields().items() if k in overrides}
+    try:
+        return JobConfig.model_validate({**merged, "config_file": str(path) if path else None})
+    except ValidationError as e:
+        raise ConfigError(explain(e, JobConfig, where, flags)) from None
+    except SettingsError as e:  # a secret that cannot be read
+        raise ConfigError(f"{where}: kafka_conf: {e}") from None
+
+
+def _looks_like_sql_filters(value: Any) -> bool:
+    return isinstance(value, list) and any(isinstance(v, dict) for v in value)
+
+
+def check_writable(cfg: JobConfig) -> None:
+    """The checkpoint, the Delta tables and the metrics file must be writable before any alert
+    is read: finding out at the first batch would crash the job, and again at every restart."""
+    places = [("checkpoint", "--checkpoint", cfg.checkpoint)]
+    if "delta" in cfg.sinks:
+        places.append(("delta_path", "--delta-path", cfg.delta_path))
+    if cfg.metrics_path:
+        places.append(("metrics_path", "--metrics", str(Path(cfg.metrics_path).parent)))
+    for name, flag, folder in places:
+        if "://" in folder:  # s3a://, hdfs://, abfss://: Spark's file systems check those
+            continue
+        path = Path(folder)
+        reason = "it is a file" if path.exists() and not path.is_dir() else _write_probe(path)
+        if reason:
+            raise ConfigError(
+                f"{cfg.where}: {name} {folder} is not writable ({reason}); choose a folder"
+                f" this user can write with {flag}"
+            )
+
+
+def _write_probe(path: Path) -> str | None:
+    """Why ``path`` cannot be created and written to, or None if it can."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".alertsieve-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+

@@ -1,0 +1,66 @@
+"""The filter job's command-line flags, derived from the settings model: every flag is declared
+on the field it sets (``alertsieve.stream.config``), so a flag cannot exist without a setting, and
+its value is checked by the same model as the settings file's."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from alertsieve.stream.config import ConfigError, JobConfig, flag_fields
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default=None, help="job YAML (e.g. conf/filter_stream.yaml)")
+    sources = parser.add_mutually_exclusive_group()
+    for name, meta in flag_fields().items():
+        info = JobConfig.model_fields[name]
+        target = sources if name in ("topic", "topic_pattern") else parser
+        kind = meta["cli"]
+        kwargs: dict[str, Any] = {"dest": name, "help": info.description}
+        if kind == "true":
+            kwargs.update(action="store_const", const=True)
+        elif kind == "false":
+            kwargs.update(action="store_const", const=False)
+        elif kind in ("append", "pairs", "sql"):
+            kwargs.update(action="append", metavar=meta["cli_example"] and _metavar(kind))
+        else:
+            kwargs.update(metavar=_metavar(kind))
+        target.add_argument(meta["flag"], **kwargs)
+
+
+def _metavar(kind: str) -> str | None:
+    return {"pairs": "KEY=VALUE", "sql": "NAME=EXPRESSION", "append": "DIR", "csv": "A,B"}.get(kind)
+
+
+def overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """Field name -> value for every flag given (None: not given), ready for ``load_config``."""
+    out: dict[str, Any] = {}
+    for name, meta in flag_fields().items():
+        raw = getattr(args, name, None)
+        if raw is None:
+            continue
+        out[name] = _convert(meta, raw)
+    return out
+
+
+def _convert(meta: dict[str, Any], raw: Any) -> Any:
+    kind = meta["cli"]
+    if kind == "csv":
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    if kind == "pairs":
+        return dict(_pair(meta["flag"], text, "KEY=VALUE") for text in raw)
+    if kind == "sql":
+        specs = []
+        for text in raw:
+            name, expression = _pair(meta["flag"], text, "NAME=EXPRESSION, e.g. bright='diaSource.snr > 50'")
+            specs.append({"name": name, "sql": expression, "origin": f"--sql {name}"})
+        return specs
+    return raw
+
+
+def _pair(flag: str, text: str, form: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise ConfigError(f"the command line: {flag} {text!r}: expected {form}")
+    return key.strip(), value.strip()
