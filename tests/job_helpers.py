@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from kafka_helpers import consume_all
-from test_stream_job import FILTERS
+from oracles import FILTERS
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.stream.metrics import read_lines

@@ -182,3 +182,19 @@ def test_broken_python_filters_fail_at_start_up(spark, tmp_path, columns, body, 
     with pytest.raises(FilterError) as err:
         validate([broken], sample)
     assert f"filter 'broken' ({path})" in str(err.value) and message in str(err.value)
+
+
+def test_all_contributed_filters_on_a_simulated_visit_equal_plain_python(spark):
+    """Every contributed filter as the job evaluates it (from_avro, columns, pandas UDFs) over 600
+    simulated alerts, against the plain-Python oracles over the same bytes decoded by fastavro."""
+    from oracles import contributed_filters_in_plain_python
+
+    records = list(AlertSimulator(SimulationConfig(seed=12, stamp_size=0)).visit_alerts(0, count=600))
+    decoded = {str(r["diaSourceId"]): SCHEMA.decode(SCHEMA.encode(r)) for r in records}
+    expected = contributed_filters_in_plain_python(decoded)
+    alerts = decoded_records(spark, SCHEMA, records, CUTOUTS)
+    flags = [FILTERS[name].evaluate()[0].alias(name) for name in expected]
+    rows = alerts.select(F.col("diaSourceId").cast("string").alias("id"), *flags).collect()
+    got = {name: {r["id"] for r in rows if r[name]} for name in expected}
+    assert got == expected
+    assert sum(map(len, expected.values())) > 0

@@ -9,7 +9,7 @@ import sys
 import pytest
 from confluent_kafka import Producer
 from kafka_helpers import consume_all
-from test_stream_job import FILTERS
+from oracles import FILTERS
 
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.spark import standalone

@@ -11,30 +11,13 @@ import numpy as np
 import pytest
 from confluent_kafka import Producer
 from kafka_helpers import consume_all
+from oracles import FILTERS, contributed_filters_in_plain_python
 
 from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
-
-#: SQL filters and the same science in plain Python, written independently.
-FILTERS = {
-    "bright": (
-        "diaSource.snr > 50 AND diaSource.reliability > 0.9",
-        lambda a: a["diaSource"]["snr"] > 50 and a["diaSource"]["reliability"] > 0.9,
-    ),
-    "first_seen": ("size(prvDiaSources) = 0", lambda a: len(a["prvDiaSources"] or []) == 0),
-    "solar_system": ("ssSource IS NOT NULL", lambda a: a["ssSource"] is not None),
-    "long_history_doubtful": (
-        "diaObject.nDiaSources >= 6 AND diaSource.reliability < 0.9",
-        lambda a: (
-            a["diaObject"] is not None
-            and a["diaObject"]["nDiaSources"] >= 6
-            and a["diaSource"]["reliability"] < 0.9
-        ),
-    ),
-}
 
 
 @dataclass
@@ -168,63 +151,6 @@ def test_metrics_add_up(run):
     assert any("spark" in b and "addBatch" in b["spark"]["durationMs"] for b in batches)
 
 
-def _contributed_expectations(good: dict[str, dict]) -> dict[str, set[str]]:
-    """The contributed filters recomputed in plain Python over fastavro-decoded alerts."""
-    import pandas as pd
-
-    from alertsieve.filtering.discovery import discover
-
-    python_filters = {f.name: f for f in discover(entry_points=False) if hasattr(f, "function")}
-
-    def periodic(a):
-        o = a["diaObject"]
-        if o is None or o["nDiaSources"] < 8 or not a["diaSource"]["extendedness"] < 0.3:
-            return False
-        ratios = [
-            o[f"{b}_psfFluxSigma"] / o[f"{b}_psfFluxErrMean"]
-            for b in "grizy"
-            if o[f"{b}_psfFluxSigma"] is not None and o[f"{b}_psfFluxErrMean"] is not None
-        ]
-        return bool(ratios) and max(ratios) > 5
-
-    sql_like = {
-        "bright_high_snr": lambda a: (
-            a["diaSource"]["snr"] > 50 and a["diaSource"]["reliability"] > 0.9
-        ),
-        "new_sources": lambda a: (
-            len(a["prvDiaSources"]) == 0
-            and a["diaObject"] is not None
-            and a["diaObject"]["nDiaSources"] == 1
-            and a["diaSource"]["reliability"] > 0.8
-        ),
-        "solar_system": lambda a: a["ssSource"] is not None and a["diaSource"]["reliability"] > 0.5,
-        "periodic_variables": periodic,
-    }
-    expected = {n: {k for k, a in good.items() if test(a)} for n, test in sql_like.items()}
-    ids = list(good)
-    columns = pd.DataFrame(
-        {
-            "times": [
-                [p["midpointMjdTai"] for p in good[k]["prvDiaSources"]]
-                + [good[k]["diaSource"]["midpointMjdTai"]]
-                for k in ids
-            ],
-            "fluxes": [
-                [p["psfFlux"] for p in good[k]["prvDiaSources"]] + [good[k]["diaSource"]["psfFlux"]]
-                for k in ids
-            ],
-            "ra": [good[k]["diaSource"]["ra"] for k in ids],
-            "dec": [good[k]["diaSource"]["dec"] for k in ids],
-            "reliability": [good[k]["diaSource"]["reliability"] for k in ids],
-            "moving": [good[k]["ssSource"] is not None for k in ids],
-        }
-    )
-    for name, f in python_filters.items():
-        out = f.function(columns[list(f.columns)], **f.params)
-        expected[name] = {k for k, m in zip(ids, out, strict=True) if m}
-    return expected
-
-
 BREAKS_ON_REAL_ALERTS = '''
 from alertsieve.filtering.model import python_filter
 
@@ -250,7 +176,7 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
         checkpoint=str(tmp_path / "ckpt"), schema_dir=run.cfg.schema_dir,
     )  # fmt: skip
     lines = run_job(cfg, spark=spark, console=False)
-    expected = _contributed_expectations(run.good)
+    expected = contributed_filters_in_plain_python(run.good)
     assert all(len(v) > 0 for v in expected.values()), {k: len(v) for k, v in expected.items()}
     table = spark.read.format("delta").load(str(tmp_path / "delta" / "matches"))
     rows = table.select("filters", "alert_id").collect()

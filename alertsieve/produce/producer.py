@@ -98,6 +98,7 @@ class VisitReport:
     failed: int
     started_at: float  # unix time of the first serialization
     errors: list[str] = field(default_factory=list)
+    scheduled_at: float | None = None  # unix time of the visit's slot in the cadence
     kind: str = "producer_visit"
 
 
@@ -326,10 +327,12 @@ def _producer_main(
     item = first
     while item is not None:
         records, serialize = item
-        delay = t0 + v * cfg.interval_s - time.time()
+        slot = t0 + v * cfg.interval_s
+        delay = slot - time.time()
         if delay > 0:
             time.sleep(delay)
         report = send_visit(producer, cfg.topic, records, serialize, v, k, flush_timeout, journal)
+        report.scheduled_at = slot
         reports.put(asdict(report))
         v += 1
         item = next(visits, None)  # prepared while the cadence clock runs
