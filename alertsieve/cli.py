@@ -222,7 +222,7 @@ def _cmd_backtest(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from alertsieve.demo import run_demo
 
-    return 0 if run_demo()["ok"] else 1
+    return 0 if run_demo(args.visits, args.alerts_per_visit)["ok"] else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -325,7 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--live-interval", type=float, default=39.0, help="stream: cadence in seconds"
     )
 
-    sub.add_parser("demo", help="embedded Kafka, two simulated visits, the filter job, a summary")
+    demo = sub.add_parser("demo", help="embedded Kafka, simulated visits, the filter job, a summary")
+    demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")
+    demo.add_argument("--alerts-per-visit", type=int, default=2000, help="default 2000")
     return parser
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from alertsieve.kafka import embedded
-from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.produce.producer import ProduceConfig, produce, stop_resource_tracker
+from alertsieve.spark.session import get_session, stop_session
 from alertsieve.stream.config import load_config
 from alertsieve.stream.job import run_job
 
@@ -27,6 +28,7 @@ MALFORMED = [b"", b"\x00\x00", b"not an alert at all", b"\x00\x00\x00\x30\x39" +
 def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="alertsieve-demo-"))
     t0 = time.monotonic()
+    spark = None
     try:
         cluster = embedded.start(workdir / "kafka")
         bootstrap = cluster.bootstrap_servers
@@ -53,7 +55,8 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
              "metrics_path": str(workdir / "metrics.jsonl"), "schema_dir": str(workdir / "schemas")},
         )  # fmt: skip
         print(f"Job      : {CONFIG.name}, with every filter in filters/; Spark starting ...")
-        lines = run_job(cfg)
+        spark = get_session("alertsieve-demo", conf={"spark.ui.enabled": "false"})
+        lines = run_job(cfg, spark=spark)
         totals = Counter()
         for line in lines:
             totals.update(line["matches"])
@@ -63,9 +66,6 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
             print(
                 f"Filter   : {name:<18} {n:>5} matches -> topic {cfg.output_prefix}{name} and Delta 'matches'"
             )
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.getActiveSession()
         reasons = Counter(
             r["reason"].split(" for schema id")[0]
             for r in spark.read.format("delta")
@@ -79,9 +79,11 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
             f"Verdict  : {seen} read = {summary.acked} alerts + {len(MALFORMED)} malformed;"
             f" {quarantined} quarantined; {'nothing lost' if ok else 'MISMATCH'}"
         )
-        spark.stop()
         return {"ok": ok, "read": seen, "quarantined": quarantined, "matches": dict(totals)}
     finally:
+        if spark is not None:  # Spark first: its Kafka clients would complain of a broker gone
+            stop_session(spark)
+        stop_resource_tracker()
         stopped = embedded.stop(workdir / "kafka")
         shutil.rmtree(workdir, ignore_errors=True)
         print(f"Cleanup  : stopped broker pid(s) {stopped}; total {time.monotonic() - t0:.0f}s")

@@ -6,11 +6,12 @@ defaults file is rewritten only with the jar list.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 
 from alertsieve.spark.jars import JarSet, kafka_broker_jars, spark_connector_jars
-from alertsieve.spark.session import install_spark_defaults
+from alertsieve.spark.submit import install_spark_defaults, use_this_interpreter_for_spark_home
 
 
 @dataclass
@@ -32,4 +33,7 @@ def run_setup() -> SetupReport:
         _describe("Spark connectors (Kafka, Avro, Delta)", spark_connector_jars()),
         f"spark-submit defaults: {install_spark_defaults()}",
     ]
+    script = use_this_interpreter_for_spark_home()
+    if script:
+        steps.append(f"spark-submit finds Spark with {sys.executable} ({script})")
     return SetupReport(steps, time.monotonic() - start)

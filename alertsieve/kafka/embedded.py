@@ -377,10 +377,11 @@ def restart_node(
 
 
 def _reap(pid: int) -> None:
-    """Collect the exit status if the broker is our own child, so it does not linger as a zombie."""
+    """Collect the exit status if the broker is our own child, so it does not linger as a zombie.
+    Blocking is safe: every node passed here has exited or was just sent SIGKILL."""
     try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # not ours (started by another command): its parent reaps it
         pass
 
 

@@ -479,3 +479,14 @@ def _progress(total: int, enabled: bool):
     from tqdm import tqdm
 
     return tqdm(total=total, unit="alert", desc="acknowledged", disable=not enabled, smoothing=0.1)
+
+
+def stop_resource_tracker() -> None:
+    """multiprocessing's resource tracker, started for the producers' barrier, outlives
+    :func:`produce` until Python exits; a command that must leave nothing running behind it
+    (``make demo``) stops it explicitly. A later :func:`produce` starts a new one."""
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)  # 3.11+: private, present
+    if stop is not None:
+        stop()

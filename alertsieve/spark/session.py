@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
 from alertsieve.spark.jars import spark_connector_jars
+from alertsieve.spark.submit import spark_defaults_file
 
 #: Settings every alertsieve session gets unless the caller overrides them.
 DEFAULTS: dict[str, str] = {
@@ -72,27 +73,6 @@ class ConnectorsMissing(RuntimeError):
     """spark-submit was run without the connector jars on its classpath."""
 
 
-def spark_defaults_file() -> Path:
-    """The spark-defaults.conf that pip-installed pyspark's spark-submit reads."""
-    import pyspark
-
-    conf_dir = os.environ.get("SPARK_CONF_DIR")
-    return Path(conf_dir or Path(pyspark.__file__).parent / "conf") / "spark-defaults.conf"
-
-
-def install_spark_defaults() -> Path:
-    """Point spark-submit at the connector jars, so `spark-submit jobs/filter_stream.py` works
-    with no --packages flag. Lines we did not write are kept."""
-    path = spark_defaults_file()
-    jars = ",".join(str(j) for j in spark_connector_jars().jars)
-    kept = []
-    if path.exists():
-        kept = [ln for ln in path.read_text().splitlines() if not ln.startswith("spark.jars ")]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join([*kept, f"spark.jars {jars}"]) + "\n")
-    return path
-
-
 def _check_connectors(spark) -> None:
     utils = spark.sparkContext._jvm.org.apache.spark.util.Utils
     missing = [name for name, cls in CONNECTOR_CLASSES.items() if not utils.classIsLoadable(cls)]
@@ -127,3 +107,25 @@ def get_session(
     if launched_by_spark_submit():
         _check_connectors(spark)
     return spark
+
+
+def stop_session(spark, timeout: float = 60.0) -> None:
+    """Stop Spark and wait until its driver JVM has exited. ``spark.stop()`` alone leaves the JVM
+    (started by pyspark for this Python process) running until Python exits, so a command that
+    returned could still have Spark running behind it, talking to a broker about to go away."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    spark.stop()
+    proc = getattr(gateway, "proc", None) if gateway is not None else None
+    if gateway is not None:
+        gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None  # a later session starts a JVM of its own
+    if proc is None:  # spark-submit owns the JVM: it exits when this script does
+        return
+    proc.stdin.close()  # the gateway exits when its parent's pipe closes
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)

@@ -1,0 +1,83 @@
+"""What a new user meets first: `make demo`'s command leaves nothing running and prints no Spark
+log noise; the venv's spark-submit runs the job without the venv activated; Spark's own real
+warnings still reach the console."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SPARK_LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (INFO|WARN) ", re.M)
+
+
+def _processes_with(marker: str) -> list[str]:
+    """Command lines of the processes whose environment carries ``marker``: everything a command
+    started inherits it (Spark's JVM, the broker, producers, multiprocessing's helpers)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (proc / "environ").read_bytes():
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:  # gone, or not ours to read
+            continue
+    return found
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """A shell where the venv was never activated: system PATH, no VIRTUAL_ENV."""
+    keep = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    return {**keep, "PATH": "/usr/local/bin:/usr/bin:/bin", **extra}
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_demo_leaves_nothing_running_and_no_spark_log_lines():
+    marker = f"ALERTSIEVE_TEST_MARK={uuid.uuid4().hex}"
+    name, value = marker.split("=")
+    done = subprocess.run([str(BIN / "alertsieve"), "demo", "--visits", "1", "--alerts-per-visit", "300"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env=_clean_env(**{name: value}))  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert "Verdict  : 304 read = 300 alerts + 4 malformed; 4 quarantined; nothing lost" in said
+    assert SPARK_LOG_LINE.findall(said) == [], said
+    assert _processes_with(marker) == []
+
+
+@pytest.mark.integration
+def test_venv_spark_submit_runs_the_job_without_the_venv_activated():
+    done = subprocess.run([str(BIN / "spark-submit"), "jobs/filter_stream.py", "--help"],
+                          capture_output=True, text=True, timeout=180, cwd=ROOT, env=_clean_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "--max-offsets-per-trigger" in done.stdout and "--sql NAME=EXPRESSION" in done.stdout
+
+
+@pytest.mark.integration
+def test_spark_noise_is_silenced_but_real_warnings_show(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from alertsieve.spark.session import get_session\n"
+        "s = get_session(conf={'spark.ui.enabled': 'false'})\n"
+        "jvm = s.sparkContext._jvm\n"
+        "jvm.org.apache.logging.log4j.LogManager.getLogger('org.apache.spark.scheduler.TaskSetManager')"
+        ".warn('a real warning')\n"
+        "jvm.org.apache.logging.log4j.LogManager.getLogger('org.apache.hadoop.util.NativeCodeLoader')"
+        ".warn('noise')\n"
+        "s.stop()\n"
+    )
+    done = subprocess.run([str(BIN / "spark-submit"), "--master", "local[1]", str(script)],
+                          capture_output=True, text=True, timeout=180, env=_clean_env())  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = SPARK_LOG_LINE.findall(done.stderr)
+    assert re.search(r"WARN TaskSetManager: a real warning", done.stderr), done.stderr[-3000:]
+    assert "noise" not in done.stderr and lines == ["WARN"]
