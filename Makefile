@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	@start=$$(date +%s); \
 	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
 	  $(BIN)/python -m pip install -q --upgrade pip; \
-	  $(BIN)/python -m pip install -q -e '.[dev]'; \
+	  $(BIN)/python -m pip install -q -e '.[dev,notebooks,bench]'; \
 	  rm -f $(VENV)/.installed-*; touch $@; \
 	  echo "  Python environment: $(VENV) with alertsieve and its dependencies ($$(( $$(date +%s) - start ))s)"
 
