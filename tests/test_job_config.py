@@ -19,7 +19,7 @@ from alertsieve.stream.config import (
     resolve_secret,
 )
 from alertsieve.stream.flags import overrides
-from alertsieve.stream.job import source_options
+from alertsieve.stream.source import source_options
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "filter_stream.yaml"
 

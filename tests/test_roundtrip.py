@@ -6,7 +6,7 @@ from confluent_kafka import Producer
 
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.job import source_options
+from alertsieve.stream.source import source_options
 
 
 def test_thousand_messages_four_partitions_each_read_exactly_once(
