@@ -77,7 +77,7 @@ def explain(
 def _unknown(where: str, path: str, key: str, model: type[BaseModel], loc: list[str]) -> str:
     if len(loc) > 1:  # inside a nested mapping: say so without guessing
         return f"{where}: {path} is not a known setting; remove it"
-    known = sorted(n for n, f in model.model_fields.items() if not _code_only(f))
+    known = sorted(yaml_keys(model))
     hint = model.renamed.get(key) if hasattr(model, "renamed") else None
     if hint:
         return f"{where}: {key} is not a setting: {hint}"

@@ -95,6 +95,6 @@ def test_dockerfile_installs_what_make_setup_does():
     env_yml = (ROOT / "environment.yml").read_text()
     assert python and f"python={python.group(1)}" in env_yml
     assert "openjdk-17-jre-headless" in text
-    assert re.search(r"pip install .*-e \.", text) and "alertsieve setup" in text
+    assert re.search(r"pip install .*-e '\.\[notebooks\]'", text) and "alertsieve setup" in text
     for source in re.findall(r"^COPY (\S+)", text, re.M):
         assert (ROOT / source).exists(), f"Dockerfile copies {source}, which the repository lacks"

@@ -19,7 +19,7 @@ def _run_job(kafka, topic: str, out, master: str) -> None:
     args = [sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", kafka.bootstrap_servers,
             "--topic", topic, "--available-now", "--master", master, "--max-offsets-per-trigger", "200",
             "--output-prefix", f"{out.name}-", "--checkpoint", str(out / "ckpt"),
-            "--delta-path", str(out / "delta")]  # fmt: skip
+            "--delta-path", str(out / "delta"), "--no-discover"]  # fmt: skip
     for name in ("bright", "first_seen", "solar_system"):
         args += ["--sql", f"{name}={FILTERS[name][0]}"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=600)

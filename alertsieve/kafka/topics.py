@@ -10,7 +10,10 @@ from alertsieve.kafka.client_security import librdkafka_conf
 
 
 def admin(bootstrap: str, extra: dict | None = None) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, **librdkafka_conf(extra or {})})
+    # log_level 5: librdkafka's informational lines (a purged background queue when the client
+    # is dropped) are not for users; its warnings and errors still print.
+    conf = {"bootstrap.servers": bootstrap, "log_level": 5}
+    return AdminClient({**conf, **librdkafka_conf(extra or {})})
 
 
 def create_topic(
