@@ -22,7 +22,7 @@ def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[
     args = [sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", bootstrap,
             "--topic", topic, "--output-prefix", f"{topic}-", "--checkpoint", str(workdir / "ckpt"),
             "--delta-path", str(workdir / "delta"), "--metrics", str(workdir / "metrics.jsonl"),
-            "--max-offsets-per-trigger", "60", "--master", "local[2]", "--no-discover", *extra]  # fmt: skip
+            "--max-offsets-per-trigger", "100", "--master", "local[2]", "--no-discover", *extra]  # fmt: skip
     for name in NAMES:
         args += ["--sql", f"{name}={FILTERS[name][0]}"]
     return args

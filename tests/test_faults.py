@@ -109,8 +109,8 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path):
     replayable: set[tuple[int, int]] = set()
     committed_before = 0
     # Kill points spread over the stream, reached as conditions (alerts read), never timed:
-    # the job reads 60 alerts a batch, so each kill leaves most of the 1,200 still to read.
-    for kill_after in (120, 480, 840):
+    # the job reads 100 alerts a batch, so each kill leaves hundreds of the 1,200 still to read.
+    for kill_after in (100, 400, 700):
         job = subprocess.Popen(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
                                start_new_session=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)  # fmt: skip
