@@ -219,6 +219,17 @@ def _cmd_backtest(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _cmd_schemas(args: argparse.Namespace) -> int:
+    from alertsieve.alerts.schemas import rubin_versions
+    from alertsieve.alerts.view import view_document
+
+    versions = args.versions.split(",") if args.versions else [
+        v for v in rubin_versions() if int(v.split(".")[0]) >= 7
+    ]  # fmt: skip
+    print(view_document(versions), end="")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from alertsieve.demo import run_demo
 
@@ -325,6 +336,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--live-interval", type=float, default=39.0, help="stream: cadence in seconds"
     )
 
+    schemas = sub.add_parser("schemas", help="the filter view across Rubin schema versions")
+    schemas.add_argument("what", choices=["view"], help="view: the field table (docs/filter-view.md)")
+    schemas.add_argument("--versions", help="comma-separated, e.g. 7.4,10.0,11.1 (default: 7.0 on)")
+
     demo = sub.add_parser("demo", help="embedded Kafka, simulated visits, the filter job, a summary")
     demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")
     demo.add_argument("--alerts-per-visit", type=int, default=2000, help="default 2000")
@@ -340,6 +355,7 @@ HANDLERS = {
     "filter": _cmd_filter,
     "filters": _cmd_filters,
     "backtest": _cmd_backtest,
+    "schemas": _cmd_schemas,
     "demo": _cmd_demo,
 }
 
