@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         elif kind == "false":
             kwargs.update(action="store_const", const=False)
         elif kind in ("append", "pairs", "sql"):
-            kwargs.update(action="append", metavar=meta["cli_example"] and _metavar(kind))
+            kwargs.update(action="append", metavar=_metavar(kind))
         else:
             kwargs.update(metavar=_metavar(kind))
         target.add_argument(meta["flag"], **kwargs)
