@@ -182,21 +182,23 @@ def _cmd_filters(args: argparse.Namespace) -> int:
             print(f"{f.name:<22} {kind:<7} {summary}")
             print(f"{'':<22} {'':<7} {f.origin}; params {dict(f.params)}")
         return 0
-    from alertsieve.alerts.schemas import CUTOUTS, load_rubin_schema
     from alertsieve.filtering.checks import validate
     from alertsieve.filtering.model import FilterError
-    from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
     from alertsieve.spark.session import get_session
-    from alertsieve.stream.decode import decoded_records
+    from alertsieve.stream.config import JobConfig
+    from alertsieve.stream.plan import lacking_fields, sample_alerts
+    from alertsieve.stream.surveys import rubin_decoder, ztf_decoder
 
     spark = get_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"})
-    sample = list(AlertSimulator(SimulationConfig(stamp_size=0, seed=7)).visit_alerts(0, count=64))
-    alerts = decoded_records(spark, load_rubin_schema(), sample, CUTOUTS)
+    decoders = {"rubin": rubin_decoder(JobConfig(topic="alerts", survey="rubin")), "ztf": ztf_decoder([])}
     failures = 0
     for f in filters:
+        decoder = decoders[f.survey or "rubin"]
         try:
-            validate([f], alerts)
-            print(f"ok      {f.name}")
+            validate([f], sample_alerts(spark, decoder))
+            print(f"ok      {f.name} ({decoder.survey})")
+            for path_versions in lacking_fields(spark, decoder, [f]).get(f.name, {}).items():
+                print(f"        {path_versions[0]} is null in version(s) {', '.join(path_versions[1])}")
         except FilterError as e:
             failures += 1
             print(f"FAILED  {e}")

@@ -5,6 +5,7 @@ from alertsieve.filtering.model import AlertFilter
 
 FILTER = AlertFilter(
     name="bright_high_snr",
+    survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
     sql="diaSource.snr > {min_snr} AND diaSource.reliability > {min_reliability}",

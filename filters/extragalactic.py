@@ -25,6 +25,7 @@ def galactic_latitude(ra_deg: np.ndarray, dec_deg: np.ndarray) -> np.ndarray:
 
 @python_filter(
     name="extragalactic",
+    survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
     columns={

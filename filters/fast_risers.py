@@ -18,6 +18,7 @@ def brightening_rate(times: np.ndarray, fluxes: np.ndarray) -> float:
 
 @python_filter(
     name="fast_risers",
+    survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
     columns={

@@ -5,6 +5,7 @@ from alertsieve.filtering.model import AlertFilter
 
 FILTER = AlertFilter(
     name="new_sources",
+    survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
     sql=(

@@ -7,6 +7,7 @@ _RATIO = ", ".join(f"diaObject.{b}_psfFluxSigma / diaObject.{b}_psfFluxErrMean" 
 
 FILTER = AlertFilter(
     name="periodic_variables",
+    survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
     sql=(

@@ -5,6 +5,7 @@ from alertsieve.filtering.model import AlertFilter
 
 FILTER = AlertFilter(
     name="solar_system",
+    survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
     sql="ssSource IS NOT NULL AND diaSource.reliability > {min_reliability}",

@@ -8,12 +8,12 @@ import copy
 import pytest
 from pyspark.sql import functions as F
 
-from alertsieve.alerts.schemas import CUTOUTS, load_rubin_schema
+from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.discovery import discover, load_filter_file
 from alertsieve.filtering.model import FilterError
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-from alertsieve.stream.decode import decoded_records
+from alertsieve.filtering.backtest import records_source
 
 SCHEMA = load_rubin_schema()
 SIM = AlertSimulator(SimulationConfig(seed=3, stamp_size=0))
@@ -39,7 +39,7 @@ def alert_of(population: str, **changes) -> dict:
 @pytest.fixture(scope="module")
 def evaluate(spark):
     def run(name: str, records: list[dict]) -> list[bool]:
-        alerts = decoded_records(spark, SCHEMA, records, CUTOUTS)
+        alerts = records_source(spark, SCHEMA, records).decoded()
         match, error = FILTERS[name].evaluate()
         out = alerts.select(
             match.alias("m"), (error if error is not None else F.lit(None)).alias("e")
@@ -178,7 +178,7 @@ def f(alerts, **_):
 def test_broken_python_filters_fail_at_start_up(spark, tmp_path, columns, body, message):
     path = _module(tmp_path, PY_FILTER.format(name="broken", columns=columns, body=body))
     (broken,) = load_filter_file(path)
-    sample = decoded_records(spark, SCHEMA, list(SIM.visit_alerts(0, count=32)), CUTOUTS)
+    sample = records_source(spark, SCHEMA, list(SIM.visit_alerts(0, count=32))).decoded()
     with pytest.raises(FilterError) as err:
         validate([broken], sample)
     assert f"filter 'broken' ({path})" in str(err.value) and message in str(err.value)
@@ -192,7 +192,7 @@ def test_all_contributed_filters_on_a_simulated_visit_equal_plain_python(spark):
     records = list(AlertSimulator(SimulationConfig(seed=12, stamp_size=0)).visit_alerts(0, count=600))
     decoded = {str(r["diaSourceId"]): SCHEMA.decode(SCHEMA.encode(r)) for r in records}
     expected = contributed_filters_in_plain_python(decoded)
-    alerts = decoded_records(spark, SCHEMA, records, CUTOUTS)
+    alerts = records_source(spark, SCHEMA, records).decoded()
     flags = [FILTERS[name].evaluate()[0].alias(name) for name in expected]
     rows = alerts.select(F.col("diaSourceId").cast("string").alias("id"), *flags).collect()
     got = {name: {r["id"] for r in rows if r[name]} for name in expected}

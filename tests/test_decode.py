@@ -6,7 +6,8 @@ import datetime as dt
 
 from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-from alertsieve.stream.decode import decode, make_plan
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.surveys import rubin_decoder
 
 
 def _kafka_rows(spark, values: list[bytes]):
@@ -20,15 +21,14 @@ def _kafka_rows(spark, values: list[bytes]):
 
 def test_plain_schemaless_avro_with_a_configured_schema(spark):
     schema = load_rubin_schema("11.0")
-    reader = load_rubin_schema("11.1")
     alerts = list(
         AlertSimulator(SimulationConfig(schema_version="11.0", stamp_size=0, seed=9)).visit_alerts(
             0, count=5
         )
     )
     values = [schema.encode(a) for a in alerts] + [b"", schema.encode(alerts[0])[:40]]
-    plan = make_plan(reader, [schema], wire_format="plain")
-    out = decode(_kafka_rows(spark, values), plan).orderBy("_offset").collect()
+    decoder = rubin_decoder(JobConfig(topic="t", wire_format="plain", writer_schema_version="11.0"))
+    out = decoder.decode(_kafka_rows(spark, values), ["diaSourceId"]).orderBy("_offset").collect()
     assert [r["alert"]["diaSourceId"] for r in out[:5]] == [a["diaSourceId"] for a in alerts]
     assert [r["_reason"] for r in out] == [None] * 5 + [
         "empty message",

@@ -13,7 +13,6 @@ from alertsieve.alerts.schemas import (
     WireFormatError,
     frame,
     load_rubin_schema,
-    rubin_schema_id,
     unframe,
 )
 
@@ -22,9 +21,11 @@ def test_versions_and_ids_follow_rubins_rule():
     versions = schemas.rubin_versions()
     assert "11.1" in versions and "3.0" in versions
     assert schemas.latest_rubin_version() == versions[-1]
-    assert rubin_schema_id("11.1") == 1101
-    assert rubin_schema_id("7.4") == 704
+    # The ids Rubin's Kafka carries (Confluent framing): 1101 for v11.1, 1000 for v10.0, 704 for
+    # v7.4, taken from lsst-alert-packet's Schema.get_schema_id rather than our own rule.
     assert load_rubin_schema("11.1").schema_id == 1101
+    assert load_rubin_schema("10.0").schema_id == 1000
+    assert load_rubin_schema("7.4").schema_id == 704
     assert load_rubin_schema(1101).definition == load_rubin_schema("11.1").definition
     assert load_rubin_schema("v11_1").name == "lsst.v11_1.alert"
     assert load_rubin_schema().name == f"lsst.v{versions[-1].replace('.', '_')}.alert"
@@ -57,7 +58,7 @@ def test_wire_format_header():
 
 def test_local_store_is_seeded_with_rubin_and_registers_deterministically(tmp_path):
     store = LocalSchemaStore(tmp_path)
-    assert {rubin_schema_id(v) for v in schemas.rubin_versions()} <= set(store.ids())
+    assert {load_rubin_schema(v).schema_id for v in schemas.rubin_versions()} <= set(store.ids())
     assert store.get(1101).definition == load_rubin_schema("11.1").definition
     other = {
         "type": "record",
@@ -70,3 +71,18 @@ def test_local_store_is_seeded_with_rubin_and_registers_deterministically(tmp_pa
     assert store.get(first.schema_id).definition == other
     with pytest.raises(SchemaError, match=f"schema id 42 is not in the local store {tmp_path}"):
         store.get(42)
+
+
+def test_an_official_rubin_schema_registers_under_its_rubin_id(tmp_path):
+    """A replayed LSSTCam file (its header's schema) goes out with the id Rubin would give it."""
+    from pathlib import Path
+
+    from alertsieve.alerts.replay import writer_schema
+
+    real = Path(__file__).parent / "data" / "real"
+    store = LocalSchemaStore(tmp_path)
+    assert store.register(writer_schema(real / "rubin-lsstcam-v10_0.avro")).schema_id == 1000
+    assert store.register(writer_schema(real / "rubin-opsrehearsal-v7_4.avro")).schema_id == 704
+    changed = json.loads(json.dumps(load_rubin_schema("10.0").definition))
+    changed["fields"] = changed["fields"][:-1]  # named like v10.0 but not it: a local id
+    assert store.register(changed).schema_id >= schemas.LOCAL_ID_BASE

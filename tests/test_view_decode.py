@@ -4,6 +4,7 @@ each read with its own schema pruned to the fields asked for, against fastavro +
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import re
 from pathlib import Path
@@ -15,7 +16,8 @@ from alertsieve.alerts.replay import read_raw_records
 from alertsieve.alerts.schemas import frame, load_rubin_schema
 from alertsieve.alerts.view import build_view, leaves
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-from alertsieve.stream.view_decode import decode_view
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.surveys import rubin_decoder
 
 REAL = Path(__file__).parent / "data" / "real"
 VERSIONS = {"7.4": 704, "10.0": 1000, "11.1": 1101}
@@ -77,10 +79,10 @@ def _nest(record: dict, has: set[str]) -> dict:
 @pytest.fixture(scope="module")
 def decoded(spark):
     messages = _messages()
-    raw = spark.createDataFrame([(m,) for _, m in messages], "value binary")
-    writers = {sid: load_rubin_schema(v) for v, sid in VERSIONS.items()}
-    view = build_view(list(VERSIONS))
-    frame_ = decode_view(raw, writers, view, PATHS)
+    raw = kafka_rows(spark, [m for _, m in messages])
+    decoder = rubin_decoder(JobConfig(topic="mixed", survey="rubin", schema_versions=list(VERSIONS)))
+    assert decoder.view == build_view(list(VERSIONS))
+    frame_ = decoder.decode(raw, PATHS).orderBy("_offset")
     return messages, frame_
 
 
@@ -91,7 +93,7 @@ def test_a_topic_mixing_versions_decodes_into_one_view_equal_to_fastavro(decoded
     for (version, message), row in zip(messages, rows, strict=True):
         schema = load_rubin_schema(version)
         record = fastavro.schemaless_reader(io.BytesIO(message[5:]), schema.parsed, None)
-        assert row["_schema_id"] == VERSIONS[version]
+        assert (row["_schema_id"], row["_reason"]) == (VERSIONS[version], None)
         has = set(leaves(schema.definition))
         assert row["alert"].asDict(recursive=True) == _nest(record, has), version
 
@@ -110,3 +112,37 @@ def test_each_version_is_decoded_once_per_row(decoded):
     _, frame_ = decoded
     plan = frame_._jdf.queryExecution().optimizedPlan().toString()
     assert len(re.findall(r"from_avro\(", plan)) == len(VERSIONS)
+
+
+def kafka_rows(spark, values: list[bytes]):
+    """Rows shaped like Spark's Kafka source gives them."""
+    now = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
+    rows = [("t", 0, i, now, None, v) for i, v in enumerate(values)]
+    return spark.createDataFrame(
+        rows, "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
+    )
+
+
+def test_every_sample_alert_of_lsst_alert_packet_decodes(spark):
+    """lsst-alert-packet's fakeAlert.avro of every version it ships (3.0 to the latest), framed
+    with its id, decodes into one view of all versions; each id and position equals fastavro's."""
+    from lsst.alert.packet.schema import get_schema_root
+
+    from alertsieve.alerts.schemas import rubin_versions
+
+    messages, expected = [], []
+    for version in rubin_versions():
+        major, minor = version.split(".")
+        path = Path(get_schema_root()) / major / minor / "sample_data" / "fakeAlert.avro"
+        with open(path, "rb") as f:
+            (record,) = list(fastavro.reader(f))
+        (raw,) = list(read_raw_records(path))
+        messages.append(frame(load_rubin_schema(version).schema_id, raw.body))
+        s = record["diaSource"]
+        expected.append((s["diaSourceId"], s["ra"], s.get("dec")))  # "decl" before 4.0: null in the view
+    decoder = rubin_decoder(JobConfig(topic="s", survey="rubin", schema_versions=list(rubin_versions())))
+    paths = ["diaSource.diaSourceId", "diaSource.ra", "diaSource.dec"]
+    rows = decoder.decode(kafka_rows(spark, messages), paths).orderBy("_offset").collect()
+    assert [r["_reason"] for r in rows] == [None] * len(rubin_versions())
+    got = [(r["alert"]["diaSource"]["diaSourceId"], r["alert"]["diaSource"]["ra"], r["alert"]["diaSource"]["dec"]) for r in rows]
+    assert got == expected

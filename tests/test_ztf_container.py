@@ -50,15 +50,24 @@ ZTF_PATHS = ["objectId", "candid", "candidate.magpsf", "candidate.jd", "candidat
 
 
 def test_spark_reads_ztf_messages_in_place_equal_to_fastavro(spark):
-    from alertsieve.stream.ztf_decode import decode_ztf
+    """Real ZTF messages (container files as ZTF's Kafka carries them) decoded by the job's ZTF
+    decoder, against fastavro; what is not a readable container is quarantined with its reason."""
+    from test_view_decode import kafka_rows
+
+    from alertsieve.stream.surveys import ztf_decoder
 
     messages = [p.read_bytes() for p in ZTF]
-    writers = dict([writer_of(messages[0])])
-    raw = spark.createDataFrame([(m,) for m in [*messages, b"not a container"]], "value binary")
-    rows = decode_ztf(raw, writers, ZTF_PATHS).collect()
+    buffer = io.BytesIO()
+    fastavro.writer(buffer, {"type": "record", "name": "r", "fields": [{"name": "x", "type": "long"}]},
+                    [{"x": 1}], codec="deflate")  # fmt: skip
+    unseen = messages[0].replace(b'"schemavsn"', b'"schemavsN"', 1)  # another schema's header
+    bad = [b"not a container", b"", buffer.getvalue(), unseen]
+    decoder = ztf_decoder([])  # only the schemas alertsieve ships: ZTF 3.3
+    rows = decoder.decode(kafka_rows(spark, messages + bad), ZTF_PATHS).orderBy("_offset").collect()
     for message, row in zip(messages, rows, strict=False):
         with io.BytesIO(message) as f:
             (a,) = list(fastavro.reader(f))
+        assert row["_reason"] is None
         got = row["alert"].asDict(recursive=True)
         assert (got["objectId"], got["candid"]) == (a["objectId"], a["candid"])
         c = a["candidate"]
@@ -67,4 +76,10 @@ def test_spark_reads_ztf_messages_in_place_equal_to_fastavro(spark):
         assert [(p["jd"], p["magpsf"]) for p in got["prv_candidates"] or []] == [
             (p["jd"], p["magpsf"]) for p in prv
         ]
-    assert rows[-1]["alert"] is None and rows[-1]["_schema_fingerprint"] is None
+    reasons = [r["_reason"] for r in rows[len(messages):]]
+    assert reasons[0] == "not an Avro container file (starts with 0x6e6f7420; ZTF sends one per message)"
+    assert reasons[1] == "empty message"
+    assert reasons[2] == "a deflate-compressed container: only uncompressed ones are read in place"
+    assert reasons[3].startswith("a ZTF container whose writer schema (sha256 ")
+    assert reasons[3].endswith(") was not seen at start-up: restart the job to read it")
+    assert all(r["alert"] is None for r in rows[len(messages):])

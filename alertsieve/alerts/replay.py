@@ -28,6 +28,7 @@ ID_FIELDS = ("diaSourceId", "alertId", "candid", "objectId")
 @dataclass(frozen=True)
 class RawRecord:
     writer_schema: dict
+    schema_json: bytes  # the writer schema as the file's header holds it
     body: bytes  # schemaless Avro of one record, as stored in the file
     key: str  # the alert's id, used as the Kafka key
     source: Path
@@ -35,6 +36,15 @@ class RawRecord:
 
 def alert_key(record: dict) -> str:
     return next((str(record[f]) for f in ID_FIELDS if record.get(f) is not None), "")
+
+
+def wire_message(raw: RawRecord, schema_id: int | None) -> bytes:
+    """The alert as its survey sends it: ZTF a whole container file per message (``schema_id``
+    None), Rubin the record behind the 5-byte Confluent header of its schema id."""
+    from alertsieve.alerts.schemas import frame
+    from alertsieve.alerts.ztf import one_alert_container
+
+    return one_alert_container(raw.schema_json, raw.body) if schema_id is None else frame(schema_id, raw.body)
 
 
 def avro_files(paths: list[Path | str]) -> list[Path]:
@@ -89,6 +99,7 @@ def read_raw_records(path: Path) -> Iterator[RawRecord]:
         try:
             blocks = fastavro.block_reader(f)
             schema = blocks.writer_schema
+            schema_json = blocks.metadata["avro.schema"].encode()
             parsed = fastavro.parse_schema(schema, _force=True)
             for block in blocks:
                 data = block.bytes_.getvalue()
@@ -96,6 +107,6 @@ def read_raw_records(path: Path) -> Iterator[RawRecord]:
                 for _ in range(block.num_records):
                     start = buf.tell()
                     record = fastavro.schemaless_reader(buf, parsed, None)
-                    yield RawRecord(schema, data[start : buf.tell()], alert_key(record), path)
+                    yield RawRecord(schema, schema_json, data[start : buf.tell()], alert_key(record), path)
         except _DAMAGED as e:
             raise ReplayError(f"{path} is not a readable Avro container file: {e}") from None

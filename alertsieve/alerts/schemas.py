@@ -1,8 +1,8 @@
 """Alert schemas: Rubin's official versions, the Confluent wire format, and where ids resolve.
 
-Rubin publishes each alert as ``0x00 + 4-byte big-endian schema id + Avro body`` with the id
-``major*100 + minor`` (v11.1 -> 1101). The official schemas come from the ``lsst-alert-packet``
-package and are never copied into this repository.
+Rubin publishes each alert as ``0x00 + 4-byte big-endian schema id + Avro body``; the id is
+lsst-alert-packet's ``Schema.get_schema_id`` (v11.1 -> 1101, v7.4 -> 704). The official schemas
+come from the ``lsst-alert-packet`` package and are never copied into this repository.
 """
 
 from __future__ import annotations
@@ -57,11 +57,6 @@ def unframe(message: bytes) -> tuple[int, bytes]:
 # --- Rubin versions ------------------------------------------------------------------------
 
 
-def rubin_schema_id(version: str) -> int:
-    major, minor = _parse_version(version)
-    return major * 100 + minor
-
-
 def _parse_version(version: str | int) -> tuple[int, int]:
     text = str(version).strip().lower().removeprefix("v")
     if m := re.fullmatch(r"(\d+)[._](\d+)", text):
@@ -83,6 +78,18 @@ def rubin_versions() -> tuple[str, ...]:
     for path in root.glob("*/*/lsst.v*_*.alert.avsc"):
         found.append((int(path.parent.parent.name), int(path.parent.name)))
     return tuple(f"{a}.{b}" for a, b in sorted(found))
+
+
+def view_versions() -> list[str]:
+    """The versions a Rubin job reads unless told otherwise: 7.0 on, the schemas of Operations
+    Rehearsal and of LSSTCam's alerts (3.0-6.1 predate any published stream)."""
+    return [v for v in rubin_versions() if int(v.split(".")[0]) >= 7]
+
+
+def rubin_version_of(definition: dict) -> str | None:
+    """'10.0' for a schema named ``lsst.v10_0.alert``; None for any other schema."""
+    m = re.fullmatch(r"lsst\.v(\d+)_(\d+)\.alert", _full_name(definition))
+    return f"{m[1]}.{m[2]}" if m else None
 
 
 def latest_rubin_version() -> str:
@@ -146,8 +153,9 @@ def load_rubin_schema(version: str | int | None = None) -> AlertSchema:
             f" {', '.join(rubin_versions())}"
         )
     path = Path(get_schema_path(major, minor)) / f"lsst.v{major}_{minor}.alert.avsc"
-    definition = _strip_fastavro_keys(Schema.from_file(str(path)).definition)
-    return AlertSchema(major * 100 + minor, f"lsst.v{major}_{minor}.alert", definition)
+    schema = Schema.from_file(str(path))
+    definition = _strip_fastavro_keys(schema.definition)
+    return AlertSchema(schema.get_schema_id(), f"lsst.v{major}_{minor}.alert", definition)
 
 
 def _strip_fastavro_keys(node: Any) -> Any:
@@ -157,6 +165,16 @@ def _strip_fastavro_keys(node: Any) -> Any:
     if isinstance(node, list):
         return [_strip_fastavro_keys(v) for v in node]
     return node
+
+
+def official_rubin_schema(definition: dict) -> AlertSchema | None:
+    """lsst-alert-packet's schema when ``definition`` is one of them (same canonical form)."""
+    version = rubin_version_of(definition)
+    if version is None or version not in rubin_versions():
+        return None
+    official = load_rubin_schema(version)
+    canonical = fastavro.schema.to_parsing_canonical_form
+    return official if canonical(official.definition) == canonical(definition) else None
 
 
 def local_schema_id(definition: dict) -> int:
@@ -187,10 +205,10 @@ class LocalSchemaStore:
         self.directory = Path(directory) if directory else cache_dir() / "schemas"
         self.directory.mkdir(parents=True, exist_ok=True)
         for version in rubin_versions():
-            schema_id = rubin_schema_id(version)
-            path = self.directory / f"{schema_id}.avsc"
+            schema = load_rubin_schema(version)
+            path = self.directory / f"{schema.schema_id}.avsc"
             if not path.exists():
-                path.write_text(json.dumps(load_rubin_schema(version).definition))
+                path.write_text(json.dumps(schema.definition))
 
     def ids(self) -> list[int]:
         return sorted(int(p.stem) for p in self.directory.glob("*.avsc") if p.stem.isdigit())
@@ -206,7 +224,12 @@ class LocalSchemaStore:
         return [self.get(i) for i in self.ids()]
 
     def register(self, definition: dict, subject: str = "") -> AlertSchema:
+        """An official Rubin schema keeps its Rubin id (a replayed LSSTCam file goes out as Rubin
+        sends it); any other schema gets a local id from its canonical form."""
         definition = _strip_fastavro_keys(definition)
+        official = official_rubin_schema(definition)
+        if official is not None:
+            return official
         schema_id = local_schema_id(definition)
         path = self.directory / f"{schema_id}.avsc"
         if not path.exists():

@@ -8,6 +8,7 @@ Pure logic over the schema definitions (no Spark): a view field is a path (``dia
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,12 +82,17 @@ def widen(a: str, b: str, path: str) -> str:
 
 
 def build_view(versions: list[str]) -> list[ViewField]:
-    """The view of ``versions`` (Rubin 'MAJOR.MINOR' strings): fields in the newest version's
-    order, then those only older versions have."""
-    ordered = sorted(versions, key=lambda v: tuple(int(x) for x in v.split(".")), reverse=True)
+    """The view of Rubin ``versions`` ('MAJOR.MINOR' strings) as lsst-alert-packet ships them."""
+    return view_of({v: load_rubin_schema(v).definition for v in versions})
+
+
+def view_of(definitions: dict[str, dict]) -> list[ViewField]:
+    """The view of writer schemas labelled by version ('MAJOR.MINOR'): fields in the newest
+    version's order, then those only older versions have."""
+    ordered = sorted(definitions, key=version_order, reverse=True)
     fields: dict[str, ViewField] = {}
     for version in ordered:
-        for path, (kind, nullable, doc) in leaves(load_rubin_schema(version).definition).items():
+        for path, (kind, nullable, doc) in leaves(definitions[version]).items():
             if path in fields:
                 view = fields[path]
                 view.type = widen(view.type, kind, path)
@@ -95,9 +101,14 @@ def build_view(versions: list[str]) -> list[ViewField]:
                 fields[path] = view = ViewField(path, kind, nullable, doc=doc)
             view.versions.append(version)
     for view in fields.values():
-        view.versions.sort(key=lambda v: tuple(int(x) for x in v.split(".")))
-        view.nullable = view.nullable or len(view.versions) < len(versions)
+        view.versions.sort(key=version_order)
+        view.nullable = view.nullable or len(view.versions) < len(definitions)
     return list(fields.values())
+
+
+def version_order(version: str) -> tuple[int, ...]:
+    """'10.0' after '9.0': versions compare by their numbers."""
+    return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
 def missing_in(view: list[ViewField], paths: list[str], versions: list[str]) -> dict[str, list[str]]:
@@ -113,7 +124,7 @@ def missing_in(view: list[ViewField], paths: list[str], versions: list[str]) -> 
 def presence_table(versions: list[str]) -> str:
     """The view as a Markdown table: field, type, and a mark per version that has it."""
     view = build_view(versions)
-    ordered = sorted(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
+    ordered = sorted(versions, key=version_order)
     head = "| field | type | " + " | ".join(ordered) + " |"
     rule = "|---|---|" + "|".join(":-:" for _ in ordered) + "|"
     rows = []

@@ -64,3 +64,25 @@ def writer_of(message: bytes) -> tuple[str, dict]:
         raise ContainerError(f"a {codec.decode()}-compressed container: only uncompressed ones are read")
     raw = meta["avro.schema"]
     return schema_fingerprint(raw), json.loads(raw)
+
+
+def is_ztf_schema(definition: dict) -> bool:
+    """ZTF's alert schema is the record ``alert`` in namespace ``ztf`` (every version)."""
+    name = definition.get("name", "")
+    return name == "ztf.alert" or (name == "alert" and definition.get("namespace") == "ztf")
+
+
+def one_alert_container(schema_json: bytes, body: bytes) -> bytes:
+    """A ZTF Kafka message: an uncompressed container file of one alert whose header holds
+    ``schema_json`` as given (so its fingerprint is that of the file it came from)."""
+    import fastavro
+
+    sync = hashlib.md5(schema_json + body).digest()  # any 16 bytes; these are reproducible
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(HEADER_SCHEMA), {
+        "_container_magic": MAGIC, "_container_sync": sync,
+        "_container_meta": {"avro.schema": schema_json, "avro.codec": b"null"},
+    })  # fmt: skip
+    fastavro.schemaless_writer(out, "long", 1)
+    fastavro.schemaless_writer(out, "long", len(body))
+    return out.getvalue() + body + sync

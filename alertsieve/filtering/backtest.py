@@ -1,7 +1,8 @@
 """`alertsieve backtest`: run filters over past or simulated alerts and say what they would send.
 
-The input is a topic (read once, start to end), Avro container files (a replay), or
-``simulated:N`` alerts; alerts are decoded exactly as the stream job decodes them. The report
+The input is a topic (read once, start to end), Avro container files (a replay: Rubin or ZTF, as
+``produce --replay`` would send them), or ``simulated:N`` alerts; alerts are decoded exactly as the
+stream job decodes them, reading only the fields the filters name. The report
 gives matches, the match rate, the alerts a night that rate implies at Rubin's 10 million, and a
 warning above a configurable rate: a filter passing 5% of the stream is rarely what its author
 meant.
@@ -9,14 +10,20 @@ meant.
 
 from __future__ import annotations
 
-import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from alertsieve.alerts.schemas import CUTOUTS, load_rubin_schema, open_store, without_fields
+from alertsieve.alerts.schemas import LOCAL_ID_BASE, open_store
+from alertsieve.alerts.view import version_order
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.model import Filter, FilterError
-from alertsieve.stream.decode import decode, decoded_records, make_plan
+from alertsieve.kafka.topics import head_messages
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.decode import Decoder, flat_alert
+from alertsieve.stream.plan import archive_paths, filter_paths, sample_alerts
+from alertsieve.stream.surveys import make_decoder
 
 ALERTS_PER_NIGHT = 10_000_000
 
@@ -38,95 +45,146 @@ class BacktestRow:
         return round(self.rate * ALERTS_PER_NIGHT)
 
 
-def _alerts_from_files(spark, paths: list[str], reader):
-    from pyspark.sql.avro.functions import from_avro
+@dataclass
+class AlertSource:
+    """Alerts to backtest on, as Kafka rows (topic, partition, offset, timestamp, key, value) and
+    the decoder that reads them: the job's own decoding, quarantine reasons included."""
 
-    from alertsieve.alerts.replay import avro_files, read_raw_records
+    raw: Any
+    decoder: Decoder
+    head: list[bytes]  # the first messages: ZTF's sample alerts for the start-up checks
 
-    slim = json.dumps(without_fields(reader, CUTOUTS).definition)
-    frames = []
-    by_schema: dict[str, list[tuple[bytes]]] = {}
+    def decoded(self, paths: list[str] | None = None):
+        """The decodable alerts in the filter view: ``paths`` only, or all of it but cutouts."""
+        paths = paths or archive_paths(self.decoder, with_cutouts=False)
+        return self.decoder.decode(self.raw, paths).where("_reason IS NULL").select("alert.*")
+
+
+def _messages_from_files(paths: list[str], schema_dir: str | None) -> list[tuple[str, bytes]]:
+    """(key, message) of every alert in the files, as its survey sends it (see produce --replay)."""
+    from alertsieve.alerts.replay import avro_files, read_raw_records, wire_message
+    from alertsieve.alerts.ztf import is_ztf_schema
+
+    store = open_store(None, schema_dir)
+    out = []
     for path in avro_files(paths):
         for raw in read_raw_records(path):
-            by_schema.setdefault(json.dumps(raw.writer_schema), []).append((raw.body,))
-    for writer_json, rows in by_schema.items():
-        df = spark.createDataFrame(rows, "value binary")
-        frames.append(
-            df.select(from_avro("value", writer_json, {"avroSchema": slim}).alias("a")).select(
-                "a.*"
-            )
-        )
-    if not frames:
+            schema_id = None if is_ztf_schema(raw.writer_schema) else store.register(raw.writer_schema).schema_id
+            out.append((raw.key, wire_message(raw, schema_id)))
+    if not out:
         raise FilterError(f"no alerts in {paths}")
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
     return out
 
 
-def _alerts_from_topic(spark, bootstrap: str, topic: str, reader, schema_dir: str | None):
-    store = open_store(None, schema_dir)
-    plan = make_plan(without_fields(reader, CUTOUTS), store.candidates(f"{topic}-value"))
-    raw = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .load()
-    )
-    return decode(raw, plan).where("_reason IS NULL").select("alert.*")
+def _simulated(count: int, version: str | None) -> list[tuple[str, bytes]]:
+    from alertsieve.alerts.replay import alert_key
+    from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+
+    sim = AlertSimulator(SimulationConfig(schema_version=version, stamp_size=0, seed=11))
+    per_visit = 10_000
+    return [
+        (alert_key(a), sim.schema.encode_framed(a))
+        for v in range(-(-count // per_visit))
+        for a in sim.visit_alerts(v, count=min(per_visit, count - v * per_visit))
+    ]
 
 
-def load_alerts(
-    spark,
-    source: str,
-    bootstrap: str | None = None,
-    schema_dir: str | None = None,
-    reader_version: str | None = None,
-):
-    """A DataFrame of decoded alerts (the reader schema, without cutouts) from ``source``."""
-    reader = load_rubin_schema(reader_version)
-    if source.startswith("simulated"):
-        from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+def load_alerts(spark, source: str, bootstrap: str | None = None, schema_dir: str | None = None,
+                version: str | None = None) -> AlertSource:  # fmt: skip
+    """``simulated:N`` alerts (of ``version``), Avro files or a folder of them (Rubin or ZTF),
+    or a topic (with ``bootstrap``): ready to decode as the job decodes."""
 
-        count = int(source.partition(":")[2] or 10_000)
-        sim = AlertSimulator(SimulationConfig(schema_version=reader_version, stamp_size=0, seed=11))
-        per_visit = 10_000
-        records = [
-            a
-            for v in range(-(-count // per_visit))
-            for a in sim.visit_alerts(v, count=min(per_visit, count - v * per_visit))
-        ]
-        return decoded_records(spark, reader, records, CUTOUTS)
-    if Path(source).exists():
-        return _alerts_from_files(spark, [source], reader)
+    if source.startswith("simulated") or Path(source).exists():
+        messages = (
+            _simulated(int(source.partition(":")[2] or 10_000), version)
+            if source.startswith("simulated") else _messages_from_files([source], schema_dir)
+        )  # fmt: skip
+        return messages_source(spark, source, messages, schema_dir)
     if not bootstrap:
         raise FilterError(
             f"{source!r} is neither a file nor a folder; to read a topic, give --bootstrap"
         )
-    return _alerts_from_topic(spark, bootstrap, source, reader, schema_dir)
+    raw = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    head = head_messages(bootstrap, [source])
+    return AlertSource(raw, make_decoder(JobConfig(topic=source, schema_dir=schema_dir), head), head)
 
 
-def backtest(spark, filters: list[Filter], alerts) -> list[BacktestRow]:
-    """Every filter over the same alerts, in one pass."""
+def messages_source(spark, name: str, messages: list[tuple[str, bytes]],
+                    schema_dir: str | None = None) -> AlertSource:  # fmt: skip
+    """(key, message) pairs as if read from a topic called ``name``, with a decoder for the
+    versions they carry."""
     from pyspark.sql import functions as F
 
-    validate(filters, alerts.limit(64))
-    columns = [F.count(F.lit(1)).alias("n")]
+    raw = spark.createDataFrame(messages, "key string, value binary").select(
+        F.lit(name).alias("topic"), F.lit(0).alias("partition"),
+        F.monotonically_increasing_id().alias("offset"), F.current_timestamp().alias("timestamp"),
+        F.col("key").cast("binary").alias("key"), "value",
+    )  # fmt: skip
+    head = [m for _, m in messages]
+    cfg = JobConfig(topic=name, schema_dir=schema_dir, schema_versions=_rubin_versions_in(head))
+    return AlertSource(raw, make_decoder(cfg, head), head[:20])
+
+
+def records_source(spark, schema, records: list[dict]) -> AlertSource:
+    """Alert records (dicts) of a Rubin ``schema``, framed as Rubin sends them."""
+    from alertsieve.alerts.replay import alert_key
+
+    return messages_source(spark, "records", [(alert_key(r), schema.encode_framed(r)) for r in records])
+
+
+def _rubin_versions_in(messages: list[bytes]) -> list[str] | None:
+    """The Rubin versions among framed messages (None when none is): a decoder for just those."""
+    from alertsieve.alerts.schemas import (
+        WireFormatError,
+        load_rubin_schema,
+        rubin_version_of,
+        unframe,
+    )
+
+    found = set()
+    for m in messages:
+        try:
+            found.add(unframe(m)[0])
+        except WireFormatError:
+            continue
+    versions = {rubin_version_of(load_rubin_schema(i).definition) for i in found if i < LOCAL_ID_BASE}
+    return sorted(versions, key=version_order) or None
+
+
+def backtest(spark, filters: list[Filter], alerts: AlertSource) -> list[BacktestRow]:
+    """Every filter over the same alerts, in one pass, decoding only the fields they read."""
+    from pyspark.sql import functions as F
+
+    validate(filters, sample_alerts(spark, alerts.decoder, alerts.head))
+    decoded = alerts.decoder.decode(alerts.raw, filter_paths(spark, alerts.decoder, filters))
+    ok = F.col("_reason").isNull()
+    alert = decoded.select("_reason", *flat_alert(decoded))
+    columns = [F.count(F.lit(1)).alias("n"), F.sum((~ok).cast("int")).alias("quarantined"),
+               F.first("_reason", ignorenulls=True).alias("why")]  # fmt: skip
     for i, f in enumerate(filters):
         match, error = f.evaluate()
-        columns.append(F.sum(F.coalesce(match, F.lit(False)).cast("int")).alias(f"m{i}"))
+        columns.append(F.sum((F.coalesce(match, F.lit(False)) & ok).cast("int")).alias(f"m{i}"))
         if error is not None:
             columns += [
                 F.count(error).alias(f"e{i}"),
                 F.first(error, ignorenulls=True).alias(f"x{i}"),
             ]
-    row = alerts.agg(*columns).collect()[0].asDict()
+    row = alert.agg(*columns).collect()[0].asDict()
+    if row["quarantined"]:
+        print(f"{row['quarantined']} of {row['n']} alerts could not be decoded (e.g. {row['why']});"
+              " rates are over the decoded ones", file=sys.stderr)  # fmt: skip
+    decoded_n = int(row["n"]) - int(row["quarantined"] or 0)
     return [
         BacktestRow(
             f.name,
             int(row[f"m{i}"] or 0),
-            int(row["n"]),
+            decoded_n,
             int(row.get(f"e{i}") or 0),
             row.get(f"x{i}"),
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from alertsieve.filtering.model import AlertFilter, Filter, FilterError, PythonFilter
+from alertsieve.filtering.model import Filter, FilterError, PythonFilter
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
 
@@ -58,7 +58,7 @@ def validate(filters: list[Filter], alerts) -> None:
                 failure = alerts.select(error.alias("e")).where("e IS NOT NULL").first()
                 if failure is not None:
                     raise FilterError(
-                        f"filter {f.name!r} ({f.origin}) fails on a sample of simulated alerts:"
+                        f"filter {f.name!r} ({f.origin}) fails on the sample alerts:"
                         f" {failure['e']}"
                     )
                 continue
@@ -75,11 +75,7 @@ def validate(filters: list[Filter], alerts) -> None:
 
 def _check_expressions(f: Filter) -> None:
     try:
-        expressions = (
-            {"sql": f.sql.format(**f.params)}
-            if isinstance(f, AlertFilter)
-            else {f"columns[{k!r}]": v for k, v in f.columns.items()}
-        )
+        expressions = f.expressions()
     except (KeyError, IndexError) as e:
         raise FilterError(
             f"filter {f.name!r} ({f.origin}): the SQL names a parameter {e} it does not declare"

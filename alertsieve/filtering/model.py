@@ -29,6 +29,7 @@ class FilterInfo:
     contact: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
     cutouts: bool = False  # keep the FITS cutouts of this filter's matches in the Delta table
+    survey: str | None = None  # 'rubin' or 'ztf': whose alert fields it names (None: the job's)
 
     def output_topic(self, prefix: str) -> str:
         return self.topic or f"{prefix}{self.name}"
@@ -42,11 +43,15 @@ class AlertFilter(FilterInfo):
     name: str
     sql: str
 
+    def expressions(self) -> dict[str, str]:
+        """Where in the filter -> each SQL expression it evaluates over the alert."""
+        return {"sql": self.sql.format(**self.params)}
+
     def evaluate(self):
         """(match column, error column or None)."""
         from pyspark.sql import functions as F
 
-        return F.expr(self.sql.format(**self.params)), None
+        return F.expr(self.expressions()["sql"]), None
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,9 @@ class PythonFilter(FilterInfo):
     name: str
     function: Callable[..., Any]
     columns: Mapping[str, str]
+
+    def expressions(self) -> dict[str, str]:
+        return {f"columns[{k!r}]": v for k, v in self.columns.items()}
 
     def inputs(self):
         from pyspark.sql import functions as F
@@ -110,6 +118,7 @@ def python_filter(
     topic: str | None = None,
     params: Mapping[str, Any] | None = None,
     cutouts: bool = False,
+    survey: str | None = None,
 ) -> Callable[[Callable[..., Any]], PythonFilter]:
     """Decorator for filter modules: ``@python_filter(name=..., columns={...})``."""
 
@@ -117,7 +126,8 @@ def python_filter(
         origin = f"{function.__module__}.{function.__qualname__}"
         return PythonFilter(name=name, function=function, columns=dict(columns),
                             description=description or (function.__doc__ or "").strip(),
-                            topic=topic, origin=origin, contact=contact, params=dict(params or {}), cutouts=cutouts)  # fmt: skip
+                            topic=topic, origin=origin, contact=contact, params=dict(params or {}), cutouts=cutouts,
+                            survey=survey)  # fmt: skip
 
     return wrap
 

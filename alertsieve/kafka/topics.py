@@ -79,3 +79,50 @@ def topics_with_prefix(bootstrap: str, prefix: str, extra: dict | None = None) -
     return sorted(
         t for t in admin(bootstrap, extra).list_topics(timeout=10).topics if t.startswith(prefix)
     )
+
+
+def head_messages(bootstrap: str, topics: list[str] | str, limit: int = 20,
+                  extra: dict | None = None, timeout: float = 10.0) -> list[bytes]:  # fmt: skip
+    """Up to ``limit`` message values from the start of ``topics`` (a list, or a regex of topic
+    names), a few from every partition: what a job looks at before it starts (which survey, which
+    ZTF schemas). Commits nothing; an empty or missing topic gives []."""
+    import re
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "alertsieve-peek", "enable.auto.commit": False,
+        "log_level": 5, **librdkafka_conf(extra or {}),
+    })  # fmt: skip
+    try:
+        metadata = consumer.list_topics(timeout=timeout).topics
+        names = (
+            [t for t in metadata if re.fullmatch(topics, t)] if isinstance(topics, str) else
+            [t for t in topics if t in metadata]
+        )  # fmt: skip
+        assigned, remaining = [], {}
+        for t in names:
+            for p in metadata[t].partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=timeout)
+                if high > low:
+                    assigned.append(TopicPartition(t, p, OFFSET_BEGINNING))
+                    remaining[(t, p)] = min(high - low, max(1, limit // 4))
+        if not assigned:
+            return []
+        consumer.assign(assigned)
+        values: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while remaining and len(values) < limit and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            where = (message.topic(), message.partition())
+            if where in remaining:
+                values.append(message.value() or b"")
+                remaining[where] -= 1
+                if not remaining[where]:
+                    del remaining[where]
+        return values
+    finally:
+        consumer.close()

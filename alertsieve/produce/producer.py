@@ -276,13 +276,13 @@ def _simulated_visits(
 def _replayed_visits(
     cfg: ProduceConfig, k: int, ids: dict[str, int]
 ) -> Iterator[tuple[list, Callable]]:
-    from alertsieve.alerts.replay import read_raw_records
+    from alertsieve.alerts.replay import read_raw_records, wire_message
 
     mine = [Path(f) for i, f in enumerate(ids) if i % cfg.producers == k]
     share = max(1, cfg.alerts_per_visit // cfg.producers)
 
     def serialize(raw) -> tuple[str, bytes]:
-        return raw.key, frame(ids[str(raw.source)], raw.body)
+        return raw.key, wire_message(raw, ids[str(raw.source)])
 
     batch: list = []
     for path in mine:
@@ -355,7 +355,8 @@ def _check_broker(bootstrap: str, extra: dict[str, Any]) -> None:
 
 
 def _schema_ids(cfg: ProduceConfig) -> Any:
-    """Simulated: the Rubin id (or the registry's). Replay: each file's writer schema, registered."""
+    """Simulated: the Rubin id (or the registry's). Replay: each file's writer schema, registered
+    (an official Rubin schema keeps its Rubin id); None for ZTF files, sent as ZTF sends them."""
     store = open_store(cfg.schema_registry, cfg.schema_dir)
     subject = f"{cfg.topic}-value"
     if not cfg.replay:
@@ -364,9 +365,12 @@ def _schema_ids(cfg: ProduceConfig) -> Any:
             return store.register(schema.definition, subject).schema_id
         return schema.schema_id
     from alertsieve.alerts.replay import avro_files, writer_schema
+    from alertsieve.alerts.ztf import is_ztf_schema
 
+    writers = {str(p): writer_schema(p) for p in avro_files(cfg.replay)}
     return {
-        str(p): store.register(writer_schema(p), subject).schema_id for p in avro_files(cfg.replay)
+        path: None if is_ztf_schema(w) else store.register(w, subject).schema_id
+        for path, w in writers.items()
     }
 
 

@@ -124,7 +124,15 @@ class JobConfig(BaseModel):
         examples=[{"security.protocol": "SASL_SSL"}],
         json_schema_extra=_flag("--kafka-conf", cli="pairs", example="security.protocol=SASL_SSL"),
     )  # fmt: skip
-    reader_schema_version: str | None = Field(None, examples=["11.1"])
+    survey: Literal["auto", "rubin", "ztf"] = Field(
+        "auto", description="whose alerts the topic carries; auto: told by its first messages (Rubin if empty)",
+        examples=["rubin"], json_schema_extra=_flag("--survey"),
+    )  # fmt: skip
+    schema_versions: list[str] | None = Field(
+        None, description="Rubin schema versions the job reads, into one filter view (default: 7.0 on)",
+        examples=[["7.4", "10.0", "11.1"]],
+        json_schema_extra=_flag("--schema-versions", cli="csv", example="7.4,10.0,11.1"),
+    )  # fmt: skip
     wire_format: Literal["confluent", "plain"] = Field("confluent", examples=["confluent"])
     writer_schema_version: str | None = Field(None, examples=["11.1"])
     schema_registry: str | None = Field(None, examples=["http://registry:8081"])
@@ -152,6 +160,16 @@ class JobConfig(BaseModel):
                 raise ValueError(f"expected AlertFilter or PythonFilter objects, got {type(f).__name__}")
         return value
 
+    @field_validator("schema_versions")
+    @classmethod
+    def _versions(cls, value: list[str] | None) -> list[str] | None:
+        from alertsieve.alerts.schemas import SchemaError, load_rubin_schema, rubin_version_of
+
+        try:
+            return None if value is None else [rubin_version_of(load_rubin_schema(v).definition) for v in value]
+        except SchemaError as e:
+            raise ValueError(str(e)) from None
+
     @field_validator("starting_offsets")
     @classmethod
     def _offsets(cls, value: str) -> str:
@@ -178,6 +196,8 @@ class JobConfig(BaseModel):
             raise ValueError("give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)")
         if self.wire_format == "plain" and not self.writer_schema_version:
             raise ValueError("wire_format 'plain' needs writer_schema_version (e.g. 11.1)")
+        if self.wire_format == "plain" and self.survey == "ztf":
+            raise ValueError("wire_format 'plain' is Rubin's schemaless body; ZTF sends containers")
         return self
 
     @property

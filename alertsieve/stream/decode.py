@@ -1,20 +1,24 @@
-"""Decode once, in the JVM: Confluent header -> writer schema by id -> ``from_avro`` into one
-reader schema, with a reason for every row that cannot be decoded.
+"""Decode once, in the JVM, into the filter view, with a reason for every row that cannot be.
 
-``from_avro`` knows nothing of the 5-byte header, so we cut it off and read the id ourselves.
-Each known writer schema gets its own ``from_avro`` (resolving into the reader schema, Avro's
-schema evolution); a CASE on the id picks the right one per row, so one pass decodes a topic that
-mixes versions. PERMISSIVE mode turns an undecodable body into a null struct instead of failing
-the batch; we turn that null into a quarantine reason rather than letting it pass silently.
+A :class:`Decoder` knows, for one survey, which writer schemas a topic may carry and how each
+message names its own: Rubin's Confluent framing (``0x00``, a 4-byte schema id, the body), a plain
+schemaless body of one configured version, or ZTF's container file per message (the writer schema
+in its header, known by the SHA-256 of its JSON). Each writer is read with its own schema, pruned
+to the view paths asked for, and projected into the view (``alertsieve.stream.view_decode``).
+PERMISSIVE ``from_avro`` turns an undecodable body into nulls instead of failing the batch; a
+``tell`` path that no decoded alert lacks turns those nulls into a quarantine reason.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal
 
-from alertsieve.alerts.schemas import AlertSchema
+from alertsieve.alerts.view import ViewField
+from alertsieve.stream.view_decode import version_columns
 
 #: Metadata columns the job carries next to the alert's own fields (underscored: never a clash).
 META = {
@@ -26,52 +30,143 @@ META = {
     "_value": "value",
 }
 
-
-@dataclass(frozen=True)
-class DecodePlan:
-    """What a batch is decoded with: the reader schema and the readable writer schemas by id."""
-
-    reader: AlertSchema
-    writers: Mapping[int, AlertSchema]
-    unreadable: Mapping[int, str]  # id -> why it cannot be read as the reader schema
-    wire_format: str = "confluent"  # or "plain": schemaless Avro of one configured writer schema
+WireFormat = Literal["confluent", "plain", "container"]
 
 
-def readable_as(reader: AlertSchema, writer: AlertSchema) -> str | None:
-    """None when ``writer`` data can be read as ``reader`` (Avro resolution), else why not."""
-    import avro.schema
-    from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
+@dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, for the cache of columns
+class Decoder:
+    """How one job's messages become rows of its filter view."""
 
-    result = ReaderWriterCompatibilityChecker().get_compatibility(
-        avro.schema.parse(json.dumps(reader.definition)),
-        avro.schema.parse(json.dumps(writer.definition)),
-    )
-    if result.compatibility == SchemaCompatibilityType.compatible:
-        return None
-    first = sorted(result.messages)[0] if result.messages else "incompatible"
-    return f"schema id {writer.schema_id} ({writer.name}) cannot be read as {reader.name}: {first}"
+    survey: Literal["rubin", "ztf"]
+    wire_format: WireFormat
+    view: list[ViewField]
+    #: key -> the schema a whole message of that writer is an encoding of (the Confluent header
+    #: or the container's header and block written in as leading fields; see ``framed``).
+    writers: Mapping[Any, dict]
+    names: Mapping[Any, str]  # key -> what a person calls it (lsst.v10_0.alert)
+    versions: Mapping[Any, str]  # key -> its label in the view ('10.0')
+    refused: Mapping[Any, str] = field(default_factory=dict)  # key -> why this job does not read it
+    tell: str = "diaSource.diaSourceId"  # never null in a decoded alert of any version
+    id_path: str = "diaSource.diaSourceId"  # the alert's id (the outputs' Kafka key)
+
+    @property
+    def paths(self) -> list[str]:
+        return [f.path for f in self.view]
+
+    @property
+    def cutouts(self) -> list[str]:
+        """Top-level fields holding image stamps: ~95% of an alert's bytes, read by no filter."""
+        return sorted({p.split(".")[0] for p in self.paths if p.startswith("cutout")})
+
+    def decode(self, raw, paths: list[str], keep: tuple[str, ...] = ()):
+        """Kafka rows -> META columns, ``keep``, ``_schema_id`` (Rubin's; null for ZTF),
+        ``_reason`` (null when decoded) and ``alert`` (the view struct for ``paths``, null when
+        not decoded)."""
+        from pyspark.sql import functions as F
+
+        paths = list(dict.fromkeys([*paths, self.tell, self.id_path]))
+        value = F.col("value")
+        size = F.coalesce(F.length(value), F.lit(0))
+        codec = [_container_codec(value).alias("_codec")] if self.wire_format == "container" else []
+        step = raw.select(
+            *[F.col(src).alias(dst) for dst, src in META.items()], *keep, "value",
+            self._key(value, size).alias("_writer"), size.alias("_size"), *codec,
+        )  # fmt: skip
+        decoders, alert = self._columns(tuple(paths))
+        step = step.select("*", *decoders).select(*step.columns, alert.alias("_decoded"))
+        decoded = F.col("_decoded")
+        reason = self._reason(F.col("_value"), F.col("_size"), F.col("_writer"), decoded)
+        schema_id = F.col("_writer") if self.survey == "rubin" else F.lit(None)
+        return step.select(
+            *META, *keep, schema_id.cast("long").alias("_schema_id"), reason.alias("_reason"),
+            F.when(reason.isNull(), decoded).alias("alert"),
+        )  # fmt: skip
+
+    def writer_key(self, message: bytes) -> Any:
+        """The writer a message names, read in Python (what ``_key`` computes in Spark)."""
+        from alertsieve.alerts.schemas import WireFormatError, unframe
+        from alertsieve.alerts.ztf import ContainerError, writer_of
+
+        try:
+            if self.wire_format == "plain":
+                return next(iter(self.writers))
+            if self.wire_format == "confluent":
+                return unframe(message)[0]
+            return writer_of(message)[0]
+        except (WireFormatError, ContainerError):
+            return None
+
+    @cache  # noqa: B019 - a job has one decoder; its columns are built once per set of paths
+    def _columns(self, paths: tuple[str, ...]):
+        return version_columns("_writer", self.writers, self.view, list(paths))
+
+    def _key(self, value, size):
+        """Which writer a message names: its schema id, or its header schema's fingerprint."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.avro.functions import from_avro
+
+        from alertsieve.alerts.ztf import HEADER_SCHEMA, MAGIC
+
+        if self.wire_format == "plain":
+            (key,) = self.writers
+            return F.lit(key)
+        if self.wire_format == "confluent":
+            return F.when(size >= 5, F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long"))
+        header = from_avro(value, json.dumps(HEADER_SCHEMA), {"mode": "PERMISSIVE"})
+        is_container = F.substring(value, 1, 4) == F.lit(MAGIC)
+        return F.when(is_container, F.sha2(header["_container_meta"]["avro.schema"], 256))
+
+    def _reason(self, value, size, key, decoded):
+        from pyspark.sql import functions as F
+
+        failed = decoded.isNull() | _at(decoded, self.tell).isNull()
+        reason = F.when(size == 0, F.lit("empty message"))
+        if self.wire_format == "plain":
+            (name,) = self.names.values()
+            return reason.when(failed, F.lit(f"undecodable Avro body for {name}"))
+        if self.wire_format == "confluent":
+            magic = F.lower(F.hex(F.substring(value, 1, 1)))
+            reason = reason.when(
+                size < 5, F.format_string("message of %d bytes is shorter than the 5-byte header", size)
+            ).when(magic != "00", F.format_string("magic byte is 0x%s, expected 0x00", magic))
+            for refused, why in self.refused.items():
+                reason = reason.when(key == refused, F.lit(why))
+            known = list(self.writers)
+            return reason.when(
+                ~key.isin(known) if known else F.lit(True), F.format_string("unknown schema id %d", key)
+            ).when(failed, F.format_string("undecodable Avro body for schema id %d", key))
+        codec = F.col("_codec")
+        reason = reason.when(
+            key.isNull(), F.format_string(
+                "not an Avro container file (starts with 0x%s; ZTF sends one per message)",
+                F.lower(F.hex(F.substring(value, 1, 4))),
+            ),
+        ).when(codec != "null", F.format_string(
+            "a %s-compressed container: only uncompressed ones are read in place", codec,
+        ))  # fmt: skip
+        known = list(self.writers)
+        return reason.when(
+            ~key.isin(known) if known else F.lit(True),
+            F.format_string("a ZTF container whose writer schema (sha256 %s) was not seen at"
+                            " start-up: restart the job to read it", key),
+        ).when(failed, F.format_string("undecodable Avro body in a container of sha256 %s", key))  # fmt: skip
 
 
-def required_fields(schema: AlertSchema) -> list[str]:
-    """Top-level fields that can never be null in a correctly decoded alert."""
-    return [
-        f["name"]
-        for f in schema.definition["fields"]
-        if not (isinstance(f["type"], list) and "null" in f["type"])
-    ]
+def _at(column, path: str):
+    """The field at a view path of a struct column (no arrays on the way)."""
+    for step in path.split("."):
+        column = column[step]
+    return column
 
 
-def make_plan(
-    reader: AlertSchema, candidates: list[AlertSchema], wire_format: str = "confluent"
-) -> DecodePlan:
-    writers, unreadable = {}, {}
-    for w in candidates:
-        why = None if w.definition == reader.definition else readable_as(reader, w)
-        if why is None:
-            writers[w.schema_id] = w
-        else:
-            unreadable[w.schema_id] = why
-    return DecodePlan(reader, writers, unreadable, wire_format)
+def _container_codec(value):
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    from alertsieve.alerts.ztf import HEADER_SCHEMA
+
+    meta = from_avro(value, json.dumps(HEADER_SCHEMA), {"mode": "PERMISSIVE"})["_container_meta"]
+    return F.coalesce(meta["avro.codec"].cast("string"), F.lit("null"))
 
 
 def framed(definition: dict) -> dict:
@@ -95,86 +190,8 @@ def framed(definition: dict) -> dict:
     return {**definition, "fields": header + list(definition["fields"])}
 
 
-def decode(raw, plan: DecodePlan, keep: tuple[str, ...] = ()):
-    """Kafka rows -> one row per message: META columns, ``_schema_id``, ``_reason`` (null when
-    decoded) and ``alert`` (the reader-schema struct, null when not); ``keep`` names other
-    columns of ``raw`` to carry along.
-
-    Two projections on purpose: the reason refers to the decoded column, and Spark does not
-    collapse projections when that would evaluate an expensive expression (from_avro) twice.
-    """
+def flat_alert(decoded) -> list:
+    """The alert struct's top-level fields as columns: what filters name (``diaSource.snr``)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.avro.functions import from_avro
 
-    value = F.col("value")
-    reader_json = json.dumps(plan.reader.definition)
-
-    def avro_of(body, writer_definition: dict):
-        options = {"mode": "PERMISSIVE"}
-        if writer_definition != plan.reader.definition:
-            options["avroSchema"] = reader_json
-        return from_avro(body, json.dumps(writer_definition), options)
-
-    size = F.coalesce(F.length(value), F.lit(0))
-    if plan.wire_format == "plain":
-        (writer,) = plan.writers.values()
-        schema_id = F.lit(writer.schema_id)
-        alert = avro_of(value, writer.definition)
-    else:
-        schema_id = F.when(size >= 5, F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long"))
-        alert = F.lit(None)
-        for sid, writer in plan.writers.items():
-            alert = F.when(schema_id == sid, avro_of(value, framed(writer.definition))).otherwise(
-                alert
-            )
-    step = raw.select(
-        *[F.col(src).alias(dst) for dst, src in META.items()],
-        *keep,
-        schema_id.alias("_schema_id"),
-        size.alias("_size"),
-        alert.alias("_decoded"),
-    )
-
-    size, sid, decoded = F.col("_size"), F.col("_schema_id"), F.col("_decoded")
-    # PERMISSIVE from_avro answers a corrupt body with a struct of nulls, not a null struct:
-    # a field the reader schema declares non-nullable being null is the tell.
-    failed = decoded.isNull()
-    for name in required_fields(plan.reader):
-        failed = failed | decoded[name].isNull()
-    reason = F.when(size == 0, F.lit("empty message"))
-    if plan.wire_format == "plain":
-        reason = reason.when(failed, F.lit(f"undecodable Avro body for {writer.name}"))
-    else:
-        magic = F.lower(F.hex(F.substring(F.col("_value"), 1, 1)))
-        reason = reason.when(
-            size < 5, F.format_string("message of %d bytes is shorter than the 5-byte header", size)
-        ).when(magic != "00", F.format_string("magic byte is 0x%s, expected 0x00", magic))
-        for unreadable_id, why in plan.unreadable.items():
-            reason = reason.when(sid == unreadable_id, F.lit(why))
-        known = list(plan.writers)
-        reason = reason.when(
-            ~sid.isin(known) if known else F.lit(True),
-            F.format_string("unknown schema id %d", sid),
-        ).when(failed, F.format_string("undecodable Avro body for schema id %d", sid))
-    return step.select(
-        *META,
-        *keep,
-        "_schema_id",
-        reason.alias("_reason"),
-        F.when(reason.isNull(), decoded).alias("alert"),
-    )
-
-
-def decoded_records(spark, schema: AlertSchema, records: list[dict], skip: tuple[str, ...] = ()):
-    """``records`` encoded with ``schema`` and decoded by Spark exactly as the job decodes, as a
-    DataFrame of the alert's columns (minus ``skip``): for checking filters without Kafka."""
-    from pyspark.sql.avro.functions import from_avro
-
-    from alertsieve.alerts.schemas import without_fields
-
-    rows = [(schema.encode(r),) for r in records]
-    options = {"avroSchema": json.dumps(without_fields(schema, skip).definition)}
-    raw = spark.createDataFrame(rows, "value binary")
-    return raw.select(from_avro("value", json.dumps(schema.definition), options).alias("a")).select(
-        "a.*"
-    )
+    return [F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names]

@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 
 from alertsieve.stream.config import JobConfig, check_writable
-from alertsieve.stream.decode import META, decode
+from alertsieve.stream.decode import META, flat_alert
 from alertsieve.stream.metrics import BatchStats, MetricsLog, latency_from_timestamps, make_listener
 from alertsieve.stream.outputs import create_outputs, write_matches, write_quarantine
 from alertsieve.stream.plan import plan_job
@@ -30,6 +30,8 @@ class FilterStream:
         self.cfg = cfg
         self.plan = plan_job(spark, cfg)
         self.filters = self.plan.filters
+        for line in self.plan.describe():
+            print(line, file=sys.stderr)
         self.metrics = MetricsLog(
             cfg.metrics_path, console=console if console is not None else sys.stdout
         )
@@ -51,11 +53,8 @@ class FilterStream:
         t0 = time.time()
         self._phases: dict[str, float] = {}
         self._published_at: float | None = None
-        decoded = decode(raw, self.plan.decode)
-        alert_cols = self.plan.slim_reader.field_names()
-        flat = decoded.select(
-            *META, "_schema_id", "_reason", *[F.col(f"alert.{c}").alias(c) for c in alert_cols]
-        )
+        decoded = self.plan.decoder.decode(raw, self.plan.paths)
+        flat = decoded.select(*META, "_schema_id", "_reason", *flat_alert(decoded))
         ok = F.col("_reason").isNull()
         flag_names = [f"_m{i}" for i in range(len(self.filters))]
         evaluated = [f.evaluate() for f in self.filters]
@@ -109,10 +108,7 @@ class FilterStream:
             ]
             quarantined = int(row["quarantined"] or 0)
             if sum(matches.values()):
-                self._published_at = write_matches(
-                    narrow, live, self.cfg, self.plan.archive,
-                    self.plan.archive is not self.plan.decode, batch_id, self._phase,
-                )  # fmt: skip
+                self._published_at = write_matches(narrow, live, self.cfg, self.plan, batch_id, self._phase)
             if quarantined:
                 with self._phase("quarantine"):
                     write_quarantine(narrow, self.cfg, batch_id)
@@ -143,8 +139,7 @@ class FilterStream:
     def _alert_id(self):
         from pyspark.sql import functions as F
 
-        field = self.plan.id_field
-        return (F.col(field) if field else F.col("_key")).cast("string")
+        return F.col(self.plan.decoder.id_path).cast("string")
 
     @staticmethod
     def _count(narrow, ok, flag_names: list[str], error_names: list[str]):

@@ -11,11 +11,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from alertsieve.alerts.schemas import CUTOUTS
 from alertsieve.filtering.model import Filter
 from alertsieve.kafka.topics import create_topic
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import META, DecodePlan, decode
+from alertsieve.stream.decode import META
+from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import headers, kafka_options, write_delta_once, write_kafka
 from alertsieve.stream.source import source_columns
 
@@ -41,8 +41,8 @@ def sink_options(cfg: JobConfig) -> dict[str, str]:
     return opts
 
 
-def write_matches(narrow, live: list[tuple[Filter, str]], cfg: JobConfig, archive: DecodePlan,
-                  archive_has_cutouts: bool, batch_id: int, phase: Phase) -> float | None:  # fmt: skip
+def write_matches(narrow, live: list[tuple[Filter, str]], cfg: JobConfig, plan: JobPlan,
+                  batch_id: int, phase: Phase) -> float | None:  # fmt: skip
     """Publish the matches of the filters in ``live`` (each with its flag column); returns when
     the Kafka fan-out finished (None without a Kafka sink)."""
     from pyspark.sql import functions as F
@@ -86,20 +86,22 @@ def write_matches(narrow, live: list[tuple[Filter, str]], cfg: JobConfig, archiv
         raw_again = matched.select(
             *[F.col(m).alias(src) for m, src in META.items()], "_alert_id", *flag_names
         )
-        decoded = decode(raw_again, archive, keep=("_alert_id", *flag_names))
+        decoded = plan.decoder.decode(raw_again, plan.archive_paths, keep=("_alert_id", *flag_names))
         alert = F.col("alert")
-        if archive_has_cutouts and not cfg.delta_cutouts:
+        kept = {p.split(".")[0] for p in plan.archive_paths} & set(plan.decoder.cutouts)
+        if kept and not cfg.delta_cutouts:
             wants = F.lit(False)
             for f, n in live:
                 if f.cutouts:
                     wants = wants | F.col(n)
-            for c in CUTOUTS:
+            for c in sorted(kept):
                 alert = alert.withField(c, F.when(wants, F.col(f"alert.{c}")))
         table = (
             decoded.select(
                 matched_filters.alias("filters"),
                 F.col("_alert_id").alias("alert_id"),
                 *source_columns(),
+                F.col("_schema_id").alias("schema_id"),
                 F.lit(batch_id).alias("batch_id"),
                 F.current_timestamp().alias("processed_at"),
                 alert.alias("alert"),

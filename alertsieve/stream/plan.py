@@ -1,73 +1,116 @@
-"""What a job runs, settled before its first alert: the filters (chosen, parameterised and checked
-on sample alerts) and how alerts are decoded for them and for the archive."""
+"""What a job runs, settled before its first alert: the survey and its filter view, the filters
+(chosen, parameterised and checked on real sample alerts of every version the topic may carry),
+and which view fields the hot path decodes: only those the filters and the outputs read."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from alertsieve.alerts.replay import ID_FIELDS
-from alertsieve.alerts.schemas import (
-    CUTOUTS,
-    AlertSchema,
-    load_rubin_schema,
-    open_store,
-    without_fields,
-)
+import fastavro
+
+from alertsieve.alerts.view import ViewField, missing_in, version_order
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import Filter, FilterError, with_params
+from alertsieve.kafka.topics import head_messages
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import DecodePlan, decoded_records, make_plan
+from alertsieve.stream.decode import Decoder
+from alertsieve.stream.references import referenced_paths
+from alertsieve.stream.surveys import make_decoder
+from alertsieve.stream.view_decode import tree, view_type
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
 class JobPlan:
     filters: list[Filter]
-    reader: AlertSchema
-    slim_reader: AlertSchema  # the reader without cutouts: what filters see
-    decode: DecodePlan  # for filtering: Avro skips the ~100 KB of cutouts
-    archive: DecodePlan  # for the Delta archive: with cutouts only if someone keeps them
-    id_field: str | None  # the alert id of the schema, else the Kafka key is the id
+    decoder: Decoder
+    paths: list[str]  # what the hot path decodes: the filters' fields and the alert id
+    archive_paths: list[str]  # what the Delta archive keeps: the view, cutouts if anyone keeps them
+    lacking: dict[str, dict[str, list[str]]]  # filter -> field it reads -> versions without it
+
+    def describe(self) -> list[str]:
+        """What a person starting the job should know: the survey, versions, view and what each
+        filter reads that some version lacks (null there)."""
+        d = self.decoder
+        versions = sorted(set(d.versions.values()), key=version_order)
+        lines = [
+            f"survey {d.survey}: {len(d.writers)} writer schema(s), versions {', '.join(versions)};"
+            f" decoding {len(self.paths)} of the view's {len(d.view)} fields"
+        ]
+        for name, fields in self.lacking.items():
+            by_versions: dict[tuple[str, ...], list[str]] = {}
+            for path, missing in fields.items():
+                by_versions.setdefault(tuple(missing), []).append(path)
+            for missing, paths in by_versions.items():
+                shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+                lines.append(f"filter {name}: null in version(s) {', '.join(missing)}: {shown}")
+        return lines
 
 
 def plan_job(spark, cfg: JobConfig) -> JobPlan:
     """Everything a bad setting or filter can break, checked before the stream starts."""
-    store = open_store(cfg.schema_registry, cfg.schema_dir)
-    reader = load_rubin_schema(cfg.reader_schema_version)
-
-    def decode_plan(schema: AlertSchema) -> DecodePlan:
-        if cfg.wire_format == "plain":
-            return make_plan(schema, [load_rubin_schema(cfg.writer_schema_version)], "plain")
-        return make_plan(schema, store.candidates(f"{cfg.topic or 'alerts'}-value"))
-
-    # Filters read everything but the cutouts: Avro resolution then skips ~100 KB of image
-    # bytes per alert instead of copying them into every row.
-    slim = without_fields(reader, CUTOUTS)
-    filtering = decode_plan(slim)
-    filters = select_filters(cfg)
-    # The Delta archive keeps cutouts for every match (delta_cutouts) or for the matches of
-    # the filters that ask for them (cutouts=True); only then are they decoded at all.
-    keep_cutouts = cfg.delta_cutouts or any(f.cutouts for f in filters)
-    names = {x["name"] for x in reader.definition["fields"]}
-    validate(filters, _sample_alerts(spark, reader, cfg.reader_schema_version))
+    head = head_messages(cfg.bootstrap, cfg.topic and [cfg.topic] or cfg.topic_pattern,
+                         extra=cfg.kafka_conf)  # fmt: skip
+    decoder = make_decoder(cfg, head)
+    filters = select_filters(cfg, decoder.survey)
+    validate(filters, sample_alerts(spark, decoder, head))
     return JobPlan(
         filters=filters,
-        reader=reader,
-        slim_reader=slim,
-        decode=filtering,
-        archive=decode_plan(reader) if keep_cutouts else filtering,
-        id_field=next((f for f in ID_FIELDS if f in names), None),
+        decoder=decoder,
+        paths=filter_paths(spark, decoder, filters),
+        # The Delta archive keeps cutouts for every match (delta_cutouts) or for the matches of
+        # the filters that ask for them (cutouts=True); only then are they decoded at all.
+        archive_paths=archive_paths(decoder, cfg.delta_cutouts or any(f.cutouts for f in filters)),
+        lacking=lacking_fields(spark, decoder, filters),
     )
 
 
-def select_filters(cfg: JobConfig) -> list[Filter]:
-    """The settings' SQL filters and code filters, then the discovered ones, with their
-    parameters set; only those named by ``filters`` (``--filters``) if given."""
+def filter_paths(spark, decoder: Decoder, filters: list[Filter]) -> list[str]:
+    """The view fields the filters read (from Spark's analysis of their expressions), the alert
+    id and the decoder's tell: Avro skips everything else, cutouts included."""
+    expressions = [e for f in filters for e in f.expressions().values()]
+    used = referenced_paths(spark, decoder.view, expressions)
+    return list(dict.fromkeys([decoder.tell, decoder.id_path, *used]))
+
+
+def archive_paths(decoder: Decoder, with_cutouts: bool) -> list[str]:
+    cutouts = tuple(decoder.cutouts)
+    return [p for p in decoder.paths if with_cutouts or not p.startswith(cutouts)]
+
+
+def lacking_fields(spark, decoder: Decoder, filters: list[Filter]) -> dict[str, dict[str, list[str]]]:
+    """Per filter, the fields it reads that some version the job reads lacks."""
+    versions = sorted(set(decoder.versions.values()), key=version_order)
+    out = {}
+    for f in filters:
+        used = referenced_paths(spark, decoder.view, list(f.expressions().values()))
+        missing = {p: v for p, v in missing_in(decoder.view, used, versions).items() if v}
+        if missing:
+            out[f.name] = missing
+    return out
+
+
+def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
+    """The settings' SQL filters and code filters, then the discovered ones of this survey, with
+    their parameters set; only those named by ``filters`` (``--filters``) if given."""
     filters = cfg.settings_filters()
     if cfg.discover_filters or cfg.filter_paths:
-        filters += discover(
+        found = discover(
             cfg.filter_paths, builtin=cfg.discover_filters, entry_points=cfg.discover_filters
         )
+        named = set(cfg.filters or [])
+        for f in found:
+            if f.survey not in (None, survey) and f.name in named:
+                raise FilterError(
+                    f"--filters names {f.name!r} ({f.origin}), a filter for {f.survey} alerts;"
+                    f" this job reads {survey} alerts (survey: {cfg.survey})"
+                )
+        filters += [f for f in found if f.survey in (None, survey)]
     where = cfg.config_file or "filter_params"
     unknown = set(cfg.filter_params) - {f.name for f in filters}
     if unknown:
@@ -82,10 +125,62 @@ def select_filters(cfg: JobConfig) -> list[Filter]:
     return [by_name[n] for n in cfg.filters]
 
 
-def _sample_alerts(spark, reader: AlertSchema, version: str | None, n: int = 64):
-    """Simulated alerts of the reader's version, decoded as the job decodes: filters are
-    compiled and Python filters run against them at start-up."""
-    from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+def sample_alerts(spark, decoder: Decoder, head: list[bytes] = ()):
+    """Real sample alerts in the filter view (all of it but the cutouts): for Rubin,
+    lsst-alert-packet's sample alert of every version the job reads; for ZTF, the topic's first
+    messages. Filters compile and Python filters run on these at start-up.
 
-    sim = AlertSimulator(SimulationConfig(schema_version=version, stamp_size=8, seed=7))
-    return decoded_records(spark, reader, list(sim.visit_alerts(0, count=n)), CUTOUTS)
+    Decoded by fastavro with each message's writer schema and projected into the view in Python:
+    building Spark's decoder for the whole view costs more than the job's start-up is worth."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    paths = archive_paths(decoder, with_cutouts=False)
+    messages = list(head) if decoder.survey == "ztf" else rubin_samples(decoder)
+    wanted, by_path = tree(paths), {f.path: f for f in decoder.view}
+    rows = []
+    for message in messages:
+        definition = decoder.writers.get(decoder.writer_key(message))
+        if definition is not None:
+            record = fastavro.schemaless_reader(io.BytesIO(message), fastavro.parse_schema(definition), None)
+            rows.append(in_view(record, wanted, by_path, ""))
+    return spark.createDataFrame(rows, _parse_datatype_string(view_type(decoder.view, paths)))
+
+
+def in_view(record: dict | None, wanted: dict, by_path: dict[str, ViewField], prefix: str) -> dict | None:
+    """A fastavro record as the view shows it: only ``wanted`` fields, those it lacks None,
+    numbers widened to the view's type."""
+    if record is None:
+        return None
+    out = {}
+    for step, child in wanted.items():
+        name, path = step.removesuffix("[]"), f"{prefix}.{step}" if prefix else step
+        value = record.get(name)
+        if value is None:
+            out[name] = None
+        elif step.endswith("[]"):
+            out[name] = [in_view(item, child, by_path, path) for item in value]
+        elif child:
+            out[name] = in_view(value, child, by_path, path)
+        elif isinstance(value, datetime):  # fastavro's reading of timestamp-micros
+            out[name] = (value - EPOCH) // timedelta(microseconds=1)
+        else:
+            out[name] = float(value) if by_path[path].type in ("float", "double") else value
+    return out
+
+
+def rubin_samples(decoder: Decoder) -> list[bytes]:
+    """lsst-alert-packet's ``fakeAlert.avro`` of each version the decoder reads, framed as Rubin
+    sends them."""
+    from lsst.alert.packet.schema import get_schema_root
+
+    from alertsieve.alerts.replay import read_raw_records
+    from alertsieve.alerts.schemas import frame
+
+    out = []
+    for schema_id, version in decoder.versions.items():
+        major, minor = version.split("#")[0].split(".")
+        path = Path(get_schema_root()) / major / minor / "sample_data" / "fakeAlert.avro"
+        if path.exists():
+            out += [frame(schema_id, r.body) if decoder.wire_format == "confluent" else r.body
+                    for r in read_raw_records(path)]  # fmt: skip
+    return out

@@ -1,9 +1,10 @@
-"""Decode a topic that mixes Rubin schema versions into one filter view, reading only what is used.
+"""Decode messages of several writer schemas into one filter view, reading only what is used.
 
 Each writer version is read with its own schema (Rubin's major versions are not compatible with one
 another), pruned to the view paths the job needs: Avro skips every other field, cutouts included.
 Each version's struct is then projected into the view (types widened, fields the version lacks
-null), so a CASE on the schema id yields one column of one type whatever the version.
+null), so a CASE on the writer (schema id, or ZTF's schema fingerprint) yields one column of one
+type whatever the version.
 
 Paths are the view's (``alertsieve.alerts.view``): ``diaSource.snr``, ``prvDiaSources[].psfFlux``.
 """
@@ -11,9 +12,9 @@ Paths are the view's (``alertsieve.alerts.view``): ``diaSource.snr``, ``prvDiaSo
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from alertsieve.alerts.schemas import AlertSchema
 from alertsieve.alerts.view import PRIMITIVES, ViewField
 
 SPARK_TYPES = {"boolean": "boolean", "int": "int", "long": "bigint", "float": "float",
@@ -34,9 +35,10 @@ def pruned(definition: dict, wanted: dict[str, Any]) -> dict | None:
     """The writer schema cut down to the fields in ``wanted`` (a :func:`tree`), or None if it has
     none of them: a valid Avro reader schema for data written with ``definition``."""
     names: dict[str, Any] = {}
-    made: list[str] = []
+    made = 0
 
     def cut(node: Any, want: dict[str, Any]) -> Any:
+        nonlocal made
         if isinstance(node, list):
             inner = [cut(b, want) for b in node]
             return None if any(b is None for b in inner) else inner
@@ -48,7 +50,7 @@ def pruned(definition: dict, wanted: dict[str, Any]) -> dict | None:
             names[node["name"]] = node
             fields = []
             for f in node["fields"]:
-                key = f["name"] + ("[]" if _is_array(f["type"], names) else "")
+                key = f["name"] + ("[]" if _is_array(f["type"]) else "")
                 if key in want:
                     kept = cut(f["type"], want[key])
                     if kept is not None:
@@ -57,23 +59,24 @@ def pruned(definition: dict, wanted: dict[str, Any]) -> dict | None:
                 return None
             # A fresh name per cut: one record (diaSource) may be cut two ways (the alert's own,
             # its history's); Avro resolves records by structure when names differ.
-            made.append(node["name"])
+            made += 1
             short = node["name"].rsplit(".", 1)[-1]
-            return {"type": "record", "name": f"{short}_view{len(made)}", "fields": fields}
+            return {"type": "record", "name": f"{short}_view{made}", "fields": fields}
         if node["type"] == "array":
             items = cut(node["items"], want)
             return None if items is None else {"type": "array", "items": items}
-        return node
+        # A logical type (timestamp-micros) read as its plain type: Spark would make it a
+        # timestamp, the view (like the schemas' docs) counts it as the long it is.
+        return node["type"]
 
     return cut(definition, wanted)
 
 
-def _is_array(node: Any, names: dict[str, Any]) -> bool:
+def _is_array(node: Any) -> bool:
+    """Arrays are never named in Avro, so a field is one only by its (union's) inline type."""
     if isinstance(node, list):
-        return any(_is_array(b, names) for b in node if b != "null")
-    if isinstance(node, str):
-        return isinstance(names.get(node), dict) and names[node].get("type") == "array"
-    return node.get("type") == "array"
+        return any(_is_array(b) for b in node if b != "null")
+    return isinstance(node, dict) and node.get("type") == "array"
 
 
 def view_type(view: list[ViewField], paths: list[str]) -> str:
@@ -131,38 +134,31 @@ def present_tree(definition: dict) -> dict[str, Any]:
     return tree(list(leaves(definition)))
 
 
-def decode_view(raw, writers: dict[int, AlertSchema], view: list[ViewField], paths: list[str]):
-    """``raw`` Kafka rows in Confluent framing -> the same rows with ``_schema_id`` and ``alert``
-    (the view struct for ``paths``; null when the id is not one of ``writers`` or the body does
-    not decode).
+def version_columns(key: str, writers: Mapping[Any, dict], view: list[ViewField], paths: list[str]):
+    """(decoders, alert): a column per writer (keyed by the column ``key``) reading the Kafka
+    ``value`` with that writer's schema pruned to ``paths`` (null on other writers' rows), and
+    the view struct built from whichever is not null (null when none is: an unknown key or an
+    undecodable body).
 
-    Two projections on purpose: the first decodes each row once, with its own version's pruned
-    schema, into a column per version (null for the other versions' rows); the second reads those
-    columns as often as the view needs. In one projection, every field reference would carry its
-    own copy of ``from_avro``."""
+    Select the decoders in one projection and the alert in the next, on purpose: in one
+    projection, every field reference would carry its own copy of ``from_avro``. Built once per
+    set of paths: for the whole view that is thousands of Py4J calls."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
-    from alertsieve.stream.decode import framed
-
     wanted = tree(paths)
     by_path = {f.path: f for f in view}
-    value = F.col("value")
-    size = F.coalesce(F.length(value), F.lit(0))
-    schema_id = F.when(size >= 5, F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long"))
-    readers = {sid: pruned(w.definition, wanted) for sid, w in writers.items()}
-    decoded = [
-        F.when(F.col("_schema_id") == sid, from_avro(
-            value, json.dumps(framed(writers[sid].definition)),
-            {"mode": "PERMISSIVE", "avroSchema": json.dumps(reader)},
-        )).alias(f"_version_{sid}")
-        for sid, reader in readers.items() if reader is not None
+    readers = {k: pruned(w, wanted) for k, w in writers.items()}
+    columns = {k: f"_version_{i}" for i, k in enumerate(readers) if readers[k] is not None}
+    decoders = [
+        F.when(F.col(key) == F.lit(k), from_avro(
+            F.col("value"), json.dumps(writers[k]),
+            {"mode": "PERMISSIVE", "avroSchema": json.dumps(readers[k])},
+        )).alias(name)
+        for k, name in columns.items()
     ]  # fmt: skip
-    step = raw.withColumn("_schema_id", schema_id).select("*", *decoded)
-    struct = view_type(view, paths)
-    alert = F.lit(None).cast(struct)
-    for sid, reader in readers.items():
-        if reader is not None:  # a version with none of the fields stays all null
-            column = F.col(f"_version_{sid}")
-            alert = F.when(column.isNotNull(), projected(column, present_tree(reader), wanted, by_path)).otherwise(alert)
-    return step.select(*raw.columns, "_schema_id", alert.alias("alert"))
+    alert = F.lit(None).cast(view_type(view, paths))
+    for k, name in columns.items():  # a version with none of the fields stays all null
+        version = F.col(name)
+        alert = F.when(version.isNotNull(), projected(version, present_tree(readers[k]), wanted, by_path)).otherwise(alert)
+    return decoders, alert

@@ -1,0 +1,119 @@
+"""Which alerts a job reads: the survey (Rubin or ZTF, set or detected from the topic's first
+messages), the writer schemas its topic may carry, and so the filter view and its decoder.
+
+Rubin: writer schemas from the schema registry when one is configured, else the local store
+(every version lsst-alert-packet ships, plus replayed files' schemas); the job reads the versions
+of ``schema_versions`` (7.0 on by default) and quarantines the others with the reason.
+ZTF: writer schemas travel inside each message; the job knows those shipped in ``schemas/ztf/``
+and those of the topic's first messages, by the SHA-256 of their JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from alertsieve.alerts.schemas import (
+    SchemaStore,
+    load_rubin_schema,
+    open_store,
+    rubin_version_of,
+    view_versions,
+)
+from alertsieve.alerts.view import version_order, view_of
+from alertsieve.alerts.ztf import (
+    MAGIC,
+    ContainerError,
+    container_schema,
+    header,
+    schema_fingerprint,
+    writer_of,
+)
+from alertsieve.stream.config import ConfigError, JobConfig
+from alertsieve.stream.decode import Decoder, framed
+
+
+def ztf_schema_dir() -> Path:
+    """The repository's ``schemas/ztf/``: ZTF writer schemas exactly as ZTF's headers hold them."""
+    return Path(__file__).resolve().parents[2] / "schemas" / "ztf"
+
+
+def detect_survey(messages: list[bytes]) -> str | None:
+    """'ztf' when the messages are Avro container files, 'rubin' when they are framed; None
+    when there is nothing to look at."""
+    if not messages:
+        return None
+    return "ztf" if sum(m.startswith(MAGIC) for m in messages) * 2 > len(messages) else "rubin"
+
+
+def survey_of(cfg: JobConfig, head: list[bytes]) -> str:
+    if cfg.survey != "auto":
+        return cfg.survey
+    return detect_survey(head) or "rubin"
+
+
+def rubin_decoder(cfg: JobConfig, store: SchemaStore | None = None) -> Decoder:
+    """Every Rubin writer the topic may carry that the job reads, the view of their union, and
+    why the others are refused."""
+    wanted = cfg.schema_versions or view_versions()
+    if cfg.wire_format == "plain":
+        schema = load_rubin_schema(cfg.writer_schema_version)
+        version = rubin_version_of(schema.definition)
+        return Decoder("rubin", "plain", view_of({version: schema.definition}),
+                       {schema.schema_id: schema.definition}, {schema.schema_id: schema.name},
+                       {schema.schema_id: version})  # fmt: skip
+    store = store or open_store(cfg.schema_registry, cfg.schema_dir)
+    writers, names, versions, refused, definitions = {}, {}, {}, {}, {}
+    for schema in store.candidates(f"{cfg.topic or 'alerts'}-value"):
+        version = rubin_version_of(schema.definition)
+        where = f"schema id {schema.schema_id} ({schema.name})"
+        if version is None:
+            refused[schema.schema_id] = f"{where} is not a Rubin alert schema (this job reads survey rubin)"
+        elif version not in wanted:
+            refused[schema.schema_id] = (
+                f"{where} is not among the versions this job reads ({', '.join(wanted)});"
+                f" add {version} to schema_versions"
+            )
+        else:
+            label = version if version not in definitions else f"{version}#{schema.schema_id}"
+            definitions[label] = schema.definition
+            writers[schema.schema_id] = framed(schema.definition)
+            names[schema.schema_id] = schema.name
+            versions[schema.schema_id] = label
+    missing = [v for v in wanted if v not in set(versions.values())]
+    if not writers or (missing and cfg.schema_versions):
+        source = cfg.schema_registry or "the local schema store"
+        raise ConfigError(
+            f"{cfg.where}: schema_versions {missing or wanted} have no writer schema in {source};"
+            " register them, or choose from those it has"
+        )
+    return Decoder("rubin", "confluent", view_of(definitions), writers, names, versions, refused)
+
+
+def ztf_decoder(head: list[bytes]) -> Decoder:
+    """The ZTF schemas shipped with alertsieve and those the topic's first messages carry."""
+    raw = {schema_fingerprint(p.read_bytes()): p.read_bytes() for p in sorted(ztf_schema_dir().glob("*.avsc"))}
+    for message in head:
+        if message.startswith(MAGIC):
+            try:
+                fingerprint, _ = writer_of(message)
+            except ContainerError:
+                continue  # a compressed container: quarantined with its reason when read
+            raw.setdefault(fingerprint, header(message)["avro.schema"])
+    writers, names, versions, definitions = {}, {}, {}, {}
+    for fingerprint, text in raw.items():
+        definition = json.loads(text)
+        version = str(definition.get("version", fingerprint[:12]))
+        label = version if version not in definitions else f"{version}#{fingerprint[:12]}"
+        definitions[label] = definition
+        writers[fingerprint] = container_schema(definition)
+        names[fingerprint] = f"ztf alert {label} (sha256 {fingerprint[:12]})"
+        versions[fingerprint] = label
+    ordered = dict(sorted(definitions.items(), key=lambda kv: version_order(kv[0])))
+    return Decoder("ztf", "container", view_of(ordered), writers, names, versions,
+                   tell="candid", id_path="candid")  # fmt: skip
+
+
+def make_decoder(cfg: JobConfig, head: list[bytes]) -> Decoder:
+    """The decoder of the job's survey; ``head``: the topic's first messages (may be empty)."""
+    return ztf_decoder(head) if survey_of(cfg, head) == "ztf" else rubin_decoder(cfg)
