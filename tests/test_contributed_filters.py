@@ -9,11 +9,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from alertsieve.alerts.schemas import load_rubin_schema
+from alertsieve.filtering.backtest import records_source
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.discovery import discover, load_filter_file
 from alertsieve.filtering.model import FilterError
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-from alertsieve.filtering.backtest import records_source
 
 SCHEMA = load_rubin_schema()
 SIM = AlertSimulator(SimulationConfig(seed=3, stamp_size=0))
