@@ -186,7 +186,7 @@ def _cmd_filters(args: argparse.Namespace) -> int:
     from alertsieve.filtering.model import FilterError
     from alertsieve.spark.session import get_session
     from alertsieve.stream.config import JobConfig
-    from alertsieve.stream.plan import lacking_fields, sample_alerts
+    from alertsieve.stream.plan import lacking_fields, lacking_lines, sample_alerts
     from alertsieve.stream.surveys import rubin_decoder, ztf_decoder
 
     spark = get_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"})
@@ -197,8 +197,8 @@ def _cmd_filters(args: argparse.Namespace) -> int:
         try:
             validate([f], sample_alerts(spark, decoder))
             print(f"ok      {f.name} ({decoder.survey})")
-            for path_versions in lacking_fields(spark, decoder, [f]).get(f.name, {}).items():
-                print(f"        {path_versions[0]} is null in version(s) {', '.join(path_versions[1])}")
+            for line in lacking_lines(lacking_fields(spark, decoder, [f])):
+                print(f"        {line}")
         except FilterError as e:
             failures += 1
             print(f"FAILED  {e}")

@@ -1,7 +1,9 @@
 """`alertsieve bench stream`: the filter job's throughput on a pre-filled topic, with 1, 10 and 50
-SQL filters, against two baselines measured in the same run on the same topic:
-(a) the ceiling, a plain consumer that only reads the bytes, and (b) the seeds' way, a Python
-consumer that decodes each alert with fastavro and runs the filters in Python.
+SQL filters, against baselines measured in the same run on the same topic:
+(a) the ceiling, a plain consumer that only reads the bytes, (b) the seeds' way, a Python
+consumer that decodes each alert with fastavro and runs the filters in Python, and (c) Spark
+reading the bytes only into its noop sink, beside the job's decode + 10 filters into the same
+sink (``alertsieve.bench.noop``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from statistics import median
 from alertsieve.alerts.schemas import LocalSchemaStore
 from alertsieve.bench.baselines import plain_consume, seeds_way_consume
 from alertsieve.bench.machine import describe
+from alertsieve.bench.noop import decode_over_bytes
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka import embedded
 from alertsieve.produce.producer import ProduceConfig, produce
@@ -314,6 +317,7 @@ def bench_stream(
         from alertsieve.spark.session import get_session
 
         spark = get_session("alertsieve-bench-stream", conf={"spark.ui.enabled": "false"})
+        noop = decode_over_bytes(spark, bootstrap, topic, str(store_dir), ten, produced.acked, batch)
         runs = []
         for n in filter_counts:
             filters, _ = bench_filters(n)
@@ -368,6 +372,7 @@ def bench_stream(
             },  # fmt: skip
             "max_offsets_per_trigger": batch,
             "ceiling_plain_consumer": _rate(plain["alerts"], plain["bytes"], plain["seconds"]),
+            "spark_noop_decode_over_bytes_only": noop,
             "seeds_way_fastavro_python_10_filters": _rate(
                 seeds["alerts"], seeds["bytes"], seeds["seconds"]
             ),

@@ -42,14 +42,7 @@ class JobPlan:
             f"survey {d.survey}: {len(d.writers)} writer schema(s), versions {', '.join(versions)};"
             f" decoding {len(self.paths)} of the view's {len(d.view)} fields"
         ]
-        for name, fields in self.lacking.items():
-            by_versions: dict[tuple[str, ...], list[str]] = {}
-            for path, missing in fields.items():
-                by_versions.setdefault(tuple(missing), []).append(path)
-            for missing, paths in by_versions.items():
-                shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
-                lines.append(f"filter {name}: null in version(s) {', '.join(missing)}: {shown}")
-        return lines
+        return lines + lacking_lines(self.lacking)
 
 
 def plan_job(spark, cfg: JobConfig) -> JobPlan:
@@ -84,15 +77,42 @@ def archive_paths(decoder: Decoder, with_cutouts: bool) -> list[str]:
 
 
 def lacking_fields(spark, decoder: Decoder, filters: list[Filter]) -> dict[str, dict[str, list[str]]]:
-    """Per filter, the fields it reads that some version the job reads lacks."""
+    """Per filter, the fields it reads that some version the job reads lacks. A record read
+    whole (``ssSource IS NOT NULL``) counts as one field, lacking where no field of it exists."""
     versions = sorted(set(decoder.versions.values()), key=version_order)
     out = {}
     for f in filters:
         used = referenced_paths(spark, decoder.view, list(f.expressions().values()))
-        missing = {p: v for p, v in missing_in(decoder.view, used, versions).items() if v}
+        missing = {p: v for p, v in _missing(decoder.view, used, versions).items() if v}
         if missing:
             out[f.name] = missing
     return out
+
+
+def _missing(view: list[ViewField], used: list[str], versions: list[str]) -> dict[str, list[str]]:
+    by_top: dict[str, list[ViewField]] = {}
+    for field in view:
+        by_top.setdefault(field.path.split(".")[0], []).append(field)
+    chosen, whole = set(used), {}
+    for top, fields in by_top.items():
+        if len(fields) > 1 and all(f.path in chosen for f in fields):
+            present = {v for f in fields for v in f.versions}
+            whole[top] = [v for v in versions if v not in present]
+            chosen -= {f.path for f in fields}
+    return {**whole, **missing_in(view, [p for p in used if p in chosen], versions)}
+
+
+def lacking_lines(lacking: dict[str, dict[str, list[str]]]) -> list[str]:
+    """One line per filter and set of versions: which fields it reads are null there."""
+    lines = []
+    for name, fields in lacking.items():
+        by_versions: dict[tuple[str, ...], list[str]] = {}
+        for path, missing in fields.items():
+            by_versions.setdefault(tuple(missing), []).append(path)
+        for missing, paths in by_versions.items():
+            shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+            lines.append(f"filter {name}: null in version(s) {', '.join(missing)}: {shown}")
+    return lines
 
 
 def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:

@@ -4,13 +4,15 @@ Spark prunes nested columns of a file scan down to what a query uses (``nestedSc
 We let it do that work for us: a scan of an empty folder typed as the whole view, the filters'
 expressions selected over it, and the scan's pruned read schema is the answer, with Spark's own
 resolution of names, ``x.y`` steps, ``arr[0].f`` and functions. A field reached only through a
-lambda (``transform(prvDiaSources, s -> s.psfFlux)``) or named whole (``ssSource IS NOT NULL``)
-keeps the whole record: Spark cannot prune there, and neither do we.
+lambda (``transform(prvDiaSources, s -> s.psfFlux)``) keeps the whole record: Spark cannot prune
+there, and neither do we. A record asked only whether it is there or how long it is
+(``ssSource IS NOT NULL``, ``size(prvDiaSources)``) is read as one field.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from typing import Any
@@ -21,22 +23,73 @@ from alertsieve.stream.view_decode import view_type
 
 def referenced_paths(spark, view: list[ViewField], expressions: list[str]) -> list[str]:
     """The view paths (``diaSource.snr``, ``prvDiaSources[].psfFlux``) ``expressions`` read,
-    in the view's order. The expressions must already compile against the view."""
+    in the view's order. The expressions must already compile against the view.
+
+    A record or array that an expression keeps whole is then tried cut down to one field: if the
+    expression still compiles (``size(prvDiaSources) = 0``, ``ssSource IS NOT NULL``), that field
+    is enough; a null record or an array stays null and keeps its length, so the answer is the
+    same while Avro skips the rest."""
     from pyspark.sql.types import _parse_datatype_string
 
-    if not expressions:
-        return []
-    schema = _parse_datatype_string(view_type(view, [f.path for f in view]))
     folder = tempfile.mkdtemp(prefix="alertsieve-view-")
+
+    def scan(fields: list[ViewField]):
+        return spark.read.schema(_parse_datatype_string(view_type(fields, [f.path for f in fields]))).parquet(folder)
+
+    found: set[str] = set()
     try:
-        scan = spark.read.schema(schema).parquet(folder)
-        query = scan.selectExpr(*[f"({e}) AS _e{i}" for i, e in enumerate(expressions)])
-        leaves = query._jdf.queryExecution().executedPlan().collectLeaves()
-        read = json.loads(leaves.apply(0).requiredSchema().json())
+        for expression in expressions:
+            read = _read_schema(scan(view).selectExpr(f"({expression}) AS _e"))
+            used = set(_paths(read, ""))
+            for top, fields in _by_top(view).items():
+                if len(fields) > 1 and all(f.path in used for f in fields):
+                    reduced = [f for f in view if f.path.split(".")[0] != top or f is fields[0]]
+                    if only_existence(expression, top.removesuffix("[]")) and _compiles(scan(reduced), expression):
+                        used -= {f.path for f in fields[1:]}
+            found |= used
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    found = set(_paths(read, ""))
     return [f.path for f in view if f.path in found]
+
+
+_STRINGS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def only_existence(expression: str, name: str) -> bool:
+    """Whether ``expression`` uses ``name`` only to ask if it is there or how long it is:
+    ``size(x)``, ``cardinality(x)``, ``x IS [NOT] NULL``, ``isnull(x)``, ``isnotnull(x)``."""
+    bare = _STRINGS.sub("''", expression)  # words inside string literals are not names
+    word = rf"`?{re.escape(name)}`?"
+    uses = len(re.findall(rf"(?<![\w.`]){word}(?![\w`])", bare, flags=re.I))
+    existence = len(re.findall(
+        rf"(?:size|cardinality|isnull|isnotnull)\s*\(\s*{word}\s*\)|(?<![\w.`]){word}\s+is\s+(?:not\s+)?null\b",
+        bare, flags=re.I,
+    ))  # fmt: skip
+    return uses == existence
+
+
+def _read_schema(query) -> dict[str, Any]:
+    leaves = query._jdf.queryExecution().executedPlan().collectLeaves()
+    return json.loads(leaves.apply(0).requiredSchema().json())
+
+
+def _compiles(scan, expression: str) -> bool:
+    from pyspark.errors import AnalysisException
+
+    try:
+        scan.selectExpr(f"({expression}) AS _e").schema  # noqa: B018 - analysis is the test
+    except AnalysisException:
+        return False
+    return True
+
+
+def _by_top(view: list[ViewField]) -> dict[str, list[ViewField]]:
+    """View fields by their top-level step; the first is the one kept when a record is cut down
+    (the schemas put the id first: ``diaSourceId``)."""
+    out: dict[str, list[ViewField]] = {}
+    for f in view:
+        out.setdefault(f.path.split(".")[0], []).append(f)
+    return out
 
 
 def _paths(node: dict[str, Any], prefix: str):

@@ -1,0 +1,74 @@
+"""What decoding and filtering cost on top of Spark's own read: the same topic read three ways into
+Spark's ``noop`` sink (which writes nothing), so that only reading, decoding and filtering are
+compared: the bytes alone; the job's decode into the filter view plus its SQL filters; and the
+whole alert decoded (every field but the cutouts, as a reader schema did before the view)."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+
+from alertsieve.filtering.model import AlertFilter
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.decode import flat_alert
+from alertsieve.stream.plan import archive_paths, plan_job
+from alertsieve.stream.source import source_options
+
+
+def _noop_seconds(frame, checkpoint: str) -> float:
+    """Wall time of one available-now query of ``frame`` into the noop sink."""
+    start = time.perf_counter()
+    query = (
+        frame.writeStream.format("noop").option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination()
+    if query.exception():
+        raise RuntimeError(f"noop query failed: {query.exception()}")
+    return time.perf_counter() - start
+
+
+def decode_over_bytes(spark, bootstrap: str, topic: str, schema_dir: str, filters: list[AlertFilter],
+                      alerts: int, batch: int = 20_000, repeats: int = 3) -> dict:  # fmt: skip
+    """Alerts/s of each way, the best of ``repeats`` runs taken in turn (warm JVM, same cache
+    state for each), and their ratios to the bytes-only read."""
+    from pyspark.sql import functions as F
+
+    cfg = JobConfig(bootstrap=bootstrap, topic=topic, code_filters=filters, discover_filters=False,
+                    max_offsets_per_trigger=batch, schema_dir=schema_dir, metrics_path=None, survey="rubin")  # fmt: skip
+    plan = plan_job(spark, cfg)
+
+    def raw():
+        return spark.readStream.format("kafka").options(**source_options(cfg)).load()
+
+    def filtered(paths: list[str]):
+        decoded = plan.decoder.decode(raw(), paths)
+        alert = decoded.select("_reason", *flat_alert(decoded))
+        ok = F.col("_reason").isNull()
+        return alert.select("_reason", *[(f.evaluate()[0] & ok).alias(f.name) for f in filters])
+
+    ways = {
+        "bytes_only": lambda: raw().select("key", "value"),
+        "decode_view_and_filters": lambda: filtered(plan.paths),
+        "decode_everything_and_filters": lambda: filtered(archive_paths(plan.decoder, with_cutouts=False)),
+    }
+    best = {name: float("inf") for name in ways}
+    folder = tempfile.mkdtemp(prefix="alertsieve-noop-")
+    for r in range(repeats):
+        for name, frame in ways.items():
+            best[name] = min(best[name], _noop_seconds(frame(), f"{folder}/{name}-{r}"))
+    rates = {name: round(alerts / s, 1) for name, s in best.items()}
+    return {
+        "sink": "noop",
+        "alerts": alerts,
+        "filters": len(filters),
+        "fields_decoded": {"view": len(plan.paths),
+                           "everything": len(archive_paths(plan.decoder, with_cutouts=False))},  # fmt: skip
+        "best_of": repeats,
+        "seconds": {name: round(s, 2) for name, s in best.items()},
+        "alerts_per_s": rates,
+        "ratio_view_and_filters_over_bytes_only": round(rates["decode_view_and_filters"] / rates["bytes_only"], 3),
+        "ratio_everything_and_filters_over_bytes_only": round(
+            rates["decode_everything_and_filters"] / rates["bytes_only"], 3
+        ),
+    }
