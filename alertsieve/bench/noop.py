@@ -11,7 +11,7 @@ import time
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import flat_alert
-from alertsieve.stream.plan import archive_paths, plan_job
+from alertsieve.stream.plan import plan_job, view_paths
 from alertsieve.stream.source import source_options
 
 
@@ -50,7 +50,7 @@ def decode_over_bytes(spark, bootstrap: str, topic: str, schema_dir: str, filter
     ways = {
         "bytes_only": lambda: raw().select("key", "value"),
         "decode_view_and_filters": lambda: filtered(plan.paths),
-        "decode_everything_and_filters": lambda: filtered(archive_paths(plan.decoder, with_cutouts=False)),
+        "decode_everything_and_filters": lambda: filtered(view_paths(plan.decoder, with_cutouts=False)),
     }
     best = {name: float("inf") for name in ways}
     folder = tempfile.mkdtemp(prefix="alertsieve-noop-")
@@ -63,7 +63,7 @@ def decode_over_bytes(spark, bootstrap: str, topic: str, schema_dir: str, filter
         "alerts": alerts,
         "filters": len(filters),
         "fields_decoded": {"view": len(plan.paths),
-                           "everything": len(archive_paths(plan.decoder, with_cutouts=False))},  # fmt: skip
+                           "everything": len(view_paths(plan.decoder, with_cutouts=False))},  # fmt: skip
         "best_of": repeats,
         "seconds": {name: round(s, 2) for name, s in best.items()},
         "alerts_per_s": rates,

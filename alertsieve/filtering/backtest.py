@@ -22,7 +22,7 @@ from alertsieve.filtering.model import Filter, FilterError
 from alertsieve.kafka.topics import head_messages
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import Decoder, flat_alert
-from alertsieve.stream.plan import archive_paths, filter_paths, sample_alerts
+from alertsieve.stream.plan import filter_paths, sample_alerts, view_paths
 from alertsieve.stream.surveys import make_decoder
 
 ALERTS_PER_NIGHT = 10_000_000
@@ -56,7 +56,7 @@ class AlertSource:
 
     def decoded(self, paths: list[str] | None = None):
         """The decodable alerts in the filter view: ``paths`` only, or all of it but cutouts."""
-        paths = paths or archive_paths(self.decoder, with_cutouts=False)
+        paths = paths or view_paths(self.decoder, with_cutouts=False)
         return self.decoder.decode(self.raw, paths).where("_reason IS NULL").select("alert.*")
 
 

@@ -48,6 +48,7 @@ class Decoder:
     refused: Mapping[Any, str] = field(default_factory=dict)  # key -> why this job does not read it
     tell: str = "diaSource.diaSourceId"  # never null in a decoded alert of any version
     id_path: str = "diaSource.diaSourceId"  # the alert's id (the outputs' Kafka key)
+    detection: str = "diaSource"  # the record of the detection that made the alert
 
     @property
     def paths(self) -> list[str]:

@@ -111,7 +111,7 @@ def ztf_decoder(head: list[bytes]) -> Decoder:
         versions[fingerprint] = label
     ordered = dict(sorted(definitions.items(), key=lambda kv: version_order(kv[0])))
     return Decoder("ztf", "container", view_of(ordered), writers, names, versions,
-                   tell="candid", id_path="candid")  # fmt: skip
+                   tell="candid", id_path="candid", detection="candidate")  # fmt: skip
 
 
 def make_decoder(cfg: JobConfig, head: list[bytes]) -> Decoder:
