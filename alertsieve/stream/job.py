@@ -108,7 +108,10 @@ class FilterStream:
             ]
             quarantined = int(row["quarantined"] or 0)
             if sum(matches.values()):
-                self._published_at = write_matches(narrow, live, self.cfg, self.plan, batch_id, self._phase)
+                # Rubin: the archive decodes only the versions this batch carries; ZTF's writers
+                # are not in the rows (their fingerprints are), so it takes all of them.
+                seen = frozenset(row["writers"]) if self.plan.decoder.survey == "rubin" else None
+                self._published_at = write_matches(narrow, live, self.cfg, self.plan, batch_id, self._phase, seen)
             if quarantined:
                 with self._phase("quarantine"):
                     write_quarantine(narrow, self.cfg, batch_id)
@@ -153,6 +156,7 @@ class FilterStream:
             *[F.sum(F.col(n).cast("int")).alias(n) for n in flag_names],
             F.percentile_approx(ts, [0.01, 0.05, 0.5], 1000).alias("q"),
             F.min(ts).alias("tmin"),
+            F.collect_set(F.when(ok, F.col("_schema_id"))).alias("writers"),
             *[F.first(F.col(e), ignorenulls=True).alias(e) for e in error_names],
         ).collect()[0]
 

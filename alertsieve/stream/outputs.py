@@ -42,9 +42,10 @@ def sink_options(cfg: JobConfig) -> dict[str, str]:
 
 
 def write_matches(narrow, live: list[tuple[Filter, str]], cfg: JobConfig, plan: JobPlan,
-                  batch_id: int, phase: Phase) -> float | None:  # fmt: skip
+                  batch_id: int, phase: Phase, writers: frozenset | None = None) -> float | None:  # fmt: skip
     """Publish the matches of the filters in ``live`` (each with its flag column); returns when
-    the Kafka fan-out finished (None without a Kafka sink)."""
+    the Kafka fan-out finished (None without a Kafka sink). ``writers``: the writer keys among
+    the batch's decoded alerts, when known."""
     from pyspark.sql import functions as F
 
     published_at = None
@@ -86,7 +87,7 @@ def write_matches(narrow, live: list[tuple[Filter, str]], cfg: JobConfig, plan: 
         raw_again = matched.select(
             *[F.col(m).alias(src) for m, src in META.items()], "_alert_id", *flag_names
         )
-        decoded = plan.decoder.decode(raw_again, plan.archive_paths, keep=("_alert_id", *flag_names))
+        decoded = plan.decoder.decode(raw_again, plan.archive_paths, keep=("_alert_id", *flag_names), only=writers)
         alert = F.col("alert")
         kept = {p.split(".")[0] for p in plan.archive_paths} & set(plan.decoder.cutouts)
         if kept and not cfg.delta_cutouts:
