@@ -85,14 +85,17 @@ def _ztf_records(n: int, start: int = 0) -> list[dict]:
     ]
 
 
-def test_replayed_container_files_are_sent_byte_for_byte(kafka, topic_name, tmp_path):
+def _replay_folder(tmp_path, schema: dict, records: list[dict]):
     folder = tmp_path / "archive"
     folder.mkdir()
-    records = _ztf_records(120)
     with open(folder / "a.avro", "wb") as f:
-        fastavro.writer(f, ZTF_LIKE, records[:70], codec="deflate", sync_interval=2000)
+        fastavro.writer(f, schema, records[:70], codec="deflate", sync_interval=2000)
     with open(folder / "b.avro", "wb") as f:
-        fastavro.writer(f, ZTF_LIKE, records[70:])
+        fastavro.writer(f, schema, records[70:])
+    return folder
+
+
+def _replay(kafka, topic_name, tmp_path, folder) -> None:
     summary = produce(
         ProduceConfig(bootstrap=kafka.bootstrap_servers, topic=topic_name, replay=[str(folder)],
                       alerts_per_visit=50, interval_s=0, producers=2, progress=False,
@@ -100,18 +103,37 @@ def test_replayed_container_files_are_sent_byte_for_byte(kafka, topic_name, tmp_
     )  # fmt: skip
     assert summary.ok and summary.expected == summary.acked == 120
 
+
+def test_replayed_files_are_sent_confluent_framed_byte_for_byte(kafka, topic_name, tmp_path):
+    other = {**ZTF_LIKE, "namespace": "elsewhere"}  # not ZTF's schema: Rubin's wire format
+    records = _ztf_records(120)
+    _replay(kafka, topic_name, tmp_path, _replay_folder(tmp_path, other, records))
+
     def body_of(rec: dict) -> bytes:  # independent: encode each record on its own
         buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, fastavro.parse_schema(ZTF_LIKE), rec)
+        fastavro.schemaless_writer(buf, fastavro.parse_schema(other), rec)
         return buf.getvalue()
 
     want = {str(r["candid"]): body_of(r) for r in records}
     got = {}
     for m in consume_all(kafka.bootstrap_servers, topic_name):
         schema_id, body = unframe(m.value())
-        assert schema_id == local_schema_id(ZTF_LIKE)
+        assert schema_id == local_schema_id(other)
         got[m.key().decode()] = body
     assert got == want
+
+
+def test_replayed_ztf_files_are_sent_as_ztf_does_one_container_per_alert(kafka, topic_name, tmp_path):
+    records = _ztf_records(120)
+    _replay(kafka, topic_name, tmp_path, _replay_folder(tmp_path, ZTF_LIKE, records))
+    got = {}
+    for m in consume_all(kafka.bootstrap_servers, topic_name):
+        reader = fastavro.reader(io.BytesIO(m.value()))
+        assert reader.codec == "null"  # uncompressed, so Spark reads it in place
+        assert reader.writer_schema["name"] == "ztf.alert"
+        (record,) = list(reader)  # exactly one alert per message
+        got[m.key().decode()] = record
+    assert got == {str(r["candid"]): r for r in records}
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
