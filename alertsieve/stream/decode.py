@@ -3,8 +3,8 @@
 A :class:`Decoder` knows, for one survey, which writer schemas a topic may carry and how each
 message names its own: Rubin's Confluent framing (``0x00``, a 4-byte schema id, the body), a plain
 schemaless body of one configured version, or ZTF's container file per message (the writer schema
-in its header, known by the SHA-256 of its JSON). Each writer is read with its own schema, pruned
-to the view paths asked for, and projected into the view (``alertsieve.stream.view_decode``).
+in its header, known by the SHA-256 of its JSON). Each writer is read with its own schema and
+resolved by Avro straight into the view's paths asked for (``alertsieve.stream.view_decode``).
 PERMISSIVE ``from_avro`` turns an undecodable body into nulls instead of failing the batch; a
 ``tell`` path that no decoded alert lacks turns those nulls into a quarantine reason.
 """
@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any, Literal
 
 from alertsieve.alerts.view import ViewField
-from alertsieve.stream.view_decode import version_columns
+from alertsieve.stream.view_decode import view_column
 
 #: Metadata columns the job carries next to the alert's own fields (underscored: never a clash).
 META = {
@@ -74,8 +74,7 @@ class Decoder:
             *[F.col(src).alias(dst) for dst, src in META.items()], *keep, "value",
             self._key(value, size).alias("_writer"), size.alias("_size"), *codec,
         )  # fmt: skip
-        decoders, alert = self._columns(tuple(paths), only)
-        step = step.select("*", *decoders).select(*step.columns, alert.alias("_decoded"))
+        step = step.select("*", self._column(tuple(paths), only).alias("_decoded"))
         decoded = F.col("_decoded")
         reason = self._reason(F.col("_value"), F.col("_size"), F.col("_writer"), decoded)
         schema_id = F.col("_writer") if self.survey == "rubin" else F.lit(None)
@@ -98,10 +97,10 @@ class Decoder:
         except (WireFormatError, ContainerError):
             return None
 
-    @cache  # noqa: B019 - a job has one decoder; its columns are built once per set of paths
-    def _columns(self, paths: tuple[str, ...], only: frozenset | None):
+    @cache  # noqa: B019 - a job has one decoder; its column is built once per set of paths
+    def _column(self, paths: tuple[str, ...], only: frozenset | None):
         writers = {k: w for k, w in self.writers.items() if only is None or k in only}
-        return version_columns("_writer", writers, self.view, list(paths))
+        return view_column("_writer", writers, self.view, list(paths))
 
     def _key(self, value, size):
         """Which writer a message names: its schema id, or its header schema's fingerprint."""

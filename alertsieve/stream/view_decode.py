@@ -1,10 +1,16 @@
 """Decode messages of several writer schemas into one filter view, reading only what is used.
 
 Each writer version is read with its own schema (Rubin's major versions are not compatible with one
-another), pruned to the view paths the job needs: Avro skips every other field, cutouts included.
-Each version's struct is then projected into the view (types widened, fields the version lacks
-null), so a CASE on the writer (schema id, or ZTF's schema fingerprint) yields one column of one
-type whatever the version.
+another) and resolved by Avro straight into one reader schema: the view restricted to the paths the
+job needs, every field nullable with a null default. Avro resolution does the whole projection, and
+it is valid here by construction: the view only widens numbers the way Avro promotes them (int to
+long to float to double), a field a version lacks takes its default (null), and every field the
+reader does not name (cutouts included) is skipped. So every version yields the same Spark type,
+with no per-field projection after the decode, and a CASE on the writer (schema id, or ZTF's schema
+fingerprint) picks the one decoder a row needs.
+
+A record or array a version has is there even when the version has none of the fields asked of it
+(its fields are then null): ``ssSource IS NOT NULL`` means what it says in every version.
 
 Paths are the view's (``alertsieve.alerts.view``): ``diaSource.snr``, ``prvDiaSources[].psfFlux``.
 """
@@ -12,10 +18,11 @@ Paths are the view's (``alertsieve.alerts.view``): ``diaSource.snr``, ``prvDiaSo
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from alertsieve.alerts.view import PRIMITIVES, ViewField
+from alertsieve.alerts.view import ViewField
 
 SPARK_TYPES = {"boolean": "boolean", "int": "int", "long": "bigint", "float": "float",
                "double": "double", "bytes": "binary", "string": "string"}  # fmt: skip
@@ -31,56 +38,32 @@ def tree(paths: list[str]) -> dict[str, Any]:
     return root
 
 
-def pruned(definition: dict, wanted: dict[str, Any]) -> dict | None:
-    """The writer schema cut down to the fields in ``wanted`` (a :func:`tree`), or None if it has
-    none of them: a valid Avro reader schema for data written with ``definition``."""
-    names: dict[str, Any] = {}
-    made = 0
+def view_reader(view: list[ViewField], paths: list[str]) -> dict:
+    """The view restricted to ``paths`` as an Avro reader schema: fields in ``paths`` order, each
+    ``["null", T]`` with default null, ``T`` the view's widened type (logical types read as the
+    plain type they annotate, as the view counts them). Records are named after their path, so
+    no two share a name; Avro resolves a writer's record against them by structure."""
+    by_path = {f.path: f for f in view}
 
-    def cut(node: Any, want: dict[str, Any]) -> Any:
-        nonlocal made
-        if isinstance(node, list):
-            inner = [cut(b, want) for b in node]
-            return None if any(b is None for b in inner) else inner
-        if isinstance(node, str) and node not in PRIMITIVES:
-            node = names[node]
-        if isinstance(node, str):
-            return node
-        if node["type"] == "record":
-            names[node["name"]] = node
-            fields = []
-            for f in node["fields"]:
-                key = f["name"] + ("[]" if _is_array(f["type"]) else "")
-                if key in want:
-                    kept = cut(f["type"], want[key])
-                    if kept is not None:
-                        fields.append({**{k: v for k, v in f.items() if k != "type"}, "type": kept})
-            if not fields:
-                return None
-            # A fresh name per cut: one record (diaSource) may be cut two ways (the alert's own,
-            # its history's); Avro resolves records by structure when names differ.
-            made += 1
-            short = node["name"].rsplit(".", 1)[-1]
-            return {"type": "record", "name": f"{short}_view{made}", "fields": fields}
-        if node["type"] == "array":
-            items = cut(node["items"], want)
-            return None if items is None else {"type": "array", "items": items}
-        # A logical type (timestamp-micros) read as its plain type: Spark would make it a
-        # timestamp, the view (like the schemas' docs) counts it as the long it is.
-        return node["type"]
+    def record(node: dict[str, Any], prefix: str) -> dict:
+        name = "view_" + (re.sub(r"\W", "_", prefix.replace("[]", "")) if prefix else "alert")
+        fields = []
+        for step, child in node.items():
+            path = f"{prefix}.{step}" if prefix else step
+            if child:
+                kind: Any = record(child, path)
+            else:
+                kind = by_path[path].type
+            if step.endswith("[]"):
+                kind = {"type": "array", "items": kind}
+            fields.append({"name": step.removesuffix("[]"), "type": ["null", kind], "default": None})
+        return {"type": "record", "name": name, "fields": fields}
 
-    return cut(definition, wanted)
-
-
-def _is_array(node: Any) -> bool:
-    """Arrays are never named in Avro, so a field is one only by its (union's) inline type."""
-    if isinstance(node, list):
-        return any(_is_array(b) for b in node if b != "null")
-    return isinstance(node, dict) and node.get("type") == "array"
+    return record(tree(paths), "")
 
 
 def view_type(view: list[ViewField], paths: list[str]) -> str:
-    """The Spark DDL type of the view restricted to ``paths``."""
+    """The Spark DDL type of the view restricted to ``paths`` (what :func:`view_reader` decodes to)."""
     return _struct_type(tree(paths), "", {f.path: f for f in view})
 
 
@@ -92,73 +75,20 @@ def _struct_type(node: dict[str, Any], prefix: str, by_path: dict[str, ViewField
 
 def _step_type(step: str, child: dict[str, Any], prefix: str, by_path: dict[str, ViewField]) -> str:
     path = f"{prefix}.{step}" if prefix else step
-    if not child:
-        return SPARK_TYPES[by_path[path].type]
-    inner = _struct_type(child, path, by_path)
+    inner = _struct_type(child, path, by_path) if child else SPARK_TYPES[by_path[path].type]
     return f"array<{inner}>" if step.endswith("[]") else inner
 
 
-def projected(decoded, present: dict[str, Any], wanted: dict[str, Any],
-              by_path: dict[str, ViewField], prefix: str = ""):  # fmt: skip
-    """Spark expression: the struct ``decoded`` (read with a pruned schema whose tree is
-    ``present``) as the view's struct for ``wanted``: leaves cast to the view's type, what the
-    version lacks a typed null, a null record or array kept null."""
-    from pyspark.sql import functions as F
-
-    fields = []
-    for step, child in wanted.items():
-        name = step.removesuffix("[]")
-        path = f"{prefix}.{step}" if prefix else step
-        if step not in present:
-            expr = F.lit(None).cast(_step_type(step, child, prefix, by_path))
-        elif not child:
-            expr = decoded[name].cast(SPARK_TYPES[by_path[path].type])
-        elif step.endswith("[]"):
-            expr = F.transform(decoded[name], _element(present[step], child, by_path, path))
-        else:
-            inner = projected(decoded[name], present[step], child, by_path, path)
-            expr = F.when(decoded[name].isNotNull(), inner)
-        fields.append(expr.alias(name))
-    return F.struct(*fields)
-
-
-def _element(present: dict[str, Any], wanted: dict[str, Any], by_path: dict[str, ViewField], path: str):
-    """The one-argument function Spark's ``transform`` maps over an array of records."""
-    return lambda item: projected(item, present, wanted, by_path, path)
-
-
-def present_tree(definition: dict) -> dict[str, Any]:
-    """The tree of paths a (pruned) schema holds."""
-    from alertsieve.alerts.view import leaves
-
-    return tree(list(leaves(definition)))
-
-
-def version_columns(key: str, writers: Mapping[Any, dict], view: list[ViewField], paths: list[str]):
-    """(decoders, alert): a column per writer (keyed by the column ``key``) reading the Kafka
-    ``value`` with that writer's schema pruned to ``paths`` (null on other writers' rows), and
-    the view struct built from whichever is not null (null when none is: an unknown key or an
-    undecodable body).
-
-    Select the decoders in one projection and the alert in the next, on purpose: in one
-    projection, every field reference would carry its own copy of ``from_avro``. Built once per
-    set of paths: for the whole view that is thousands of Py4J calls."""
+def view_column(key: str, writers: Mapping[Any, dict], view: list[ViewField], paths: list[str]):
+    """The view struct for ``paths``, read from the Kafka ``value`` with the writer schema the
+    column ``key`` names (null for an unknown key or, PERMISSIVE, an undecodable body). One
+    ``from_avro`` per writer, of which a row evaluates the one its key picks."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
-    wanted = tree(paths)
-    by_path = {f.path: f for f in view}
-    readers = {k: pruned(w, wanted) for k, w in writers.items()}
-    columns = {k: f"_version_{i}" for i, k in enumerate(readers) if readers[k] is not None}
-    decoders = [
-        F.when(F.col(key) == F.lit(k), from_avro(
-            F.col("value"), json.dumps(writers[k]),
-            {"mode": "PERMISSIVE", "avroSchema": json.dumps(readers[k])},
-        )).alias(name)
-        for k, name in columns.items()
-    ]  # fmt: skip
+    reader = json.dumps(view_reader(view, paths))
     alert = F.lit(None).cast(view_type(view, paths))
-    for k, name in columns.items():  # a version with none of the fields stays all null
-        version = F.col(name)
-        alert = F.when(version.isNotNull(), projected(version, present_tree(readers[k]), wanted, by_path)).otherwise(alert)
-    return decoders, alert
+    for k, writer in writers.items():
+        options = {"mode": "PERMISSIVE", "avroSchema": reader}
+        alert = F.when(F.col(key) == F.lit(k), from_avro(F.col("value"), json.dumps(writer), options)).otherwise(alert)
+    return alert
