@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
+from alertsieve.stream.source import message_frame
 from alertsieve.stream.surveys import rubin_decoder
-
-
-def _kafka_rows(spark, values: list[bytes]):
-    now = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
-    rows = [("t", 0, i, now, None, v) for i, v in enumerate(values)]
-    return spark.createDataFrame(
-        rows,
-        "topic string, partition int, offset long, timestamp timestamp, key binary, value binary",
-    )
 
 
 def test_plain_schemaless_avro_with_a_configured_schema(spark):
@@ -28,7 +18,7 @@ def test_plain_schemaless_avro_with_a_configured_schema(spark):
     )
     values = [schema.encode(a) for a in alerts] + [b"", schema.encode(alerts[0])[:40]]
     decoder = rubin_decoder(JobConfig(topic="t", wire_format="plain", writer_schema_version="11.0"))
-    out = decoder.decode(_kafka_rows(spark, values), ["diaSourceId"]).orderBy("_offset").collect()
+    out = decoder.decode(message_frame(spark, values), ["diaSourceId"]).orderBy("_offset").collect()
     assert [r["alert"]["diaSourceId"] for r in out[:5]] == [a["diaSourceId"] for a in alerts]
     assert [r["_reason"] for r in out] == [None] * 5 + [
         "empty message",

@@ -4,7 +4,6 @@ each read with its own schema and resolved into the fields asked for, against fa
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import re
 from pathlib import Path
@@ -17,6 +16,7 @@ from alertsieve.alerts.schemas import frame, load_rubin_schema
 from alertsieve.alerts.view import build_view
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
+from alertsieve.stream.source import message_frame
 from alertsieve.stream.surveys import rubin_decoder
 
 REAL = Path(__file__).parent / "data" / "real"
@@ -60,7 +60,7 @@ def _nest(record: dict) -> dict:
 @pytest.fixture(scope="module")
 def decoded(spark):
     messages = _messages()
-    raw = kafka_rows(spark, [m for _, m in messages])
+    raw = message_frame(spark, [m for _, m in messages])
     decoder = rubin_decoder(JobConfig(topic="mixed", survey="rubin", schema_versions=list(VERSIONS)))
     assert decoder.view == build_view(list(VERSIONS))
     frame_ = decoder.decode(raw, PATHS).orderBy("_offset")
@@ -94,15 +94,6 @@ def test_each_version_is_decoded_once_per_row(decoded):
     assert len(re.findall(r"from_avro\(", plan)) == len(VERSIONS)
 
 
-def kafka_rows(spark, values: list[bytes]):
-    """Rows shaped like Spark's Kafka source gives them."""
-    now = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
-    rows = [("t", 0, i, now, None, v) for i, v in enumerate(values)]
-    return spark.createDataFrame(
-        rows, "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
-    )
-
-
 def test_every_sample_alert_of_lsst_alert_packet_decodes(spark):
     """lsst-alert-packet's fakeAlert.avro of every version it ships (3.0 to the latest), framed
     with its id, decodes into one view of all versions; each id and position equals fastavro's."""
@@ -122,7 +113,7 @@ def test_every_sample_alert_of_lsst_alert_packet_decodes(spark):
         expected.append((s["diaSourceId"], s["ra"], s.get("dec")))  # "decl" before 4.0: null in the view
     decoder = rubin_decoder(JobConfig(topic="s", survey="rubin", schema_versions=list(rubin_versions())))
     paths = ["diaSource.diaSourceId", "diaSource.ra", "diaSource.dec"]
-    rows = decoder.decode(kafka_rows(spark, messages), paths).orderBy("_offset").collect()
+    rows = decoder.decode(message_frame(spark, messages), paths).orderBy("_offset").collect()
     assert [r["_reason"] for r in rows] == [None] * len(rubin_versions())
     got = [(r["alert"]["diaSource"]["diaSourceId"], r["alert"]["diaSource"]["ra"], r["alert"]["diaSource"]["dec"]) for r in rows]
     assert got == expected

@@ -52,8 +52,8 @@ ZTF_PATHS = ["objectId", "candid", "candidate.magpsf", "candidate.jd", "candidat
 def test_spark_reads_ztf_messages_in_place_equal_to_fastavro(spark):
     """Real ZTF messages (container files as ZTF's Kafka carries them) decoded by the job's ZTF
     decoder, against fastavro; what is not a readable container is quarantined with its reason."""
-    from test_view_decode import kafka_rows
 
+    from alertsieve.stream.source import message_frame
     from alertsieve.stream.surveys import ztf_decoder
 
     messages = [p.read_bytes() for p in ZTF]
@@ -63,7 +63,7 @@ def test_spark_reads_ztf_messages_in_place_equal_to_fastavro(spark):
     unseen = messages[0].replace(b'"schemavsn"', b'"schemavsN"', 1)  # another schema's header
     bad = [b"not a container", b"", buffer.getvalue(), unseen]
     decoder = ztf_decoder([])  # only the schemas alertsieve ships: ZTF 3.3
-    rows = decoder.decode(kafka_rows(spark, messages + bad), ZTF_PATHS).orderBy("_offset").collect()
+    rows = decoder.decode(message_frame(spark, messages + bad), ZTF_PATHS).orderBy("_offset").collect()
     for message, row in zip(messages, rows, strict=False):
         with io.BytesIO(message) as f:
             (a,) = list(fastavro.reader(f))

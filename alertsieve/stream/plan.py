@@ -4,12 +4,8 @@ and which view fields the hot path decodes: only those the filters and the outpu
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-import fastavro
 
 from alertsieve.alerts.view import ViewField, missing_in, version_order
 from alertsieve.filtering.checks import validate
@@ -17,12 +13,10 @@ from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.kafka.topics import head_messages
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import Decoder
+from alertsieve.stream.decode import Decoder, flat_alert
 from alertsieve.stream.references import referenced_paths
+from alertsieve.stream.source import message_frame
 from alertsieve.stream.surveys import make_decoder
-from alertsieve.stream.view_decode import tree, view_type
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -163,46 +157,12 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
 
 
 def sample_alerts(spark, decoder: Decoder, head: list[bytes] = ()):
-    """Real sample alerts in the filter view (all of it but the cutouts): for Rubin,
-    lsst-alert-packet's sample alert of every version the job reads; for ZTF, the topic's first
-    messages. Filters compile and Python filters run on these at start-up.
-
-    Decoded by fastavro with each message's writer schema and projected into the view in Python:
-    building Spark's decoder for the whole view costs more than the job's start-up is worth."""
-    from pyspark.sql.types import _parse_datatype_string
-
-    paths = view_paths(decoder, with_cutouts=False)
+    """Real sample alerts in the filter view (all of it but the cutouts), decoded as the job
+    decodes: for Rubin, lsst-alert-packet's sample alert of every version the job reads; for ZTF,
+    the topic's first messages. Filters compile and Python filters run on these at start-up."""
     messages = list(head) if decoder.survey == "ztf" else rubin_samples(decoder)
-    wanted, by_path = tree(paths), {f.path: f for f in decoder.view}
-    rows = []
-    for message in messages:
-        definition = decoder.writers.get(decoder.writer_key(message))
-        if definition is not None:
-            record = fastavro.schemaless_reader(io.BytesIO(message), fastavro.parse_schema(definition), None)
-            rows.append(in_view(record, wanted, by_path, ""))
-    return spark.createDataFrame(rows, _parse_datatype_string(view_type(decoder.view, paths)))
-
-
-def in_view(record: dict | None, wanted: dict, by_path: dict[str, ViewField], prefix: str) -> dict | None:
-    """A fastavro record as the view shows it: only ``wanted`` fields, those it lacks None,
-    numbers widened to the view's type."""
-    if record is None:
-        return None
-    out = {}
-    for step, child in wanted.items():
-        name, path = step.removesuffix("[]"), f"{prefix}.{step}" if prefix else step
-        value = record.get(name)
-        if value is None:
-            out[name] = None
-        elif step.endswith("[]"):
-            out[name] = [in_view(item, child, by_path, path) for item in value]
-        elif child:
-            out[name] = in_view(value, child, by_path, path)
-        elif isinstance(value, datetime):  # fastavro's reading of timestamp-micros
-            out[name] = (value - EPOCH) // timedelta(microseconds=1)
-        else:
-            out[name] = float(value) if by_path[path].type in ("float", "double") else value
-    return out
+    decoded = decoder.decode(message_frame(spark, messages), view_paths(decoder, with_cutouts=False))
+    return decoded.where("_reason IS NULL").select(*flat_alert(decoded))
 
 
 def rubin_samples(decoder: Decoder) -> list[bytes]:
