@@ -207,18 +207,20 @@ def _cmd_filters(args: argparse.Namespace) -> int:
 
 
 def _cmd_backtest(args: argparse.Namespace) -> int:
-    from alertsieve.filtering.backtest import backtest, load_alerts, report
+    from alertsieve.filtering.backtest import backtest, for_survey, load_alerts, report
     from alertsieve.spark.session import get_session
 
     filters = _chosen_filters(args.filter, args.filter_path)
     spark = get_session("alertsieve-backtest", conf={"spark.ui.enabled": "false"})
-    alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
     try:
+        alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
+        filters = for_survey(filters, alerts.decoder.survey, args.input, named=bool(args.filter))
         text, ok = report(backtest(spark, filters, alerts), args.max_rate)
     finally:
         spark.stop()
     print(text)
     return 0 if ok else 1
+
 
 
 def _cmd_schemas(args: argparse.Namespace) -> int:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import fastavro
+import pytest
 
 from alertsieve.alerts.schemas import load_rubin_schema
-from alertsieve.filtering.backtest import backtest, load_alerts, report
+from alertsieve.filtering.backtest import backtest, for_survey, load_alerts, report
 from alertsieve.filtering.discovery import discover
+from alertsieve.filtering.model import AlertFilter, FilterError
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
+REAL = Path(__file__).parent / "data" / "real"
 BRIGHT = next(f for f in discover(entry_points=False) if f.name == "bright_high_snr")
 
 
@@ -36,3 +41,25 @@ def test_avro_files_are_backtested(spark, tmp_path):
         fastavro.writer(f, schema.parsed, alerts, codec="deflate")
     (row,) = backtest(spark, [BRIGHT], load_alerts(spark, str(tmp_path)))
     assert row.alerts == 60 and row.matches == sum(_bright(a) for a in alerts)
+
+
+def test_a_real_file_is_backtested_with_filters_written_for_every_version(spark):
+    """Real Operations Rehearsal v7.4 alerts (tests/data/real) against a filter naming ``ssSource``,
+    which v7.4 lacks: it compiles against the job's view and reads null there."""
+    path = REAL / "rubin-opsrehearsal-v7_4.avro"
+    with open(path, "rb") as f:
+        records = list(fastavro.reader(f))
+    either = AlertFilter(name="moving_or_bright", sql="ssSource IS NOT NULL OR diaSource.snr > 20")
+    (row,) = backtest(spark, [either], load_alerts(spark, str(path)))
+    assert "ssSource" not in records[0]
+    assert (row.alerts, row.errors) == (len(records), 0)
+    assert row.matches == sum(r["diaSource"]["snr"] is not None and r["diaSource"]["snr"] > 20 for r in records)
+
+
+def test_filters_of_another_survey_are_left_out_or_refused():
+    ztf = AlertFilter(name="ztf_only", sql="candidate.rb > 0.5", survey="ztf")
+    assert for_survey([BRIGHT, ztf], "ztf", "night/", named=False) == [ztf]
+    with pytest.raises(FilterError, match=r"--filter names 'bright_high_snr' .*, a filter for rubin alerts; night/ holds ztf alerts"):
+        for_survey([BRIGHT, ztf], "ztf", "night/", named=True)
+    with pytest.raises(FilterError, match=r"night/ holds ztf alerts and none of the 1 filters found is for them"):
+        for_survey([BRIGHT], "ztf", "night/", named=False)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from alertsieve.alerts.schemas import LOCAL_ID_BASE, open_store
+from alertsieve.alerts.schemas import LOCAL_ID_BASE, open_store, view_versions
 from alertsieve.alerts.view import version_order
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.model import Filter, FilterError
@@ -118,7 +118,7 @@ def load_alerts(spark, source: str, bootstrap: str | None = None, schema_dir: st
 def messages_source(spark, name: str, messages: list[tuple[str, bytes]],
                     schema_dir: str | None = None) -> AlertSource:  # fmt: skip
     """(key, message) pairs as if read from a topic called ``name``, with a decoder for the
-    versions they carry."""
+    versions they carry into the job's whole view (filters name fields of every version)."""
     from pyspark.sql import functions as F
 
     raw = spark.createDataFrame(messages, "key string, value binary").select(
@@ -128,7 +128,7 @@ def messages_source(spark, name: str, messages: list[tuple[str, bytes]],
     )  # fmt: skip
     head = [m for _, m in messages]
     cfg = JobConfig(topic=name, schema_dir=schema_dir, schema_versions=_rubin_versions_in(head))
-    return AlertSource(raw, make_decoder(cfg, head), head[:20])
+    return AlertSource(raw, make_decoder(cfg, head, view_also=view_versions()), head[:20])
 
 
 def records_source(spark, schema, records: list[dict]) -> AlertSource:
@@ -206,3 +206,20 @@ def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
             f"{r.name:<24} {r.matches:>8} {r.alerts:>8} {r.rate:>8.2%} {r.per_night:>10,}{flag}"
         )
     return "\n".join(lines), ok
+
+
+def for_survey(filters: list[Filter], survey: str, source: str, named: bool) -> list[Filter]:
+    """The filters written for ``survey``'s alerts; naming one written for another is an error."""
+    other = [f for f in filters if f.survey not in (None, survey)]
+    if named and other:
+        f = other[0]
+        raise FilterError(f"--filter names {f.name!r} ({f.origin}), a filter for {f.survey} alerts;"
+                          f" {source} holds {survey} alerts")  # fmt: skip
+    mine = [f for f in filters if f.survey in (None, survey)]
+    if not mine:
+        raise FilterError(
+            f"{source} holds {survey} alerts and none of the {len(filters)} filters found is for them"
+            f" (they declare survey {sorted({str(f.survey) for f in filters})}): give --filter-path a"
+            f" filter module that sets survey = {survey!r}"
+        )
+    return mine

@@ -52,9 +52,10 @@ def survey_of(cfg: JobConfig, head: list[bytes]) -> str:
     return detect_survey(head) or "rubin"
 
 
-def rubin_decoder(cfg: JobConfig, store: SchemaStore | None = None) -> Decoder:
-    """Every Rubin writer the topic may carry that the job reads, the view of their union, and
-    why the others are refused."""
+def rubin_decoder(cfg: JobConfig, store: SchemaStore | None = None, view_also: list[str] = ()) -> Decoder:
+    """Every Rubin writer the topic may carry that the job reads, the view of their union (and of
+    the versions ``view_also``: a backtest of one file's alerts runs filters written for the
+    job's view), and why the others are refused."""
     wanted = cfg.schema_versions or view_versions()
     if cfg.wire_format == "plain":
         schema = load_rubin_schema(cfg.writer_schema_version)
@@ -87,7 +88,8 @@ def rubin_decoder(cfg: JobConfig, store: SchemaStore | None = None) -> Decoder:
             f"{cfg.where}: schema_versions {missing or wanted} have no writer schema in {source};"
             " register them, or choose from those it has"
         )
-    return Decoder("rubin", "confluent", view_of(definitions), writers, names, versions, refused)
+    in_view = {v: load_rubin_schema(v).definition for v in view_also if v not in definitions}
+    return Decoder("rubin", "confluent", view_of({**definitions, **in_view}), writers, names, versions, refused)
 
 
 def ztf_decoder(head: list[bytes]) -> Decoder:
@@ -114,6 +116,7 @@ def ztf_decoder(head: list[bytes]) -> Decoder:
                    tell="candid", id_path="candid", detection="candidate")  # fmt: skip
 
 
-def make_decoder(cfg: JobConfig, head: list[bytes]) -> Decoder:
-    """The decoder of the job's survey; ``head``: the topic's first messages (may be empty)."""
-    return ztf_decoder(head) if survey_of(cfg, head) == "ztf" else rubin_decoder(cfg)
+def make_decoder(cfg: JobConfig, head: list[bytes], view_also: list[str] = ()) -> Decoder:
+    """The decoder of the job's survey; ``head``: the topic's first messages (may be empty);
+    ``view_also``: Rubin versions the view covers beyond those read."""
+    return ztf_decoder(head) if survey_of(cfg, head) == "ztf" else rubin_decoder(cfg, view_also=view_also)
