@@ -159,6 +159,19 @@ def _cmd_filter(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_archive(args: argparse.Namespace) -> int:
+    from alertsieve.stream.config import load_config
+    from alertsieve.stream.flags import overrides
+    from alertsieve.stream.job import run_archive
+
+    cfg = load_config(args.config, overrides(args))
+    print(f"archive: the filters' topics ({cfg.output_prefix}*) at {cfg.bootstrap} -> {cfg.delta_path};"
+          f" every {cfg.archive_trigger_seconds:g} s; checkpoint {cfg.archive_checkpoint}", flush=True)  # fmt: skip
+    counts = run_archive(cfg)
+    print(f"done: {counts['matches']} matched alerts, {counts['quarantine']} quarantined in {cfg.delta_path}")
+    return 0
+
+
 def _chosen_filters(names: str | None, paths: list[str] | None):
     from alertsieve.filtering.discovery import discover
     from alertsieve.filtering.model import FilterError
@@ -302,6 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_arguments(filt)
 
+    arch = sub.add_parser(
+        "archive", help="archive a filter job's topics into Delta (the job's settings; --archive-trigger)"
+    )
+    add_arguments(arch)
+
     flt = sub.add_parser(
         "filters", help="list the discovered filters, or check them on simulated alerts"
     )
@@ -357,6 +375,7 @@ HANDLERS = {
     "produce": _cmd_produce,
     "bench": _cmd_bench,
     "filter": _cmd_filter,
+    "archive": _cmd_archive,
     "filters": _cmd_filters,
     "backtest": _cmd_backtest,
     "schemas": _cmd_schemas,

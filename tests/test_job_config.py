@@ -51,7 +51,7 @@ def test_yaml_then_flags(tmp_path):
     assert (cfg.filters, cfg.sinks, cfg.available_now, cfg.discover_filters) == (
         ["a", "b"], ["kafka"], True, False
     )  # fmt: skip
-    assert (cfg.trigger_seconds, cfg.kafka_conf) == (2.5, {"client.id": "a", "linger.ms": "5"})
+    assert (cfg.trigger_seconds, cfg.realtime, cfg.kafka_conf) == (2.5, None, {"client.id": "a", "linger.ms": "5"})
     assert [(f.name, f.sql, f.origin) for f in cfg.settings_filters()] == [
         ("a", "diaSource.snr > 5", f"{path} (sql_filters[0])"),
         ("b", "diaSource.snr > 9", "--sql b"),
@@ -81,7 +81,7 @@ def test_documented_flags_exist_and_each_sets_a_setting():
          "max_offsets_per_trigger = '20k': Input should be a valid integer, unable to parse string"
          " as an integer; e.g. max_offsets_per_trigger: 20000"),
         ("topic: a\nmax_offset: 3\n",
-         "unknown key 'max_offset': did you mean 'max_offsets_per_trigger'? known keys: available_now,"),
+         "unknown key 'max_offset': did you mean 'max_offsets_per_trigger'? known keys: archive_trigger_seconds, available_now,"),
         ("topic: a\nsinks: [kafka, s3]\n",
          "sinks.1 = 's3': Input should be 'kafka' or 'delta'; e.g. sinks: [kafka, delta]"),
         ("bootstrap: x\n",
@@ -96,6 +96,8 @@ def test_documented_flags_exist_and_each_sets_a_setting():
         ("topic: a\nfilters:\n  - name: x\n    sql: diaSource.snr > 5\n",
          "filters = a list of SQL filters: 'filters' now chooses filters by name (like --filters);"
          " write ad-hoc SQL filters under 'sql_filters:' instead"),
+        ("topic: a\ntrigger_seconds: 2\n",
+         "trigger_seconds is not a setting: the trigger is 'trigger: SECONDS' or 'trigger: realtime[=DURATION]'"),
         ("topic: a\nonly_filters: [x]\n",
          "only_filters is not a setting: filters chosen by name are 'filters: [a, b]'"),
         ("topic: a\ntimeout_s: -1\n", "timeout_s = -1: Input should be greater than 0; e.g. timeout_s: 600"),
@@ -118,8 +120,12 @@ def test_bad_settings_fail_on_one_line_naming_file_key_and_fix(tmp_path, text, m
          " unable to parse string as an integer; e.g. --max-offsets-per-trigger 20000"),
         (["--sink", "kafka,s3"], "the command line: --sink = 's3': Input should be 'kafka' or"
          " 'delta'; e.g. --sink kafka,delta"),
-        (["--trigger", "soon"], "the command line: --trigger = 'soon': Input should be a valid"
-         " number"),
+        (["--trigger", "soon"], "the command line: --trigger = 'soon': must be a number of seconds"
+         " (0: back to back) or realtime[=DURATION]; e.g. --trigger realtime"),
+        (["--trigger", "realtime=soon"], "the command line: --trigger = 'realtime=soon': realtime=soon:"
+         " the checkpoint interval must be like 30s, 5 minutes or 1h"),
+        (["--sink", "delta"], "the command line: sinks [delta] without kafka: the Delta archive reads"
+         " the filters' topics; use sinks: [kafka, delta] (--sink kafka,delta)"),
         (["--sql", "just-an-expression"], "the command line: --sql 'just-an-expression': expected"
          " NAME=EXPRESSION"),
         (["--kafka-conf", "linger.ms"], "the command line: --kafka-conf 'linger.ms': expected KEY=VALUE"),
@@ -317,3 +323,12 @@ def test_filter_parameters_are_overridden_by_name_and_type(tmp_path):
         match="parameter 'min_snr' of filter 'b' is a float \\(default 50.0\\); got 'high'",
     ):
         with_params(f, {"min_snr": "high"}, "job.yaml")
+
+
+@pytest.mark.parametrize(
+    ("flag", "realtime"),
+    [("realtime", "5 minutes"), ("realtime=90s", "90 seconds"), ("realtime=1 min", "1 minutes")],
+)
+def test_real_time_mode_is_a_trigger_with_a_checkpoint_interval(flag, realtime):
+    cfg = _from_command_line("--topic", "a", "--trigger", flag)
+    assert (cfg.realtime, cfg.trigger_seconds) == (realtime, None)

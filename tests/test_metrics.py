@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from alertsieve.stream.metrics import (
-    BatchStats,
     MetricsLog,
     latency_from_timestamps,
     read_metrics,
@@ -19,40 +18,44 @@ def test_latency_quantiles_come_from_the_earliest_append_times():
     assert latency_from_timestamps(100.0, {})["p50"] is None
 
 
-def _stats(batch_id: int, rows: int) -> BatchStats:
-    return BatchStats(
-        batch_id,
-        rows,
-        rows - 1,
-        1,
-        {"a": 2},
-        2.0,
-        50.0,
-        {"p50": 1.0, "p95": 2.0, "p99": 2.5, "max": 3.0},
-    )
-
-
-def test_progress_and_batch_stats_merge_in_either_order(tmp_path):
-    log = MetricsLog(tmp_path / "m.jsonl", console=None, wait_s=0.1)
-    progress = {
-        "batchId": 0,
-        "numInputRows": 10,
-        "durationMs": {"addBatch": 1900},
+def _progress(batch_id: int, rows: int, name: str = "hot") -> dict:
+    """A progress report as Spark's listener hands it over, with the hot path's observed counts."""
+    return {
+        "name": name,
+        "batchId": batch_id,
+        "timestamp": "2026-11-24T10:00:00.000Z",
+        "numInputRows": rows,
+        "durationMs": {"triggerExecution": 2000, "addBatch": 1900},
         "sources": [{"endOffset": json.dumps({"t": {"0": 5, "1": 5}})}],
-    }
-    log.add_progress(progress)  # progress first ...
-    log.add_batch(_stats(0, 10))
-    log.add_batch(_stats(1, 4))  # ... or batch first, progress never arrives
-    log.close()
+        "observedMetrics": {"alertsieve": {
+            "input_rows": rows, "quarantined_rows": 1, "_m0": 2, "_m1": 7, "_e1": "b: ValueError: no",
+            "ts_min": 1_795_514_390.0, "ts_quantiles": [1_795_514_391.0, 1_795_514_392.5, 1_795_514_397.0],
+        }},
+    }  # fmt: skip
+
+
+def test_batches_come_from_progress_reports_once_each(tmp_path):
+    log = MetricsLog(tmp_path / "m.jsonl", ["a", "b"], {"b"}, console=None, query_name="hot")
+    log.add_progress(_progress(0, 10))
+    log.add_progress(_progress(0, 10))  # the listener's report and the final flush: once
+    log.add_progress(_progress(1, 0))  # an empty batch: no line
+    log.add_progress(_progress(2, 5, name="archive"))  # another query's: no line
+    log.flush([_progress(3, 4), _progress(0, 10)])
     df = read_metrics(tmp_path / "m.jsonl")
-    assert list(df["batch_id"]) == [0, 1]
+    assert list(df["batch_id"]) == [0, 3]
     assert list(df["input_rows"]) == [10, 4]
     first = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[0])
-    assert first["spark"]["durationMs"] == {"addBatch": 1900}
+    assert (first["decoded_rows"], first["quarantined_rows"]) == (9, 1)
+    assert first["matches"] == {"a": 2, "b": 7}  # b published 7 before it failed
+    assert first["filter_errors"] == {"b": "b: ValueError: no"}
+    assert first["spark"]["durationMs"] == {"triggerExecution": 2000, "addBatch": 1900}
     assert first["spark"]["endOffset"] == {"t": {"0": 5, "1": 5}}
-    assert first["rows_per_s"] == 5.0
-    second = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[1])
-    assert "spark" not in second
+    assert first["phases_s"] == {"add_batch": 1.9}
+    assert (first["batch_seconds"], first["rows_per_s"]) == (2.0, 5.0)
+    end = 1_795_514_400.0 + 2.0  # 10:00:00 UTC plus the trigger's 2 s
+    assert first["output_time"] == end
+    assert first["latency_s"] == {"p50": round(end - 1_795_514_397.0, 3), "p95": round(end - 1_795_514_392.5, 3),
+                                  "p99": round(end - 1_795_514_391.0, 3), "max": round(end - 1_795_514_390.0, 3)}  # fmt: skip
 
 
 def test_a_visit_is_done_when_a_batch_has_read_past_it():

@@ -100,7 +100,7 @@ def start_filter_job(
         "bootstrap": bootstrap,
         "topic": topic,
         "starting_offsets": "earliest",
-        "trigger_seconds": 0,
+        "trigger": "0",
         "max_offsets_per_trigger": point.max_offsets_per_trigger,
         "sql_filters": [{"name": f.name, "sql": f.sql} for f in filters],
         "discover_filters": False,  # the benchmark's cuts only, not filters/

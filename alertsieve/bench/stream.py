@@ -220,9 +220,9 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
     create_topic(bootstrap, topic, 4, config={"message.timestamp.type": "LogAppendTime"})
     filters, _ = bench_filters(n_filters)
     cfg = JobConfig(
-        bootstrap=bootstrap, topic=topic, starting_offsets="latest", trigger_seconds=0,
+        bootstrap=bootstrap, topic=topic, starting_offsets="latest", trigger="0",
         max_offsets_per_trigger=20_000, discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-",
-        delta_path=str(workdir / "live" / "delta"), checkpoint=str(workdir / "live" / "ckpt"),
+        sinks=["kafka"], checkpoint=str(workdir / "live" / "ckpt"),
         schema_dir=str(store_dir),
     )  # fmt: skip
     job = FilterStream(spark, cfg, console=sys.stderr)
@@ -324,7 +324,7 @@ def bench_stream(
             run_dir = workdir / f"job-{n}"
             cfg = JobConfig(
                 bootstrap=bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
-                discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-{n}-", delta_path=str(run_dir / "delta"),
+                discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-{n}-", sinks=["kafka"],
                 checkpoint=str(run_dir / "ckpt"), schema_dir=str(store_dir),
             )  # fmt: skip
             start = time.perf_counter()

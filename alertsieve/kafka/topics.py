@@ -64,6 +64,15 @@ def end_offsets(bootstrap: str, topic: str, extra: dict | None = None) -> dict[i
         consumer.close()
 
 
+def partition_count(bootstrap: str, topics: list[str] | str, extra: dict | None = None) -> int:
+    """How many partitions ``topics`` (a list, or a regex of topic names) have between them."""
+    import re
+
+    metadata = admin(bootstrap, extra).list_topics(timeout=10).topics
+    names = [t for t in metadata if re.fullmatch(topics, t)] if isinstance(topics, str) else topics
+    return sum(len(metadata[t].partitions) for t in names if t in metadata)
+
+
 def delete_topics(bootstrap: str, topics: list[str], extra: dict | None = None) -> None:
     """Delete ``topics`` (those that exist): experiments make a fresh topic per point and a
     10,000-alert visit with stamps is ~1 GB, so each point cleans up after itself."""

@@ -7,7 +7,6 @@ bad value fails at start-up on one line naming the file (or flag), the key, the 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from datetime import datetime
 from pathlib import Path
@@ -56,6 +55,7 @@ class JobConfig(BaseModel):
     #: Old keys and where their meaning went, for the error that meets an old file.
     renamed: ClassVar[dict[str, str]] = {
         "only_filters": "filters chosen by name are 'filters: [a, b]' (like --filters a,b)",
+        "trigger_seconds": "the trigger is 'trigger: SECONDS' or 'trigger: realtime[=DURATION]' (like --trigger)",
     }
 
     bootstrap: str = Field("127.0.0.1:9092", examples=["127.0.0.1:9092"],
@@ -73,9 +73,15 @@ class JobConfig(BaseModel):
         20_000, gt=0, description="alerts per micro-batch at most (~2 visits: per-batch overhead is ~0.5-1 s)",
         examples=[20000], json_schema_extra=_flag("--max-offsets-per-trigger", example="20000"),
     )  # fmt: skip
-    trigger_seconds: float = Field(
-        0.0, ge=0, description="seconds between micro-batches (0: back to back)",
-        examples=[0], json_schema_extra=_flag("--trigger", example="0"),
+    trigger: str = Field(
+        "0", description="SECONDS between micro-batches (0: back to back), or realtime[=DURATION]:"
+        " Spark's Real-Time Mode, DURATION between checkpoints (default 5 minutes)",
+        examples=["0", "realtime", "realtime=1 minute"],
+        json_schema_extra=_flag("--trigger", example="realtime"),
+    )  # fmt: skip
+    archive_trigger_seconds: float = Field(
+        30.0, gt=0, description="seconds between the Delta archive's batches",
+        examples=[30], json_schema_extra=_flag("--archive-trigger", example="30"),
     )  # fmt: skip
     available_now: bool = Field(
         False, description="process what is in the topic, then stop",
@@ -170,6 +176,21 @@ class JobConfig(BaseModel):
         except SchemaError as e:
             raise ValueError(str(e)) from None
 
+    @field_validator("trigger", mode="before")
+    @classmethod
+    def _trigger(cls, value: Any) -> str:
+        text = str(value).strip()
+        if text == "realtime" or text.startswith("realtime="):
+            duration = text.partition("=")[2] or DEFAULT_CHECKPOINT_INTERVAL
+            return f"realtime={_duration(duration)}"
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = -1.0
+        if seconds < 0:
+            raise ValueError("must be a number of seconds (0: back to back) or realtime[=DURATION]")
+        return text
+
     @field_validator("starting_offsets")
     @classmethod
     def _offsets(cls, value: str) -> str:
@@ -196,6 +217,9 @@ class JobConfig(BaseModel):
             raise ValueError("give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)")
         if self.wire_format == "plain" and not self.writer_schema_version:
             raise ValueError("wire_format 'plain' needs writer_schema_version (e.g. 11.1)")
+        if "delta" in self.sinks and "kafka" not in self.sinks:
+            raise ValueError("sinks [delta] without kafka: the Delta archive reads the filters' topics;"
+                             " use sinks: [kafka, delta] (--sink kafka,delta)")
         if self.wire_format == "plain" and self.survey == "ztf":
             raise ValueError("wire_format 'plain' is Rubin's schemaless body; ZTF sends containers")
         return self
@@ -205,10 +229,19 @@ class JobConfig(BaseModel):
         return self.config_file or "the command line"
 
     @property
-    def app_id(self) -> str:
-        """Stable across restarts from the same checkpoint: Delta's idempotence key."""
-        digest = hashlib.sha1(str(Path(self.checkpoint).resolve()).encode()).hexdigest()[:12]
-        return f"alertsieve-filter-stream-{digest}"
+    def trigger_seconds(self) -> float | None:
+        """Seconds between micro-batches; None in Real-Time Mode."""
+        return None if self.realtime else float(self.trigger)
+
+    @property
+    def realtime(self) -> str | None:
+        """Real-Time Mode's checkpoint interval ('5 minutes'), or None for micro-batches."""
+        return self.trigger.partition("=")[2] if self.trigger.startswith("realtime=") else None
+
+    @property
+    def archive_checkpoint(self) -> str:
+        """The archive query's own checkpoint, beside the hot path's."""
+        return f"{self.checkpoint.rstrip('/')}-archive"
 
     @property
     def quarantine_topic(self) -> str:
@@ -222,6 +255,23 @@ class JobConfig(BaseModel):
 
     def masked_kafka_conf(self) -> dict[str, str]:
         return masked(self.kafka_conf)
+
+
+DEFAULT_CHECKPOINT_INTERVAL = "5 minutes"
+_UNITS = {"ms": "milliseconds", "millisecond": "milliseconds", "milliseconds": "milliseconds",
+          "s": "seconds", "sec": "seconds", "second": "seconds", "seconds": "seconds",
+          "m": "minutes", "min": "minutes", "minute": "minutes", "minutes": "minutes",
+          "h": "hours", "hour": "hours", "hours": "hours"}  # fmt: skip
+
+
+def _duration(text: str) -> str:
+    """'90s', '5 minutes', '1 min' -> Spark's interval spelling ('90 seconds')."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*([a-z]+)\s*", text.lower())
+    if not m or m[2] not in _UNITS or int(m[1]) == 0:
+        raise ValueError(f"realtime={text}: the checkpoint interval must be like 30s, 5 minutes or 1h")
+    return f"{int(m[1])} {_UNITS[m[2]]}"
 
 
 def resolve_secret(value: str) -> str:

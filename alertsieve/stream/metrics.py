@@ -1,18 +1,23 @@
-"""Per-batch metrics: what the job saw (counts, latency) merged with what Spark reports
-(durations), one JSON object per line, plus one readable console line per batch.
+"""Per-batch metrics of the hot path, from Spark alone: what ``observe()`` counted as the rows
+passed (``alertsieve.stream.hot_path``) and Spark's progress report of the same batch, merged into
+one JSON object per line, plus one readable console line per batch. No driver round trip: the
+query listener hands them over when the batch is done.
 
 Fields of a ``batch`` line:
   batch_id, input_rows, decoded_rows, quarantined_rows, matches {filter: n};
-  filter_errors {filter: message} (filters that failed in this batch);
-  batch_seconds (our foreachBatch wall time), rows_per_s (input_rows / batch_seconds);
-  latency_s {p50, p95, p99, max}: publication time minus Kafka append time, over every input
-  alert of the batch; latency_basis: "kafka_out" (publication = the Kafka fan-out finished; the
-  Delta archive commits after it) or "batch_end" (no Kafka sink, or nothing matched);
+  filter_errors {filter: message} (Python filters that failed in this batch: no output from the
+  rows they failed on; matches counts what each filter published);
+  batch_seconds (Spark's trigger execution time), rows_per_s (input_rows / batch_seconds);
+  latency_s {p50, p95, p99, max}: end of the batch (when its records are on the output topics)
+  minus Kafka append time, over every input alert of the batch; latency_basis: "batch_end";
   output_time (unix seconds, end of the batch);
-  phases_s {read_decode_filter, kafka_out, delta_out, quarantine} (seconds per step);
+  phases_s {add_batch (read, decode, filter, publish: one pass), query_planning, latest_offset,
+  wal_commit, commit_offsets, ...} (Spark's durations, seconds);
   spark {durationMs {...}, numInputRows, inputRowsPerSecond, processedRowsPerSecond,
-  endOffset {topic: {partition: next offset}}} once Spark's progress report arrived;
+  endOffset {topic: {partition: next offset}}};
   written_at (unix seconds).
+In Real-Time Mode a "batch" spans a checkpoint interval; latency is then measured where
+subscribers see it, by reading the output topics back (``alertsieve.bench``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -71,72 +77,92 @@ def console_line(stats: BatchStats) -> str:
 
 
 class MetricsLog:
-    """Collects batch stats from foreachBatch and Spark progress from the listener; writes one
-    merged line per batch. Lines whose progress never arrives are written by ``close``."""
+    """Writes one line per hot-path batch that read alerts, from its progress report (fed by the
+    query listener as batches finish, and by ``flush`` with the query's recent progress when it
+    stops, so no batch is left out when the listener's last event comes late)."""
 
-    def __init__(
-        self, path: str | Path | None, console: TextIO | None = sys.stdout, wait_s: float = 10.0
-    ):
+    def __init__(self, path: str | Path | None, filters: list[str], python_filters: set[str] = frozenset(),
+                 console: TextIO | None = sys.stdout, query_name: str | None = None):  # fmt: skip
         self.path = Path(path) if path else None
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.console = console
-        self.wait_s = wait_s
-        self._pending: dict[int, BatchStats] = {}
-        self._progress: dict[int, dict] = {}
+        self.filters = filters
+        self.python_filters = python_filters
+        self.query_name = query_name
+        self._done: set[int] = set()
         self._lock = threading.Lock()
         self.written: list[dict[str, Any]] = []
 
-    def add_batch(self, stats: BatchStats) -> None:
+    def add_progress(self, progress: dict) -> None:
+        if self.query_name and progress.get("name") != self.query_name:
+            return
+        stats = batch_stats(progress, self.filters, self.python_filters)
+        if stats is None:
+            return
+        with self._lock:
+            if stats.batch_id in self._done:
+                return
+            self._done.add(stats.batch_id)
         if self.console:
             print(console_line(stats), file=self.console, flush=True)
-        with self._lock:
-            progress = self._progress.pop(stats.batch_id, None)
-            if progress is None:
-                self._pending[stats.batch_id] = stats
-                return
         self._write(stats, progress)
 
-    def add_progress(self, progress: dict) -> None:
-        batch_id = progress.get("batchId")
-        with self._lock:
-            stats = self._pending.pop(batch_id, None)
-            if stats is None:
-                if progress.get("numInputRows"):
-                    self._progress[batch_id] = progress
-                return
-        self._write(stats, progress)
+    def flush(self, progresses: list[dict]) -> None:
+        for progress in sorted(progresses, key=lambda p: p.get("batchId", 0)):
+            self.add_progress(progress)
 
-    def close(self) -> None:
-        deadline = time.monotonic() + self.wait_s
-        while self._pending and time.monotonic() < deadline:
-            time.sleep(0.1)
-        with self._lock:
-            left, self._pending = self._pending, {}
-        for stats in left.values():
-            self._write(stats, None)
-
-    def _write(self, stats: BatchStats, progress: dict | None) -> None:
+    def _write(self, stats: BatchStats, progress: dict) -> None:
         line = asdict(stats)
         line["rows_per_s"] = round(stats.rows_per_s, 1)
         line["batch_seconds"] = round(stats.batch_seconds, 3)
-        if progress is not None:
-            line["spark"] = {
-                k: progress.get(k)
-                for k in (
-                    "durationMs",
-                    "numInputRows",
-                    "inputRowsPerSecond",
-                    "processedRowsPerSecond",
-                )
-            }
-            line["spark"]["endOffset"] = _end_offsets(progress)
+        line["spark"] = {
+            k: progress.get(k)
+            for k in ("durationMs", "numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
+        }
+        line["spark"]["endOffset"] = _end_offsets(progress)
         line["written_at"] = round(time.time(), 3)
         with self._lock:
             self.written.append(line)
             if self.path:
                 with open(self.path, "a") as f:
                     f.write(json.dumps(line) + "\n")
+
+
+def batch_stats(progress: dict, filters: list[str], python_filters: set[str] = frozenset()) -> BatchStats | None:
+    """A hot-path batch's stats from its progress report; None for a batch without alerts (or
+    another query's report)."""
+    from alertsieve.stream.hot_path import OBSERVED, error, flag
+
+    seen = (progress.get("observedMetrics") or {}).get(OBSERVED)
+    if not seen or not seen.get("input_rows"):
+        return None
+    durations = progress.get("durationMs") or {}
+    seconds = durations.get("triggerExecution", 0) / 1e3
+    start = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
+    output_time = start + seconds
+    quarantined = int(seen.get("quarantined_rows") or 0)
+    q = seen.get("ts_quantiles") or [None, None, None]
+    errors = {n: seen.get(error(i)) for i, n in enumerate(filters) if n in python_filters and seen.get(error(i))}
+    return BatchStats(
+        batch_id=int(progress["batchId"]),
+        input_rows=int(seen["input_rows"]),
+        decoded_rows=int(seen["input_rows"]) - quarantined,
+        quarantined_rows=quarantined,
+        matches={n: int(seen.get(flag(i)) or 0) for i, n in enumerate(filters)},  # as published
+        batch_seconds=seconds,
+        output_time=output_time,
+        phases_s={_snake(k): round(v / 1e3, 3) for k, v in durations.items() if k != "triggerExecution"},
+        filter_errors=errors,
+        latency_s=latency_from_timestamps(
+            output_time, {"q01": q[0], "q05": q[1], "q50": q[2], "min": seen.get("ts_min")}
+        ),
+    )
+
+
+def _snake(name: str) -> str:
+    """Spark's ``addBatch`` -> ``add_batch``."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
 
 
 def _end_offsets(progress: dict) -> dict[str, dict[str, int]]:

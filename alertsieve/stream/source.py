@@ -20,8 +20,10 @@ def source_options(cfg: JobConfig) -> dict[str, str]:
     else:
         millis = int(datetime.fromisoformat(cfg.starting_offsets).timestamp() * 1000)
         opts["startingTimestamp"] = str(millis)
-    if cfg.max_offsets_per_trigger:
+    if cfg.max_offsets_per_trigger and not cfg.realtime:  # Real-Time Mode reads as data comes
         opts["maxOffsetsPerTrigger"] = str(cfg.max_offsets_per_trigger)
+    if cfg.realtime:  # an idle partition's fetch returns after 10 ms, not 500
+        opts.setdefault("kafka.fetch.max.wait.ms", "10")
     opts["failOnDataLoss"] = "true"
     # ~100 KB alerts: the client's 1 MB per-partition fetch would mean ten alerts a round trip.
     opts.setdefault("kafka.max.partition.fetch.bytes", str(16 * 1024 * 1024))

@@ -1,0 +1,161 @@
+"""The archive: its own streaming query, on its own clock, from the filters' topics to Delta.
+
+It reads what the hot path published (every filter's topic and the quarantine topic, with their
+headers) and keeps two Delta tables:
+- ``matches``: one row per alert, with the ``filters`` it passed, where it came from, the fields
+  the filters read, the detection, the alert's scalars and the cutouts the filters ask for;
+- ``quarantine``: one row per message that could not be decoded, its bytes and the reason.
+
+Exactly once, whatever the hot path or this query replays: rows are MERGEd on where the alert
+came from (source topic, partition, offset), so a message published twice (Kafka is at least
+once) or a batch run again after a crash changes nothing, and a filter's match that arrives in a
+later batch than another filter's adds its name to the same row. The hot path never waits for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.decode import META
+from alertsieve.stream.plan import JobPlan
+from alertsieve.stream.sinks import kafka_options
+from alertsieve.stream.source import source_columns
+
+KEY = ("topic", "partition", "offset")  # where an alert came from: its identity in the archive
+
+
+def archive_topics(plan: JobPlan, cfg: JobConfig) -> list[str]:
+    return [f.output_topic(cfg.output_prefix) for f in plan.filters] + [cfg.quarantine_topic]
+
+
+def _header(name: str):
+    """A header of the hot path's records, as a string."""
+    from pyspark.sql import functions as F
+
+    return F.filter(F.col("headers"), lambda h: h["key"] == F.lit(name))[0]["value"].cast("string")
+
+
+def source_rows(published, quarantine_topic: str):
+    """The published records as the input rows they were (META columns), with the filter that
+    published each (null for the quarantine) and the quarantine reason."""
+    from pyspark.sql import functions as F
+
+    millis = _header("kafka_timestamp_ms").cast("long")
+    return published.select(
+        _header("source_topic").alias("_topic"),
+        _header("source_partition").cast("int").alias("_partition"),
+        _header("source_offset").cast("long").alias("_offset"),
+        F.when(millis.isNotNull(), F.timestamp_millis(millis)).alias("_timestamp"),
+        F.col("key").alias("_key"),
+        F.col("value").alias("_value"),
+        F.when(F.col("topic") != quarantine_topic, _header("filter")).alias("filter"),
+        _header("reason").alias("reason"),
+    )
+
+
+def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
+    """One row per alert of ``rows`` (published matches): its filters, where it came from, and
+    its archived fields, decoded from the original bytes (only the versions the rows carry)."""
+    from pyspark.sql import functions as F
+
+    per_alert = rows.where(F.col("filter").isNotNull()).groupBy("_topic", "_partition", "_offset").agg(
+        F.array_sort(F.collect_set("filter")).alias("filters"),
+        *[F.first(c).alias(c) for c in ("_timestamp", "_key", "_value")],
+    )  # fmt: skip
+    kafka_like = per_alert.select(*[F.col(m).alias(src) for m, src in META.items()], "filters")
+    decoded = plan.decoder.decode(kafka_like, plan.archive_paths, keep=("filters",))
+    alert = F.col("alert")
+    kept = {p.split(".")[0] for p in plan.archive_paths} & set(plan.decoder.cutouts)
+    if kept and not cfg.delta_cutouts:
+        wanting = [f.name for f in plan.filters if f.cutouts]
+        wants = F.arrays_overlap(F.col("filters"), F.array(*[F.lit(n) for n in wanting])) if wanting else F.lit(False)
+        for c in sorted(kept):
+            alert = alert.withField(c, F.when(wants, F.col(f"alert.{c}")))
+    return (
+        decoded.select(
+            "filters",
+            F.col("_key").cast("string").alias("alert_id"),
+            *source_columns(),
+            F.col("_schema_id").alias("schema_id"),
+            F.lit(batch_id).alias("batch_id"),
+            F.current_timestamp().alias("processed_at"),
+            alert.alias("alert"),
+        )
+        .select("*", "alert.*")
+        .drop("alert")
+    )
+
+
+def quarantine_table(rows, plan: JobPlan, batch_id: int):
+    """One row per quarantined message: its bytes, the schema id it named (Rubin) and why."""
+    from pyspark.sql import functions as F
+
+    bad = rows.where(F.col("reason").isNotNull()).dropDuplicates(["_topic", "_partition", "_offset"])
+    kafka_like = bad.select(*[F.col(m).alias(src) for m, src in META.items()], "reason")
+    named = plan.decoder.decode(kafka_like, [], keep=("reason",))  # for the schema id only
+    return named.select(
+        *source_columns(),
+        F.col("_key").alias("key"),
+        F.col("_value").alias("value"),
+        F.col("_schema_id").alias("schema_id"),
+        F.col("reason"),
+        F.lit(batch_id).alias("batch_id"),
+        F.current_timestamp().alias("quarantined_at"),
+    )
+
+
+def merge_once(rows, path: str, on_update: dict[str, str] | None = None) -> None:
+    """Insert the rows whose (topic, partition, offset) the table lacks; ``on_update``: columns
+    to set where it has them (SQL over ``t``, the table, and ``s``, the rows)."""
+    from delta.tables import DeltaTable
+
+    spark = rows.sparkSession
+    if not DeltaTable.isDeltaTable(spark, path):
+        rows.coalesce(1).write.format("delta").mode("append").save(path)
+        return
+    condition = " AND ".join(f"t.`{k}` = s.`{k}`" for k in KEY)
+    merge = DeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), condition)
+    if on_update:
+        merge = merge.whenMatchedUpdate(set=on_update)
+    merge.whenNotMatchedInsertAll().execute()
+
+
+class Archive:
+    """The archive query of one job's outputs."""
+
+    def __init__(self, spark, cfg: JobConfig, plan: JobPlan):
+        self.spark, self.cfg, self.plan = spark, cfg, plan
+        # A job whose filters changed archives more (or fewer) fields: new columns join the table.
+        spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
+
+    def process_batch(self, published, batch_id: int) -> None:
+        rows = source_rows(published, self.cfg.quarantine_topic).persist()
+        try:
+            root = Path(self.cfg.delta_path)
+            merge_once(matches_table(rows, self.plan, self.cfg, batch_id), str(root / "matches"),
+                       {"filters": "array_sort(array_union(t.filters, s.filters))"})  # fmt: skip
+            bad = quarantine_table(rows, self.plan, batch_id)
+            if not bad.isEmpty():
+                merge_once(bad, str(root / "quarantine"))
+        finally:
+            rows.unpersist()
+
+    def start(self, available_now: bool = False):
+        options = kafka_options(self.cfg.bootstrap, self.cfg.kafka_conf)
+        options.update(subscribe=",".join(archive_topics(self.plan, self.cfg)), startingOffsets="earliest",
+                       includeHeaders="true", failOnDataLoss="true")  # fmt: skip
+        options.setdefault("kafka.max.partition.fetch.bytes", str(16 * 1024 * 1024))
+        if self.cfg.max_offsets_per_trigger:
+            options["maxOffsetsPerTrigger"] = str(self.cfg.max_offsets_per_trigger)
+        raw = self.spark.readStream.format("kafka").options(**options).load()
+        writer = (
+            raw.writeStream.foreachBatch(self.process_batch)
+            .option("checkpointLocation", self.cfg.archive_checkpoint)
+            .queryName("alertsieve_archive")
+        )
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{self.cfg.archive_trigger_seconds} seconds")
+        return writer.start()

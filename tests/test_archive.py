@@ -1,0 +1,55 @@
+"""The archive on its own: the hot path's topics into Delta exactly once, even when the archive
+is killed -9 mid-way and run again, and when the same match was published twice."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from job_helpers import assert_outputs, expected_matches, job_command, wait_for
+
+from alertsieve.produce.producer import ProduceConfig, produce
+
+
+def _archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
+    """The job's own settings, run as `alertsieve archive`, ten records a batch, a batch a second."""
+    args = job_command(bootstrap, topic, workdir, *extra)
+    args[args.index("filter")] = "archive"
+    args[args.index("--max-offsets-per-trigger") + 1] = "10"
+    return [*args, "--archive-trigger", "1"]
+
+
+def _committed(checkpoint: Path) -> int:
+    commits = checkpoint / "commits"
+    return sum(1 for p in commits.iterdir() if p.name.isdigit()) if commits.exists() else 0
+
+
+@pytest.mark.slow
+def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(kafka, spark, topic_name, tmp_path):
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, visits=1, alerts_per_visit=300,
+                                 interval_s=0, stamp_size=0, seed=71, progress=False,
+                                 schema_dir=schema_dir)).ok  # fmt: skip
+    total, expected = expected_matches(bootstrap, topic_name, schema_dir)
+    for _ in range(2):  # the hot path twice from scratch: every match is on Kafka twice
+        hot = subprocess.run(job_command(bootstrap, topic_name, tmp_path, "--available-now", "--sink", "kafka"),
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert hot.returncode == 0, hot.stderr[-2000:]
+        shutil.rmtree(tmp_path / "ckpt")
+    published = sum(len(v) for v in expected.values()) * 2
+
+    archive = subprocess.Popen(_archive_command(bootstrap, topic_name, tmp_path, "--timeout", "300"),
+                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    wait_for(lambda: _committed(tmp_path / "ckpt-archive") >= 2, "two archive batches", 240, archive)
+    os.killpg(archive.pid, signal.SIGKILL)
+    archive.wait(30)
+    assert _committed(tmp_path / "ckpt-archive") * 10 < published, "killed mid-way"
+
+    again = subprocess.run(_archive_command(bootstrap, topic_name, tmp_path, "--available-now"),
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert_outputs(spark, bootstrap, topic_name, tmp_path, expected)

@@ -1,0 +1,57 @@
+"""Real-Time Mode end to end: the hot path publishes every match of a live topic, is killed -9,
+and restarted from its checkpoint without losing an alert (Kafka: at least once)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import pytest
+from job_helpers import NAMES, expected_matches, job_command, wait_for
+from kafka_helpers import consume_all
+
+from alertsieve.produce.producer import ProduceConfig, produce
+
+
+def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str):
+    return produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=1, alerts_per_visit=150,
+                                 interval_s=0, stamp_size=0, seed=seed, partitions=2, progress=False,
+                                 schema_dir=schema_dir))  # fmt: skip
+
+
+def _realtime_job(bootstrap: str, topic: str, workdir) -> subprocess.Popen:
+    """The job in Real-Time Mode (2 partitions, 2 cores), Kafka outputs only."""
+    args = job_command(bootstrap, topic, workdir, "--trigger", "realtime=5s", "--sink", "kafka", "--timeout", "300")
+    return subprocess.Popen(args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _published(bootstrap: str, topic: str) -> dict[str, list[str]]:
+    return {n: [m.key().decode() for m in consume_all(bootstrap, f"{topic}-{n}")] for n in NAMES}
+
+
+def _all_there(bootstrap: str, topic: str, expected: dict[str, set]) -> bool:
+    got = _published(bootstrap, topic)
+    return all(set(got[n]) >= expected[n] for n in NAMES)
+
+
+@pytest.mark.slow
+def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, topic_name, tmp_path):
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+    assert _visit(bootstrap, topic_name, 61, schema_dir).ok
+    _, first_expected = expected_matches(bootstrap, topic_name, schema_dir)
+
+    job = _realtime_job(bootstrap, topic_name, tmp_path)
+    wait_for(lambda: _all_there(bootstrap, topic_name, first_expected), "the first visit's matches", 240, job)
+    os.killpg(job.pid, signal.SIGKILL)  # mid-stream: the query never ends on its own
+    job.wait(30)
+
+    assert _visit(bootstrap, topic_name, 62, schema_dir).ok  # produced while the job is down
+    total, expected = expected_matches(bootstrap, topic_name, schema_dir)
+    assert total == 300 and sum(len(expected[n] - first_expected[n]) for n in NAMES) > 0
+    job = _realtime_job(bootstrap, topic_name, tmp_path)
+    wait_for(lambda: _all_there(bootstrap, topic_name, expected), "both visits' matches", 240, job)
+    os.killpg(job.pid, signal.SIGTERM)
+    job.wait(60)
+    got = _published(bootstrap, topic_name)
+    assert {n: set(got[n]) for n in NAMES} == expected  # every match, nothing else
