@@ -4,6 +4,7 @@ evaluation of the same filters over the alerts as fastavro decodes them from the
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -26,6 +27,20 @@ def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[
     for name in NAMES:
         args += ["--sql", f"{name}={FILTERS[name][0]}"]
     return args
+
+
+def archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
+    """`alertsieve archive` with the job's own settings: the filters' topics into Delta."""
+    args = job_command(bootstrap, topic, workdir, *extra)
+    args[args.index("filter")] = "archive"
+    return args
+
+
+def drain_archive(bootstrap: str, topic: str, workdir: Path) -> None:
+    """Archive everything the job published so far (after the job was stopped or killed)."""
+    done = subprocess.run(archive_command(bootstrap, topic, workdir, "--available-now"),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
 def batches(workdir: Path) -> list[dict]:

@@ -10,15 +10,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from job_helpers import assert_outputs, expected_matches, job_command, wait_for
+from job_helpers import archive_command, assert_outputs, expected_matches, job_command, wait_for
 
 from alertsieve.produce.producer import ProduceConfig, produce
 
 
 def _archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
-    """The job's own settings, run as `alertsieve archive`, ten records a batch, a batch a second."""
-    args = job_command(bootstrap, topic, workdir, *extra)
-    args[args.index("filter")] = "archive"
+    """Ten records a batch, a batch a second: many batches to be killed among."""
+    args = archive_command(bootstrap, topic, workdir, *extra)
     args[args.index("--max-offsets-per-trigger") + 1] = "10"
     return [*args, "--archive-trigger", "1"]
 

@@ -33,7 +33,7 @@ def _header(name: str):
     """A header of the hot path's records, as a string."""
     from pyspark.sql import functions as F
 
-    return F.filter(F.col("headers"), lambda h: h["key"] == F.lit(name))[0]["value"].cast("string")
+    return F.get(F.filter(F.col("headers"), lambda h: h["key"] == F.lit(name)), 0)["value"].cast("string")
 
 
 def source_rows(published, quarantine_topic: str):
@@ -66,11 +66,11 @@ def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
     kafka_like = per_alert.select(*[F.col(m).alias(src) for m, src in META.items()], "filters")
     decoded = plan.decoder.decode(kafka_like, plan.archive_paths, keep=("filters",))
     alert = F.col("alert")
-    kept = {p.split(".")[0] for p in plan.archive_paths} & set(plan.decoder.cutouts)
+    kept = archived_cutouts(plan)
     if kept and not cfg.delta_cutouts:
         wanting = [f.name for f in plan.filters if f.cutouts]
         wants = F.arrays_overlap(F.col("filters"), F.array(*[F.lit(n) for n in wanting])) if wanting else F.lit(False)
-        for c in sorted(kept):
+        for c in kept:
             alert = alert.withField(c, F.when(wants, F.col(f"alert.{c}")))
     return (
         decoded.select(
@@ -85,6 +85,11 @@ def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
         .select("*", "alert.*")
         .drop("alert")
     )
+
+
+def archived_cutouts(plan: JobPlan) -> list[str]:
+    """The cutout columns of the matches table (kept for the filters that ask for them)."""
+    return sorted({p.split(".")[0] for p in plan.archive_paths} & set(plan.decoder.cutouts))
 
 
 def quarantine_table(rows, plan: JobPlan, batch_id: int):
@@ -133,8 +138,11 @@ class Archive:
         rows = source_rows(published, self.cfg.quarantine_topic).persist()
         try:
             root = Path(self.cfg.delta_path)
-            merge_once(matches_table(rows, self.plan, self.cfg, batch_id), str(root / "matches"),
-                       {"filters": "array_sort(array_union(t.filters, s.filters))"})  # fmt: skip
+            # A later filter's match of an alert already archived adds its name, and its cutouts
+            # if it is the first of the alert's filters to want them.
+            update = {"filters": "array_sort(array_union(t.filters, s.filters))"}
+            update |= {f"`{c}`": f"coalesce(t.`{c}`, s.`{c}`)" for c in archived_cutouts(self.plan)}
+            merge_once(matches_table(rows, self.plan, self.cfg, batch_id), str(root / "matches"), update)
             bad = quarantine_table(rows, self.plan, batch_id)
             if not bad.isEmpty():
                 merge_once(bad, str(root / "quarantine"))

@@ -108,8 +108,10 @@ class MetricsLog:
             print(console_line(stats), file=self.console, flush=True)
         self._write(stats, progress)
 
-    def flush(self, progresses: list[dict]) -> None:
-        for progress in sorted(progresses, key=lambda p: p.get("batchId", 0)):
+    def flush(self, progresses: list) -> None:
+        """``progresses``: a query's ``recentProgress`` (PySpark's progress objects, or dicts)."""
+        reports = [json.loads(p.json) if hasattr(p, "json") else p for p in progresses]
+        for progress in sorted(reports, key=lambda p: p.get("batchId", 0)):
             self.add_progress(progress)
 
     def _write(self, stats: BatchStats, progress: dict) -> None:
