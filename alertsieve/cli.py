@@ -135,6 +135,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             seeds_alerts=args.seeds_alerts,
             live_visits=args.live_visits,
             live_interval_s=args.live_interval,
+            latency_triggers=tuple(t for t in args.latency.split(",") if t),
         )
     print(json.dumps(result, indent=2))
     return 0
@@ -357,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--live-interval", type=float, default=39.0, help="stream: cadence in seconds"
     )
+    bench.add_argument("--latency", default="realtime,0",
+                       help="stream: triggers whose latency to measure at 250 alerts/s and in a"
+                            " 10,000-alert burst ('' to skip)")  # fmt: skip
 
     schemas = sub.add_parser("schemas", help="the filter view across Rubin schema versions")
     schemas.add_argument("what", choices=["view"], help="view: the field table (docs/filter-view.md)")

@@ -1,31 +1,37 @@
 """`make demo`: the whole product on this machine, end to end, in about a minute.
 
-An embedded broker in a throwaway directory; two simulated Rubin visits (with FITS cutouts) and a
-handful of malformed messages; the filter stream job with the filters of conf/filter_stream.yaml;
-then a summary read back from the outputs themselves. Everything started is stopped.
+An embedded broker in a throwaway directory; the filter stream job with the filters of
+conf/filter_stream.yaml started first (Real-Time Mode when the filters are all SQL); two simulated
+Rubin visits (with FITS cutouts) produced while it runs, and a handful of malformed messages; then
+a summary read back from the outputs themselves: matches, quarantine reasons, the latency
+subscribers saw, the archive's rows. Everything started is stopped.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 from confluent_kafka import Producer
 
+from alertsieve.bench.latency import published_latencies_ms, quantiles_ms
+from alertsieve.filtering.model import PythonFilter
 from alertsieve.kafka import embedded
+from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce, stop_resource_tracker
 from alertsieve.spark.session import get_session, stop_session
 from alertsieve.stream.config import load_config
-from alertsieve.stream.job import run_job
+from alertsieve.stream.job import QUERY_NAME, FilterStream, run_archive
 
 CONFIG = Path(__file__).resolve().parents[1] / "conf" / "filter_stream.yaml"
 MALFORMED = [b"", b"\x00\x00", b"not an alert at all", b"\x00\x00\x00\x30\x39" + b"\x01" * 64]
 
 
-def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
+def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 5.0) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="alertsieve-demo-"))
     t0 = time.monotonic()
     spark = None
@@ -33,53 +39,70 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000) -> dict:
         cluster = embedded.start(workdir / "kafka")
         bootstrap = cluster.bootstrap_servers
         print(f"Kafka    : broker at {bootstrap} ({time.monotonic() - t0:.1f}s)")
+        create_topic(bootstrap, "alerts", 2)
+        settings = {"bootstrap": bootstrap, "max_offsets_per_trigger": 2500, "timeout_s": 600,
+                    "delta_path": str(workdir / "delta"), "checkpoint": str(workdir / "checkpoint"),
+                    "metrics_path": str(workdir / "metrics.jsonl"), "schema_dir": str(workdir / "schemas")}  # fmt: skip
+        cfg = load_config(str(CONFIG), settings)
+        spark = get_session("alertsieve-demo", conf={"spark.ui.enabled": "false"})
+        job = FilterStream(spark, cfg)
+        python = [f.name for f in job.filters if isinstance(f, PythonFilter)]
+        if python:
+            mode = f"micro-batches (Real-Time Mode runs SQL filters only; {', '.join(python)} are Python)"
+        else:
+            cfg = load_config(str(CONFIG), {**settings, "trigger": "realtime=10s"})
+            job, mode = FilterStream(spark, cfg), "Real-Time Mode"
+        print(f"Job      : {CONFIG.name}, every filter in filters/, {mode}; started before the alerts")
+        runner = threading.Thread(target=job.run, daemon=True)
+        runner.start()
+        while not any(q.name == QUERY_NAME for q in spark.streams.active):
+            time.sleep(0.2)
         summary = produce(
-            ProduceConfig(bootstrap=bootstrap, topic="alerts", visits=visits,
-                          alerts_per_visit=alerts_per_visit, interval_s=0, producers=2, progress=False,
-                          schema_dir=str(workdir / "schemas"))
+            ProduceConfig(bootstrap=bootstrap, topic="alerts", visits=visits, alerts_per_visit=alerts_per_visit,
+                          interval_s=interval_s, producers=2, progress=False, schema_dir=str(workdir / "schemas"))
         )  # fmt: skip
-        print(f"Produce  : {summary.line()}")
+        print(f"Produce  : {summary.line()}, a visit every {interval_s:g} s while the job runs")
         producer = Producer({"bootstrap.servers": bootstrap})
         for value in MALFORMED:
             producer.produce("alerts", value=value)
         producer.flush(30)
         del producer
-        print(
-            f"Produce  : {len(MALFORMED)} malformed messages (empty, short, not Avro, unknown schema id)"
-        )
-
-        cfg = load_config(
-            str(CONFIG),
-            {"bootstrap": bootstrap, "available_now": True, "max_offsets_per_trigger": 2500,
-             "delta_path": str(workdir / "delta"), "checkpoint": str(workdir / "checkpoint"),
-             "metrics_path": str(workdir / "metrics.jsonl"), "schema_dir": str(workdir / "schemas")},
-        )  # fmt: skip
-        print(f"Job      : {CONFIG.name}, with every filter in filters/; Spark starting ...")
-        spark = get_session("alertsieve-demo", conf={"spark.ui.enabled": "false"})
-        lines = run_job(cfg, spark=spark)
+        print(f"Produce  : {len(MALFORMED)} malformed messages (empty, short, not Avro, unknown schema id)")
+        expected = summary.acked + len(MALFORMED)
+        deadline = time.monotonic() + 300
+        while sum(x["input_rows"] for x in job.metrics.written) < expected and time.monotonic() < deadline:
+            time.sleep(0.5)
+        for q in spark.streams.active:
+            q.stop()
+        runner.join(60)
+        lines = job.metrics.written
+        counts = run_archive(cfg.model_copy(update={"available_now": True}), spark)  # what its clock had left
         totals = Counter()
         for line in lines:
             totals.update(line["matches"])
         seen = sum(line["input_rows"] for line in lines)
         quarantined = sum(line["quarantined_rows"] for line in lines)
         for name, n in totals.items():
-            print(
-                f"Filter   : {name:<18} {n:>5} matches -> topic {cfg.output_prefix}{name} and Delta 'matches'"
-            )
+            print(f"Filter   : {name:<18} {n:>5} matches -> topic {cfg.output_prefix}{name}")
         reasons = Counter(
             r["reason"].split(" for schema id")[0]
-            for r in spark.read.format("delta")
-            .load(str(workdir / "delta" / "quarantine"))
-            .collect()
+            for r in spark.read.format("delta").load(str(workdir / "delta" / "quarantine")).collect()
         )
         for reason, n in sorted(reasons.items()):
             print(f"Quarantine: {n} x {reason}")
-        ok = seen == summary.acked + len(MALFORMED) and quarantined == len(MALFORMED)
+        topics = [f.output_topic(cfg.output_prefix) for f in job.filters]
+        latency = quantiles_ms(published_latencies_ms(bootstrap, topics))
+        print(f"Latency  : {latency['n']} matches published p50 {latency['p50_ms']:.0f} ms, p99"
+              f" {latency['p99_ms']:.0f} ms after their alert was produced")  # fmt: skip
+        print(f"Archive  : Delta 'matches' {counts['matches']} alerts (each once, with its filters),"
+              f" 'quarantine' {counts['quarantine']} messages")  # fmt: skip
+        ok = seen == expected and quarantined == len(MALFORMED) and counts["quarantine"] == len(MALFORMED)
         print(
             f"Verdict  : {seen} read = {summary.acked} alerts + {len(MALFORMED)} malformed;"
             f" {quarantined} quarantined; {'nothing lost' if ok else 'MISMATCH'}"
         )
-        return {"ok": ok, "read": seen, "quarantined": quarantined, "matches": dict(totals)}
+        return {"ok": ok, "read": seen, "quarantined": quarantined, "matches": dict(totals),
+                "latency_ms": latency, "archive": counts}  # fmt: skip
     finally:
         if spark is not None:  # Spark first: its Kafka clients would complain of a broker gone
             stop_session(spark)

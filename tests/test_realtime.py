@@ -11,7 +11,11 @@ import pytest
 from job_helpers import NAMES, expected_matches, job_command, wait_for
 from kafka_helpers import consume_all
 
+from alertsieve.filtering.model import AlertFilter, FilterError, PythonFilter
+from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.config import ConfigError, JobConfig
+from alertsieve.stream.job import check_realtime
 
 
 def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str):
@@ -55,3 +59,24 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, t
     job.wait(60)
     got = _published(bootstrap, topic_name)
     assert {n: set(got[n]) for n in NAMES} == expected  # every match, nothing else
+
+
+def test_real_time_mode_is_refused_for_python_filters_and_too_few_cores(kafka, spark, topic_name):
+    create_topic(kafka.bootstrap_servers, topic_name, 4)
+    sql = AlertFilter(name="bright", sql="diaSource.snr > 50")
+    python = PythonFilter(name="py", function=lambda c: c["snr"] > 5, columns={"snr": "diaSource.snr"},
+                          origin="filters/py.py")  # fmt: skip
+    cfg = JobConfig(bootstrap=kafka.bootstrap_servers, topic=topic_name, trigger="realtime")
+    with pytest.raises(FilterError) as err:
+        check_realtime(spark, cfg, [sql, python])
+    assert str(err.value) == (
+        "--trigger realtime=5 minutes: filter 'py' (filters/py.py) is a Python function, which Real-Time"
+        " Mode cannot run (no Python UDFs); run it in micro-batches (--trigger 0) or write it as SQL"
+    )
+    with pytest.raises(ConfigError) as err:
+        check_realtime(spark, cfg, [sql])
+    assert str(err.value) == (
+        "the command line: --trigger realtime=5 minutes: the input has 4 partitions and Spark 2 cores;"
+        " Real-Time Mode runs a task per partition at once: give Spark at least 4 cores"
+        " (--master local[4]) or use micro-batches (--trigger 0)"
+    )

@@ -292,6 +292,7 @@ def bench_stream(
     seeds_alerts: int = 3_000,
     live_visits: int = 3,
     live_interval_s: float = 39.0,
+    latency_triggers: tuple[str, ...] = ("realtime", "0"),
 ) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-stream-"))
     own_broker = bootstrap is None
@@ -356,6 +357,9 @@ def bench_stream(
             if live_visits
             else None
         )
+        from alertsieve.bench.latency import latency_run
+
+        latency = [latency_run(bootstrap, spark, workdir, t) for t in latency_triggers]
         spark.stop()
         ceiling = plain["alerts"] / plain["seconds"]
         seeds_rate = seeds["alerts"] / seeds["seconds"]
@@ -385,6 +389,7 @@ def bench_stream(
             ),
             "python_vs_sql_10_filters": python_vs_sql,
             "live_at_survey_cadence": live,
+            "latency_input_append_to_output_append": latency,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
     finally:

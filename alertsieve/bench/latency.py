@@ -1,0 +1,173 @@
+"""Latency where subscribers see it: input append -> output append, read back from the topics.
+
+Input and output topics keep the broker's append time (``LogAppendTime``); each published record
+carries its input's append time (header ``kafka_timestamp_ms``) and its source partition and offset,
+so a record's latency is its own append time minus that header. A run of the hot path (micro-batch
+or Real-Time Mode, 10 SQL filters, Kafka sink only) takes:
+- a steady rate (LSST's average is ~250 alerts/s): alerts sent at that pace for a while, the
+  latency quantiles of every match they produced;
+- a visit burst (10,000 alerts as fast as two producers send them): how long after the last alert
+  was acknowledged its matches were all published.
+The expected matches are computed from the alerts themselves (plain Python over the records), so a
+run waits for exactly the outputs it must see.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from alertsieve.alerts.schemas import load_rubin_schema
+from alertsieve.bench.stream import bench_filters
+from alertsieve.kafka.topics import create_topic, end_offsets
+from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+from alertsieve.stream.config import JobConfig
+
+APPEND_TIME = {"message.timestamp.type": "LogAppendTime", "max.message.bytes": str(16 * 1024 * 1024)}
+
+
+def quantiles_ms(values: list[float]) -> dict:
+    import numpy as np
+
+    if not values:
+        return {"n": 0}
+    a = np.asarray(values)
+    return {"n": len(values), "p50_ms": round(float(np.percentile(a, 50)), 1),
+            "p99_ms": round(float(np.percentile(a, 99)), 1), "max_ms": round(float(a.max()), 1)}  # fmt: skip
+
+
+class _Outputs:
+    """The job's output topics, read as they fill: (source partition, offset) -> append times."""
+
+    def __init__(self, bootstrap: str, topics: list[str]):
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{uuid.uuid4().hex[:6]}",
+                                  "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+        self.consumer.subscribe(topics)
+        self.records: list[tuple[int, int, float, float]] = []  # partition, offset, in ms, out ms
+
+    def poll(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            for m in self.consumer.consume(500, timeout=0.2):
+                if m.error() is None:
+                    h = dict(m.headers() or [])
+                    self.records.append((int(h["source_partition"]), int(h["source_offset"]),
+                                         float(h["kafka_timestamp_ms"]), float(m.timestamp()[1])))  # fmt: skip
+
+    def within(self, start: dict[int, int], end: dict[int, int]) -> list[tuple[int, int, float, float]]:
+        return [r for r in self.records if start.get(r[0], 0) <= r[1] < end.get(r[0], 0)]
+
+    def wait_for(self, start: dict, end: dict, count: int, timeout: float) -> list:
+        deadline = time.monotonic() + timeout
+        while len(self.within(start, end)) < count and time.monotonic() < deadline:
+            self.poll(0.5)
+        return self.within(start, end)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def published_latencies_ms(bootstrap: str, topics: list[str], timeout: float = 60.0) -> list[float]:
+    """Every record now on ``topics`` (the job's outputs): its append time minus its input's."""
+    total = sum(sum(end_offsets(bootstrap, t).values()) for t in topics)
+    reader = _Outputs(bootstrap, topics)
+    deadline = time.monotonic() + timeout
+    try:
+        while len(reader.records) < total and time.monotonic() < deadline:
+            reader.poll(0.5)
+    finally:
+        reader.close()
+    return [out - inp for _, _, inp, out in reader.records]
+
+
+def _pool(n: int, seed: int, tests: list) -> tuple[list[bytes], list[int]]:
+    """``n`` simulated v11.1 alerts with cutouts, framed as Rubin sends them, and how many of the
+    bench filters each matches (plain Python over the records)."""
+    schema = load_rubin_schema("11.1")
+    alerts = list(AlertSimulator(SimulationConfig(alerts_per_visit=n, seed=seed)).visit_alerts(0))
+    return [schema.encode_framed(a) for a in alerts], [sum(t(a) for t in tests) for a in alerts]
+
+
+def _send(bootstrap: str, topic: str, pool: list[bytes], count: int, rate: float | None) -> float:
+    """Send ``count`` alerts cycling through ``pool``, at ``rate`` per second (None: as fast as
+    possible); returns the time the last one was acknowledged."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0 if rate else 5, "acks": "all",
+                         "message.max.bytes": 16 * 1024 * 1024, "queue.buffering.max.kbytes": 1_048_576})  # fmt: skip
+    acked = [0.0]
+
+    def done(err, _msg):
+        if err is None:
+            acked[0] = time.time()
+
+    t0 = time.monotonic()
+    for i in range(count):
+        if rate:
+            time.sleep(max(0.0, t0 + i / rate - time.monotonic()))
+        while True:
+            try:
+                producer.produce(topic, pool[i % len(pool)], on_delivery=done)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    producer.flush(120)
+    return acked[0]
+
+
+def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float = 250.0, steady_s: float = 40.0,
+                burst: int = 10_000, partitions: int = 2, n_filters: int = 10) -> dict:  # fmt: skip
+    """One hot-path run in ``trigger`` mode: warm-up, a steady rate, then a visit burst."""
+    from alertsieve.stream.job import FilterStream
+
+    topic = f"bench-latency-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, partitions, config=APPEND_TIME)
+    filters, tests = bench_filters(n_filters)
+    cfg = JobConfig(bootstrap=bootstrap, topic=topic, starting_offsets="latest", trigger=trigger, sinks=["kafka"],
+                    discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-",
+                    checkpoint=str(workdir / f"latency-{uuid.uuid4().hex[:6]}"), timeout_s=3600, survey="rubin")  # fmt: skip
+    outputs = [f.output_topic(cfg.output_prefix) for f in filters]
+    for t in outputs:  # before the job makes them: the broker stamps each record's append time
+        create_topic(bootstrap, t, 4, config=APPEND_TIME)
+    pool, matches = _pool(1000, 11, tests)
+    job = FilterStream(spark, cfg, console=sys.stderr)
+    runner = threading.Thread(target=job.run, daemon=True)
+    runner.start()
+    reader = _Outputs(bootstrap, outputs)
+    try:
+        while not any(q.name == "alertsieve_filter_stream" for q in spark.streams.active):
+            time.sleep(0.5)
+        _send(bootstrap, topic, pool, int(rate * 10), rate)  # warm-up: JIT, connections
+        start = end_offsets(bootstrap, topic)
+        count = int(rate * steady_s)
+        _send(bootstrap, topic, pool, count, rate)
+        end = end_offsets(bootstrap, topic)
+        want = sum(matches[i % len(pool)] for i in range(count))
+        steady = reader.wait_for(start, end, want, 120)
+        burst_start = end
+        last_ack = _send(bootstrap, topic, pool, burst, None)
+        burst_end = end_offsets(bootstrap, topic)
+        burst_want = sum(matches[i % len(pool)] for i in range(burst))
+        burst_out = reader.wait_for(burst_start, burst_end, burst_want, 300)
+    finally:
+        reader.close()
+        for q in spark.streams.active:
+            q.stop()
+        runner.join(60)
+    return {
+        "trigger": cfg.trigger,
+        "partitions": partitions,
+        "filters": n_filters,
+        "steady": {"alerts_per_s": rate, "alerts": count, "matches_expected": want, "matches_seen": len(steady),
+                   "latency": quantiles_ms([out - inp for _, _, inp, out in steady])},  # fmt: skip
+        "burst": {"alerts": burst, "matches_expected": burst_want, "matches_seen": len(burst_out),
+                  "last_published_after_last_ack_s": round(max(r[3] for r in burst_out) / 1e3 - last_ack, 3)
+                  if burst_out else None,
+                  "latency": quantiles_ms([out - inp for _, _, inp, out in burst_out])},  # fmt: skip
+    }
