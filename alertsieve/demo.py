@@ -18,7 +18,6 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from alertsieve.bench.latency import published_latencies_ms, quantiles_ms
 from alertsieve.filtering.model import PythonFilter
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic
@@ -26,6 +25,7 @@ from alertsieve.produce.producer import ProduceConfig, produce, stop_resource_tr
 from alertsieve.spark.session import get_session, stop_session
 from alertsieve.stream.config import load_config
 from alertsieve.stream.job import QUERY_NAME, FilterStream, run_archive
+from alertsieve.stream.latency import published_latencies_ms, quantiles_ms
 
 CONFIG = Path(__file__).resolve().parents[1] / "conf" / "filter_stream.yaml"
 MALFORMED = [b"", b"\x00\x00", b"not an alert at all", b"\x00\x00\x00\x30\x39" + b"\x01" * 64]

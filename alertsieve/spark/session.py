@@ -27,6 +27,10 @@ DEFAULTS: dict[str, str] = {
     # per in-memory column batch would be a gigabyte on the heap at once.
     "spark.sql.inMemoryColumnarStorage.batchSize": "256",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # A Python filter's pandas UDF sees only its declared columns, but Spark queues each whole row
+    # (the alert's ~100 KB bytes with it) until Python answers: 1,000 rows an Arrow batch keep
+    # that queue near 100 MB a task, not the default 10,000's gigabyte.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
     "spark.ui.showConsoleProgress": "false",
     # Workers must run the same interpreter (and so the same installed alertsieve) as the driver.
     "spark.pyspark.python": sys.executable,

@@ -19,6 +19,7 @@ from alertsieve.stream.plan import plan_job
 from alertsieve.stream.source import source_options
 
 QUERY_NAME = "alertsieve_filter_stream"
+PYTHON_ROWS_PER_PARTITION = 1000  # ~100 MB of alerts queued per task beside a Python filter
 
 
 class FilterStream:
@@ -42,15 +43,18 @@ class FilterStream:
     def start(self):
         """The hot path's query, started."""
         cfg = self.cfg
-        raw = self.spark.readStream.format("kafka").options(**source_options(cfg)).load()
+        options = source_options(cfg)
+        if any(isinstance(f, PythonFilter) for f in self.filters) and cfg.max_offsets_per_trigger:
+            # Spark queues each whole row (~100 KB) while Python computes a filter over a few of its
+            # columns, and its writer runs a whole partition ahead: small partitions bound that queue.
+            options["minPartitions"] = str(-(-cfg.max_offsets_per_trigger // PYTHON_ROWS_PER_PARTITION))
+        raw = self.spark.readStream.format("kafka").options(**options).load()
         writer = (
             hot_path(raw, self.plan, cfg).writeStream.format("kafka").options(**sink_options(cfg))
             .option("checkpointLocation", cfg.checkpoint).queryName(QUERY_NAME)
         )  # fmt: skip
         if cfg.realtime:
-            trigger = self.spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(cfg.realtime)
-            writer = writer.outputMode("update")
-            writer._jwrite = writer._jwrite.trigger(trigger)
+            writer = realtime_trigger(writer.outputMode("update"), self.spark, cfg.realtime)
         elif cfg.available_now:
             writer = writer.trigger(availableNow=True)
         else:
@@ -83,6 +87,17 @@ class FilterStream:
             if q.exception():
                 raise RuntimeError(f"the {q.name} query failed: {q.exception()}")
         return self.metrics.written
+
+
+def realtime_trigger(writer, spark, checkpoint_interval: str):
+    """Real-Time Mode: pyspark's ``realTime`` keyword where it has one (4.2 on), else the JVM's
+    ``Trigger.RealTime`` (there since Spark 4.1)."""
+    import inspect
+
+    if "realTime" in inspect.signature(writer.trigger).parameters:
+        return writer.trigger(realTime=checkpoint_interval)
+    writer._jwrite = writer._jwrite.trigger(spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(checkpoint_interval))
+    return writer
 
 
 def _await(queries: list, timeout_s: float | None) -> None:
