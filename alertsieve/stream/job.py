@@ -73,7 +73,7 @@ class FilterStream:
             if archive and not self.cfg.available_now:
                 queries.append(archive.start())
             _await(queries, None if self.cfg.available_now else self.cfg.timeout_s)
-            self.metrics.flush(queries[0].recentProgress)
+            self.metrics.flush(queries[0].recentProgress)  # the hot path's lines before the archive runs
             if archive and self.cfg.available_now and not queries[0].exception():
                 queries.append(archive.start(available_now=True))
                 _await(queries[1:], None)
