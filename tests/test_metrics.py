@@ -27,10 +27,11 @@ def _progress(batch_id: int, rows: int, name: str = "hot") -> dict:
         "numInputRows": rows,
         "durationMs": {"triggerExecution": 2000, "addBatch": 1900},
         "sources": [{"endOffset": json.dumps({"t": {"0": 5, "1": 5}})}],
-        "observedMetrics": {"alertsieve": {
-            "input_rows": rows, "quarantined_rows": 1, "_m0": 2, "_m1": 7, "_e1": "b: ValueError: no",
-            "ts_min": 1_795_514_390.0, "ts_quantiles": [1_795_514_391.0, 1_795_514_392.5, 1_795_514_397.0],
-        }},
+        "observedMetrics": {
+            "alertsieve_input": {"input_rows": rows, "log_append_time_rows": rows, "ts_min": 1_795_514_390.0,
+                                 "ts_quantiles": [1_795_514_391.0, 1_795_514_392.5, 1_795_514_397.0]},
+            "alertsieve": {"quarantined_rows": 1, "_m0": 2, "_m1": 7, "_e1": "b: ValueError: no"},
+        },
     }  # fmt: skip
 
 
@@ -51,6 +52,7 @@ def test_batches_come_from_progress_reports_once_each(tmp_path):
     assert first["spark"]["durationMs"] == {"triggerExecution": 2000, "addBatch": 1900}
     assert first["spark"]["endOffset"] == {"t": {"0": 5, "1": 5}}
     assert first["phases_s"] == {"add_batch": 1.9}
+    assert first["timestamps"] == "log_append_time"
     assert (first["batch_seconds"], first["rows_per_s"]) == (2.0, 5.0)
     end = 1_795_514_400.0 + 2.0  # 10:00:00 UTC plus the trigger's 2 s
     assert first["output_time"] == end

@@ -18,8 +18,10 @@ from alertsieve.stream.decode import META, flat_alert
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import headers, kafka_options
 
-#: The name of the ``observe()`` metrics of each batch (``alertsieve.stream.metrics``).
+#: The names of the ``observe()`` metrics of each batch (``alertsieve.stream.metrics``).
+ARRIVED = "alertsieve_input"
 OBSERVED = "alertsieve"
+LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedded brokers' limit)
 
 
@@ -49,46 +51,81 @@ def evaluated(raw, plan: JobPlan):
     return flat.select(*META, "_schema_id", "_reason", alert_id.alias("_alert_id"), *columns)
 
 
-def observed_metrics(plan: JobPlan) -> list:
-    """What each batch reports, counted by Spark as the rows pass (no second pass, no collect):
-    rows in, quarantined, matches per filter, the first error of each Python filter, and Kafka
-    append times (for the latency of the batch)."""
+def arrival_metrics() -> list:
+    """Counted on the Kafka rows themselves: rows in, their timestamps (for the latency of the
+    batch) and how many the broker stamped (``LogAppendTime``; the others carry the producer's
+    time). Reading every column of the source's rows keeps Spark from projecting (and so copying)
+    them before they are counted."""
     from pyspark.sql import functions as F
 
-    ts = F.unix_micros(F.col("_timestamp")) / 1e6
-    out = [
+    ts = F.unix_micros(F.col("timestamp")) / 1e6
+    return [
         F.count(F.lit(1)).alias("input_rows"),
-        F.sum(F.col("_reason").isNotNull().cast("long")).alias("quarantined_rows"),
+        F.sum((F.col("timestampType") == LOG_APPEND_TIME).cast("long")).alias("log_append_time_rows"),
         F.min(ts).alias("ts_min"),
         F.percentile_approx(ts, [0.01, 0.05, 0.5], 1000).alias("ts_quantiles"),
     ]
+
+
+def outcome_metrics(plan: JobPlan) -> list:
+    """Counted on the outcome rows (one per match, quarantined message or Python filter error):
+    quarantined, matches per filter and the first error of each Python filter."""
+    from pyspark.sql import functions as F
+
+    out = [F.sum(F.col("_reason").isNotNull().cast("long")).alias("quarantined_rows")]
     for i, f in enumerate(plan.filters):
-        out.append(F.sum(F.col(flag(i)).cast("long")).alias(flag(i)))
+        mine = F.col("_out.index") == i
+        out.append(F.sum((mine & F.col("_out.topic").isNotNull()).cast("long")).alias(flag(i)))
         if isinstance(f, PythonFilter):
-            out.append(F.first(F.col(error(i)), ignorenulls=True).alias(error(i)))
+            out.append(F.first(F.when(mine, F.col("_out.error")), ignorenulls=True).alias(error(i)))
     return out
 
 
-def output_rows(flags, plan: JobPlan, cfg: JobConfig):
+def outcomes(flags, plan: JobPlan, cfg: JobConfig):
+    """One row per (alert, matching filter), per quarantined message and per Python filter error
+    (``_out``: topic, filter, index, error; an error row has no topic). Exploded from an array with
+    a null for each filter that did not match, then the nulls dropped: both steps compile to Java
+    (a filter() over the array would not), and only the rows kept are ever copied with their
+    ~100 KB of alert bytes, where most alerts match nothing."""
+    from pyspark.sql import functions as F
+
+    def target(topic, name, index, err=None):
+        return F.struct(
+            topic.alias("topic"), name.alias("filter"), index.alias("index"), err.alias("error")
+        )
+
+    none = F.lit(None).cast("string")
+    targets = []
+    for i, f in enumerate(plan.filters):
+        targets.append(
+            F.when(
+                F.col(flag(i)),
+                target(F.lit(f.output_topic(cfg.output_prefix)), F.lit(f.name), F.lit(i), none),
+            )
+        )
+        if isinstance(f, PythonFilter):
+            targets.append(
+                F.when(
+                    F.col(error(i)).isNotNull(),
+                    target(none, F.lit(f.name), F.lit(i), F.col(error(i))),
+                )
+            )
+    quarantine = target(F.lit(cfg.quarantine_topic), none, F.lit(None).cast("int"), none)
+    targets.append(F.when(F.col("_reason").isNotNull(), quarantine))
+    rows = flags.select(F.explode(F.array(*targets)).alias("_out"), *META, "_reason", "_alert_id")
+    return rows.where(F.col("_out").isNotNull())
+
+
+def output_rows(outcome, cfg: JobConfig):
     """One Kafka record per (alert, matching filter) and per quarantined message: the original
     bytes, keyed by the alert id (a quarantined message keeps its own key), with headers saying
     which filter and where the alert came from (or why it was quarantined)."""
     from pyspark.sql import functions as F
 
-    targets = [
-        F.when(F.col(flag(i)), F.struct(F.lit(f.output_topic(cfg.output_prefix)).alias("topic"),
-                                        F.lit(f.name).alias("filter")))
-        for i, f in enumerate(plan.filters)
-    ]  # fmt: skip
-    quarantine = F.struct(F.lit(cfg.quarantine_topic).alias("topic"), F.lit(None).cast("string").alias("filter"))
-    targets.append(F.when(F.col("_reason").isNotNull(), quarantine))
-    rows = flags.select(
-        F.explode(F.filter(F.array(*targets), lambda t: t.isNotNull())).alias("_out"), *META, "_reason", "_alert_id"
-    )  # fmt: skip
     source = {"source_topic": F.col("_topic"), "source_partition": F.col("_partition"),
               "source_offset": F.col("_offset"), "kafka_timestamp_ms": F.unix_millis(F.col("_timestamp"))}  # fmt: skip
     quarantined = F.col("_reason").isNotNull()
-    return rows.select(
+    return outcome.where(F.col("_out.topic").isNotNull()).select(
         F.when(quarantined, F.col("_key")).otherwise(F.col("_alert_id").cast("binary")).alias("key"),
         F.coalesce(F.col("_value"), F.lit(b"")).alias("value"),
         F.col("_out.topic").alias("topic"),
@@ -112,6 +149,12 @@ def sink_options(cfg: JobConfig) -> dict[str, str]:
 
 
 def hot_path(raw, plan: JobPlan, cfg: JobConfig):
-    """The streaming frame the Kafka sink writes, with its metrics observed."""
-    flags = evaluated(raw, plan).observe(OBSERVED, *observed_metrics(plan))
-    return output_rows(flags, plan, cfg)
+    """The streaming frame the Kafka sink writes, with its metrics observed: arrivals on the Kafka
+    rows as they come (no copy), outcomes on the few rows that publish (``metrics.batch_stats``
+    joins the two). An observed frame is materialised row by row, so neither observation sits
+    where every alert's bytes would be copied for it."""
+    arrived = raw.observe(ARRIVED, *arrival_metrics())
+    outcome = outcomes(evaluated(arrived, plan), plan, cfg).observe(
+        OBSERVED, *outcome_metrics(plan)
+    )
+    return output_rows(outcome, cfg)

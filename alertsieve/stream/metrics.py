@@ -10,6 +10,8 @@ Fields of a ``batch`` line:
   batch_seconds (Spark's trigger execution time), rows_per_s (input_rows / batch_seconds);
   latency_s {p50, p95, p99, max}: end of the batch (when its records are on the output topics)
   minus Kafka append time, over every input alert of the batch; latency_basis: "batch_end";
+  timestamps: "log_append_time" when the broker stamped every input alert (then latency starts at
+  the append), "create_time" when producers did, "mixed";
   output_time (unix seconds, end of the batch);
   phases_s {add_batch (read, decode, filter, publish: one pass), query_planning, latest_offset,
   wal_commit, commit_offsets, ...} (Spark's durations, seconds);
@@ -43,6 +45,7 @@ class BatchStats:
     output_time: float
     latency_s: dict[str, float | None]
     latency_basis: str = "batch_end"
+    timestamps: str = "log_append_time"
     phases_s: dict[str, float] = field(default_factory=dict)
     filter_errors: dict[str, str] = field(default_factory=dict)
     kind: str = "batch"
@@ -131,21 +134,32 @@ class MetricsLog:
                     f.write(json.dumps(line) + "\n")
 
 
-def batch_stats(progress: dict, filters: list[str], python_filters: set[str] = frozenset()) -> BatchStats | None:
+def batch_stats(
+    progress: dict, filters: list[str], python_filters: set[str] = frozenset()
+) -> BatchStats | None:
     """A hot-path batch's stats from its progress report; None for a batch without alerts (or
     another query's report)."""
-    from alertsieve.stream.hot_path import OBSERVED, error, flag
+    from alertsieve.stream.hot_path import ARRIVED, OBSERVED, error, flag
 
-    seen = (progress.get("observedMetrics") or {}).get(OBSERVED)
-    if not seen or not seen.get("input_rows"):
+    observed = progress.get("observedMetrics") or {}
+    seen = {**(observed.get(OBSERVED) or {}), **(observed.get(ARRIVED) or {})}
+    if not seen.get("input_rows"):
         return None
     durations = progress.get("durationMs") or {}
     seconds = durations.get("triggerExecution", 0) / 1e3
     start = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
     output_time = start + seconds
     quarantined = int(seen.get("quarantined_rows") or 0)
+    stamped = int(seen.get("log_append_time_rows") or 0)
+    timestamps = {0: "create_time", int(seen["input_rows"]): "log_append_time"}.get(
+        stamped, "mixed"
+    )
     q = seen.get("ts_quantiles") or [None, None, None]
-    errors = {n: seen.get(error(i)) for i, n in enumerate(filters) if n in python_filters and seen.get(error(i))}
+    errors = {
+        n: seen.get(error(i))
+        for i, n in enumerate(filters)
+        if n in python_filters and seen.get(error(i))
+    }
     return BatchStats(
         batch_id=int(progress["batchId"]),
         input_rows=int(seen["input_rows"]),
@@ -154,8 +168,11 @@ def batch_stats(progress: dict, filters: list[str], python_filters: set[str] = f
         matches={n: int(seen.get(flag(i)) or 0) for i, n in enumerate(filters)},  # as published
         batch_seconds=seconds,
         output_time=output_time,
-        phases_s={_snake(k): round(v / 1e3, 3) for k, v in durations.items() if k != "triggerExecution"},
+        phases_s={
+            _snake(k): round(v / 1e3, 3) for k, v in durations.items() if k != "triggerExecution"
+        },
         filter_errors=errors,
+        timestamps=timestamps,
         latency_s=latency_from_timestamps(
             output_time, {"q01": q[0], "q05": q[1], "q50": q[2], "min": seen.get("ts_min")}
         ),
