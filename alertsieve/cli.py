@@ -131,6 +131,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             visits=args.visits,
             alerts_per_visit=args.alerts,
             filter_counts=tuple(int(x) for x in args.filter_counts.split(",")),
+            python_filter_counts=tuple(int(x) for x in args.python_filter_counts.split(",") if x),
             batch=args.batch,
             seeds_alerts=args.seeds_alerts,
             live_visits=args.live_visits,
@@ -351,7 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--seeds-alerts", type=int, default=1_000,
                        help="alerts for the (slow) seeds' way (default 1000)")  # fmt: skip
     bench.add_argument("--visits", type=int, default=3, help="stream: visits in the topic")
-    bench.add_argument("--filter-counts", default="1,10,50", help="stream: filter counts to run")
+    bench.add_argument("--filter-counts", default="1,10,50", help="stream: SQL filter counts to run")
+    bench.add_argument("--python-filter-counts", default="1,10",
+                       help="stream: the same cuts as Python filters, these counts (50 did not fit a 3 GB heap)")
     bench.add_argument("--batch", type=int, default=20_000, help="stream: max offsets per trigger")
     bench.add_argument("--live-visits", type=int, default=3,
                        help="stream: visits produced at the cadence while the job runs (0: skip)")  # fmt: skip

@@ -159,6 +159,9 @@ def test_quick_run_measures_every_point_exactly(quick_results):
     ]
     for r in written:
         point = Point(**{**r["point"], "sinks": tuple(r["point"]["sinks"])})
+        if point.rate:
+            _check_rate_point(r, point)
+            continue
         alerts = point.alerts_per_visit * point.visits
         expected = _expected_matches(point)
         assert r["producer"]["acked"] == alerts
@@ -172,6 +175,20 @@ def test_quick_run_measures_every_point_exactly(quick_results):
         use = r["resources"]
         assert use["filter_jobs"]["rss_max_mb"] > 100 and use["filter_jobs"]["samples"] > 0
         assert r["env"]["cores"] >= 1 and r["env"]["pyspark"]
+
+
+def _check_rate_point(r: dict, point: Point) -> None:
+    """A latency-against-rate point: every match of the alerts sent at the rate was published
+    and read back, counted here in plain Python over the simulated alerts the sender cycles."""
+    _, tests = bench_filters(point.filters)
+    alerts = list(AlertSimulator(SimulationConfig(alerts_per_visit=1000, seed=11)).visit_alerts(0))
+    per_alert = [sum(t(a) for t in tests) for a in alerts]
+    sent = int(point.rate * point.steady_s)
+    expected = sum(per_alert[i % len(alerts)] for i in range(sent))
+    assert r["sent"]["alerts"] == sent and expected > 0
+    assert r["matches"] == expected and r["latency_s"]["n"] == expected
+    assert 0 < r["latency_s"]["p50"] <= r["latency_s"]["p99"] <= r["latency_s"]["max"]
+    assert r["resources"]["filter_jobs"]["samples"] > 0
 
 
 @pytest.mark.slow
@@ -190,6 +207,9 @@ def test_results_frame_and_dmtn028_table(quick_results):
     frame = results_frame(root)
     assert sorted(frame["experiment"].unique()) == sorted(e.name for e in experiments)
     assert len(frame) == sum(len(e.points) for e in experiments)
-    assert frame["produce_s"].gt(0).all() and frame["filtered_s"].gt(0).all()
+    visits = frame[frame["experiment"] != "rate"]
+    assert visits["produce_s"].gt(0).all() and visits["filtered_s"].gt(0).all()
+    rate = frame[frame["experiment"] == "rate"]
+    assert rate["latency_p99_s"].gt(0).all() and rate["sent_alerts_per_s"].gt(0).all()
     table = comparison_table(frame)
     assert set(table["source"]) == {"DMTN-028 (AWS)"}  # the quick scale has no 10,000-alert point

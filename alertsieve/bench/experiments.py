@@ -48,6 +48,9 @@ class Point(BaseModel):
     interval_s: float = Field(20.0, gt=0, examples=[20], description="cadence: a visit starts every interval_s seconds")
     max_offsets_per_trigger: int = Field(20_000, gt=0, examples=[20000])
     sinks: tuple[Literal["kafka", "delta"], ...] = Field(("kafka",), min_length=1, examples=[["kafka"]])
+    trigger: Literal["0", "realtime"] = Field("0", examples=["realtime"], description="the job's trigger: micro-batches as fast as they go, or Real-Time Mode")
+    rate: float | None = Field(None, gt=0, examples=[250], description="alerts/s sent steadily for steady_s seconds instead of visits at the cadence (latency against rate)")
+    steady_s: float = Field(20.0, gt=0, examples=[20], description="with rate: seconds of steady sending")
 
     @property
     def key(self) -> str:
@@ -56,6 +59,9 @@ class Point(BaseModel):
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
     def label(self) -> str:
+        if self.rate:
+            mode = "Real-Time Mode" if self.trigger == "realtime" else "micro-batch"
+            return f"{self.rate:g} alerts/s for {self.steady_s:g}s, {mode}, {self.partitions}part {self.filters}F"
         stamps = "stamps" if self.stamps else "no stamps"
         return (
             f"{self.alerts_per_visit} alerts/visit, {stamps}, {self.producers}P"
@@ -262,7 +268,10 @@ def headline(result: dict) -> dict:
     produce_s = (result.get("producer") or {}).get("produce_s")
     alerts = result["point"]["alerts_per_visit"]
     latency = result.get("latency_s") or {}
+    sent = result.get("sent") or {}
     return {
+        "sent_alerts_per_s": sent.get("alerts_per_s"),
+        "caught_up_after_last_ack_s": result.get("caught_up_after_last_ack_s"),
         "produce_s": produce_s,
         "produce_alerts_per_s": round(alerts / produce_s, 1) if produce_s else None,
         "filtered_s": max(filtered) if filtered else None,  # the slowest consumer group

@@ -30,7 +30,7 @@ from alertsieve.stream.latency import OutputReader, quantiles_ms
 APPEND_TIME = {"message.timestamp.type": "LogAppendTime", "max.message.bytes": str(16 * 1024 * 1024)}
 
 
-def _pool(n: int, seed: int, tests: list) -> tuple[list[bytes], list[int]]:
+def alert_pool(n: int, seed: int, tests: list) -> tuple[list[bytes], list[int]]:
     """``n`` simulated v11.1 alerts with cutouts, framed as Rubin sends them, and how many of the
     bench filters each matches (plain Python over the records)."""
     schema = load_rubin_schema("11.1")
@@ -38,7 +38,7 @@ def _pool(n: int, seed: int, tests: list) -> tuple[list[bytes], list[int]]:
     return [schema.encode_framed(a) for a in alerts], [sum(t(a) for t in tests) for a in alerts]
 
 
-def _send(bootstrap: str, topic: str, pool: list[bytes], count: int, rate: float | None) -> float:
+def send_at_rate(bootstrap: str, topic: str, pool: list[bytes], count: int, rate: float | None) -> float:
     """Send ``count`` alerts cycling through ``pool``, at ``rate`` per second (None: as fast as
     possible); returns the time the last one was acknowledged."""
     from confluent_kafka import Producer
@@ -80,7 +80,7 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
     outputs = [f.output_topic(cfg.output_prefix) for f in filters]
     for t in outputs:  # before the job makes them: the broker stamps each record's append time
         create_topic(bootstrap, t, 4, config=APPEND_TIME)
-    pool, matches = _pool(1000, 11, tests)
+    pool, matches = alert_pool(1000, 11, tests)
     job = FilterStream(spark, cfg, console=sys.stderr)
     runner = threading.Thread(target=job.run, daemon=True)
     runner.start()
@@ -88,15 +88,15 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
     try:
         while not any(q.name == "alertsieve_filter_stream" for q in spark.streams.active):
             time.sleep(0.5)
-        _send(bootstrap, topic, pool, int(rate * 10), rate)  # warm-up: JIT, connections
+        send_at_rate(bootstrap, topic, pool, int(rate * 10), rate)  # warm-up: JIT, connections
         start = end_offsets(bootstrap, topic)
         count = int(rate * steady_s)
-        _send(bootstrap, topic, pool, count, rate)
+        send_at_rate(bootstrap, topic, pool, count, rate)
         end = end_offsets(bootstrap, topic)
         want = sum(matches[i % len(pool)] for i in range(count))
         steady = reader.wait_for(start, end, want, 120)
         burst_start = end
-        last_ack = _send(bootstrap, topic, pool, burst, None)
+        last_ack = send_at_rate(bootstrap, topic, pool, burst, None)
         burst_end = end_offsets(bootstrap, topic)
         burst_want = sum(matches[i % len(pool)] for i in range(burst))
         burst_out = reader.wait_for(burst_start, burst_end, burst_want, 300)

@@ -10,7 +10,7 @@ import time
 
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import flat_alert
+from alertsieve.stream.decode import filter_view
 from alertsieve.stream.plan import plan_job, view_paths
 from alertsieve.stream.source import source_options
 
@@ -48,7 +48,7 @@ def decode_over_bytes(spark, bootstrap: str, topic: str, schema_dir: str, filter
 
     def filtered(paths: list[str]):
         decoded = plan.decoder.decode(raw(), paths)
-        alert = decoded.select("_reason", *flat_alert(decoded))
+        alert = filter_view(decoded, ("_reason",))
         ok = F.col("_reason").isNull()
         return alert.select("_reason", *[(f.evaluate()[0] & ok).alias(f.name) for f in filters])
 

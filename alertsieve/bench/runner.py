@@ -100,7 +100,7 @@ def start_filter_job(
         "bootstrap": bootstrap,
         "topic": topic,
         "starting_offsets": "earliest",
-        "trigger": "0",
+        "trigger": point.trigger,
         "max_offsets_per_trigger": point.max_offsets_per_trigger,
         "sql_filters": [{"name": f.name, "sql": f.sql} for f in filters],
         "discover_filters": False,  # the benchmark's cuts only, not filters/
@@ -278,6 +278,61 @@ def run_point(
         delete_topics(bootstrap, [topic, *topics_with_prefix(bootstrap, f"{topic}-c")])
 
 
+def run_rate_point(
+    experiment: str, point: Point, bootstrap: str, folder: Path, store_dir: Path, broker_pids
+) -> dict:
+    """Latency against alert rate: alerts sent steadily at ``point.rate`` for ``point.steady_s``
+    seconds while the job runs (its trigger: micro-batch or Real-Time Mode), and the latency of
+    every match they produce, read back from the output topics as they fill. Past the rate the
+    job can sustain, a backlog grows and so does the latency: the knee of the curve."""
+    from alertsieve.bench.latency import APPEND_TIME, alert_pool, send_at_rate
+    from alertsieve.stream.latency import OutputReader
+
+    topic = f"exp-{experiment}-{point.key}-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, point.partitions, config=APPEND_TIME)
+    filters, tests = bench_filters(point.filters)
+    outputs = [f.output_topic(f"{topic}-c0-") for f in filters]
+    for t in outputs:  # before the job makes them: the broker stamps each record's append time
+        create_topic(bootstrap, t, 1, config=APPEND_TIME)
+    pool, matches = alert_pool(1000, 11, tests)
+    reader = OutputReader(bootstrap, outputs)
+    job = start_filter_job(0, folder / "consumer-0", point, bootstrap, topic, store_dir)
+    try:
+        # Warm-up, not measured: class loading, code generation, connections. The job reads from
+        # the earliest offset, so this also waits for it to start (a Real-Time Mode query writes
+        # nothing to its checkpoint until its first checkpoint interval ends).
+        warm = len(pool)
+        send_at_rate(bootstrap, topic, pool, warm, None)
+        warm_end = end_offsets(bootstrap, topic)
+        if len(reader.wait_for({}, warm_end, sum(matches), 180)) < sum(matches):
+            raise PointFailed(f"the warm-up's matches were not all published:\n{job.log_tail()}")
+        count = int(point.rate * point.steady_s)
+        want = sum(matches[i % len(pool)] for i in range(count))
+        roles = {"broker": broker_pids, "filter_jobs": lambda: [job.process.pid], "producers": lambda: [os.getpid()]}
+        with ResourceSampler(roles) as sampler:
+            started = time.time()
+            last_ack = send_at_rate(bootstrap, topic, pool, count, point.rate)
+            sent_s = time.time() - started
+            end = end_offsets(bootstrap, topic)
+            seen = reader.wait_for(warm_end, end, want, 120 + count / 200)
+        if len(seen) < want:
+            raise PointFailed(f"{len(seen)} of {want} matches published:\n{job.log_tail()}")
+        return {
+            "topic": topic,
+            "sent": {"alerts": count, "seconds": round(sent_s, 3), "alerts_per_s": round(count / sent_s, 1)},
+            "mean_alert_kb": round(sum(map(len, pool)) / len(pool) / 1e3, 1),
+            "matches": want,
+            "latency_s": quantiles([(out - inp) / 1e3 for _, _, inp, out in seen]),
+            "caught_up_after_last_ack_s": round(max(r[3] for r in seen) / 1e3 - last_ack, 3) if seen else None,
+            "resources": sampler.summary(),
+            "warmup_end_offsets": warm_end,
+        }  # fmt: skip
+    finally:
+        reader.close()
+        job.stop()
+        delete_topics(bootstrap, [topic, *outputs])
+
+
 def run_experiments(
     experiments: list[Experiment],
     results_root: str | Path,
@@ -326,7 +381,8 @@ def _measure(experiment: Experiment, point: Point, bootstrap, folder: Path, work
         "started_at": round(started, 3),
     }
     try:
-        result |= run_point(
+        run = run_rate_point if point.rate else run_point
+        result |= run(
             experiment.name,
             point,
             bootstrap,

@@ -24,6 +24,7 @@ AXIS_LABELS = {
     "consumers": "filter jobs (consumer groups)",
     "partitions": "partitions of the alert topic",
     "filters": "filters per job",
+    "rate": "alerts per second sent",
 }
 
 
@@ -38,8 +39,9 @@ def results_frame(root: str | Path):
         env = r["env"]
         row = {"experiment": r["experiment"], "dimension": r["dimension"], **r["point"]}
         row |= r["headline"]
-        row["consuming_s"] = _consuming(r)
-        row["mean_alert_kb"] = r["producer"]["mean_alert_kb"]
+        visits = "producer" in r  # a latency-against-rate point sends steadily instead
+        row["consuming_s"] = _consuming(r) if visits else None
+        row["mean_alert_kb"] = r["producer"]["mean_alert_kb"] if visits else r["mean_alert_kb"]
         for role, use in r["resources"].items():
             row[f"{role}_cpu_pct"] = use["cpu_mean_pct"]
             row[f"{role}_rss_mb"] = use["rss_max_mb"]
@@ -116,6 +118,40 @@ def plot_experiment(frame, experiment: str, out_dir: str | Path | None = None):
     if out_dir is not None:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         fig.savefig(Path(out_dir) / f"{experiment}.png", dpi=90)
+    return fig
+
+
+TRIGGERS = {"0": "micro-batch", "realtime": "Real-Time Mode"}
+
+
+def plot_rate(frame, out_dir: str | Path | None = None):
+    """Latency against alert rate, one line per trigger and quantile (log scales: milliseconds
+    in Real-Time Mode, seconds in micro-batches), with the rate the sender reached; saved as
+    ``<out_dir>/rate.png`` if given."""
+    import matplotlib.pyplot as plt
+
+    part = frame[frame["experiment"] == "rate"]
+    if part.empty:
+        raise ValueError("no successful results for experiment 'rate'")
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for trigger, group in part.groupby("trigger"):
+        group = group.sort_values("sent_alerts_per_s")
+        for (column, label), style in zip(LATENCIES, ["-", "--"], strict=True):
+            ax.plot(group["sent_alerts_per_s"], group[column] * 1e3, marker="o", ls=style,
+                    label=f"{TRIGGERS.get(trigger, trigger)}, {label}")  # fmt: skip
+    ax.axvline(250, color="grey", lw=1, ls=":", label="LSST's average rate")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("alerts per second sent (steadily)")
+    ax.set_ylabel("input append -> output append (ms)")
+    cores = int(part["cores"].iloc[0])
+    ax.set_title(f"Latency against alert rate ({cores} cores, {int(part['filters'].iloc[0])} SQL filters)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        fig.savefig(Path(out_dir) / "rate.png", dpi=90)
     return fig
 
 

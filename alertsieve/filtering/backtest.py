@@ -21,7 +21,7 @@ from alertsieve.filtering.checks import validate
 from alertsieve.filtering.model import Filter, FilterError
 from alertsieve.kafka.topics import head_messages
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import Decoder, flat_alert
+from alertsieve.stream.decode import Decoder, filter_view
 from alertsieve.stream.plan import filter_paths, sample_alerts, view_paths
 from alertsieve.stream.surveys import make_decoder
 
@@ -164,7 +164,7 @@ def backtest(spark, filters: list[Filter], alerts: AlertSource) -> list[Backtest
     validate(filters, sample_alerts(spark, alerts.decoder, alerts.head))
     decoded = alerts.decoder.decode(alerts.raw, filter_paths(spark, alerts.decoder, filters))
     ok = F.col("_reason").isNull()
-    alert = decoded.select("_reason", *flat_alert(decoded))
+    alert = filter_view(decoded, ("_reason",))
     columns = [F.count(F.lit(1)).alias("n"), F.sum((~ok).cast("int")).alias("quarantined"),
                F.first("_reason", ignorenulls=True).alias("why")]  # fmt: skip
     for i, f in enumerate(filters):

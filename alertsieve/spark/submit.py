@@ -13,11 +13,6 @@ from alertsieve.spark.jars import spark_connector_jars
 
 #: The log4j2 configuration every Spark JVM of this environment uses (shipped in the package).
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
-#: The throughput collector: every alert is a ~100 KB array that lives for one batch, and G1
-#: spent more on them than the job's own work on the bytes (measured with the hot path into
-#: Kafka, 10 filters, 2 cores: 10% more alerts/s and 13% less CPU with this collector). Its
-#: young-generation pauses stay within Real-Time Mode's millisecond latencies (bench stream).
-GC = "-XX:+UseParallelGC"
 
 
 def spark_defaults_file() -> Path:
@@ -30,13 +25,13 @@ def spark_defaults_file() -> Path:
 
 def submit_defaults() -> dict[str, str]:
     """What spark-submit and every session started from Python get unless told otherwise."""
-    java_options = f"-Dlog4j2.configurationFile=file:{LOG4J2} {GC}"
+    log_option = f"-Dlog4j2.configurationFile=file:{LOG4J2}"
     return {
         "spark.jars": ",".join(str(j) for j in spark_connector_jars().jars),
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
-        "spark.driver.extraJavaOptions": java_options,
-        "spark.executor.extraJavaOptions": java_options,
+        "spark.driver.extraJavaOptions": log_option,
+        "spark.executor.extraJavaOptions": log_option,
     }
 
 

@@ -192,8 +192,13 @@ def framed(definition: dict) -> dict:
     return {**definition, "fields": header + list(definition["fields"])}
 
 
-def flat_alert(decoded) -> list:
-    """The alert struct's top-level fields as columns: what filters name (``diaSource.snr``)."""
+def filter_view(decoded, keep: tuple[str, ...] = ()):
+    """What filters see: the alert struct's top-level fields as columns (``diaSource.snr``) and,
+    for Rubin alerts, the light-curve ``features`` (``alertsieve.filtering.features``), beside the
+    ``keep`` columns of ``decoded``."""
     from pyspark.sql import functions as F
 
-    return [F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names]
+    from alertsieve.filtering.features import with_features
+
+    alert = [F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names]
+    return with_features(decoded.select(*keep, *alert))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from alertsieve.filtering.model import PythonFilter
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import META, flat_alert
+from alertsieve.stream.decode import META, filter_view
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import headers, kafka_options
 
@@ -39,7 +39,7 @@ def evaluated(raw, plan: JobPlan):
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths)
-    flat = decoded.select(*META, "_schema_id", "_reason", *flat_alert(decoded))
+    flat = filter_view(decoded, (*META, "_schema_id", "_reason"))
     ok = F.col("_reason").isNull()
     columns = []
     for i, f in enumerate(plan.filters):

@@ -13,7 +13,7 @@ from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.kafka.topics import head_messages
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import Decoder, flat_alert
+from alertsieve.stream.decode import Decoder, filter_view
 from alertsieve.stream.references import referenced_paths
 from alertsieve.stream.source import message_frame
 from alertsieve.stream.surveys import make_decoder
@@ -162,7 +162,7 @@ def sample_alerts(spark, decoder: Decoder, head: list[bytes] = ()):
     the topic's first messages. Filters compile and Python filters run on these at start-up."""
     messages = list(head) if decoder.survey == "ztf" else rubin_samples(decoder)
     decoded = decoder.decode(message_frame(spark, messages), view_paths(decoder, with_cutouts=False))
-    return decoded.where("_reason IS NULL").select(*flat_alert(decoded))
+    return filter_view(decoded.where("_reason IS NULL"))
 
 
 def rubin_samples(decoder: Decoder) -> list[bytes]:

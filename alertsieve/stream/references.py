@@ -18,6 +18,7 @@ import tempfile
 from typing import Any
 
 from alertsieve.alerts.view import ViewField
+from alertsieve.filtering.features import READ_PATHS, has_history, with_features
 from alertsieve.stream.view_decode import view_type
 
 
@@ -29,12 +30,19 @@ def referenced_paths(spark, view: list[ViewField], expressions: list[str]) -> li
     expression still compiles (``size(prvDiaSources) = 0``, ``ssSource IS NOT NULL``), that field
     is enough; a null record or an array stays null and keeps its length, so the answer is the
     same while Avro skips the rest."""
+    from pyspark.sql import functions as F
     from pyspark.sql.types import _parse_datatype_string
 
     folder = tempfile.mkdtemp(prefix="alertsieve-view-")
 
     def scan(fields: list[ViewField]):
-        return spark.read.schema(_parse_datatype_string(view_type(fields, [f.path for f in fields]))).parquet(folder)
+        """The view as filters see it. ``features`` stands in as a typed null: computed, it
+        passes whole records through several projections, where Spark stops pruning; what it
+        reads is known (``READ_PATHS``) and added for the expressions that name it."""
+        frame = spark.read.schema(_parse_datatype_string(view_type(fields, [f.path for f in fields]))).parquet(folder)
+        if has_history(frame):
+            frame = frame.withColumn("features", F.lit(None).cast(with_features(frame).schema["features"].dataType))
+        return frame
 
     found: set[str] = set()
     try:
@@ -46,7 +54,7 @@ def referenced_paths(spark, view: list[ViewField], expressions: list[str]) -> li
                     reduced = [f for f in view if f.path.split(".")[0] != top or f is fields[0]]
                     if only_existence(expression, top.removesuffix("[]")) and _compiles(scan(reduced), expression):
                         used -= {f.path for f in fields[1:]}
-            found |= used
+            found |= used | (set(READ_PATHS) if names_features(expression) else set())
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return [f.path for f in view if f.path in found]
@@ -66,6 +74,12 @@ def only_existence(expression: str, name: str) -> bool:
         bare, flags=re.I,
     ))  # fmt: skip
     return uses == existence
+
+
+def names_features(expression: str) -> bool:
+    """Whether ``expression`` reads the light-curve ``features`` (a top-level name)."""
+    bare = _STRINGS.sub("''", expression)
+    return re.search(r"(?<![\w.`])`?features`?(?![\w`])", bare, flags=re.I) is not None
 
 
 def _read_schema(query) -> dict[str, Any]:

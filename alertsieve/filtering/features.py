@@ -1,0 +1,124 @@
+"""Light-curve features, once per alert, in Spark SQL from the alert's own history.
+
+Filters name them as ``features.<field>`` (``features.r.rate_sigma > 5``). They are computed from
+the detections an alert carries, the previous ones (``prvDiaSources``) and its own
+(``diaSource``), with Spark's array functions only: no UDF, so a filter using them still runs in
+Real-Time Mode, and a job whose filters name no feature computes none (Spark drops the unused
+column before it runs). Fluxes are difference-image PSF fluxes (``psfFlux``, nJy): what changed
+since the template, so a colour is the colour of the change.
+
+A value that cannot be computed (too few detections, a zero or missing error, a non-positive flux
+for a magnitude) is null, never NaN: Spark orders NaN above every number, so ``x > 5`` would pass it.
+"""
+
+from __future__ import annotations
+
+BANDS = ("u", "g", "r", "i", "z", "y")
+
+#: Days between the latest g and r detections for their colour to count as simultaneous.
+COLOUR_WINDOW_DAYS = 1.0
+
+#: (path under ``features``, unit, meaning): what docs/filters.md lists.
+FEATURES: list[tuple[str, str, str]] = [
+    ("n_detections", "", "detections in the history and this one, all bands"),
+    ("days_since_first", "d", "this detection's MJD minus the earliest detection's"),
+    ("g_minus_r", "mag", f"-2.5 log10(g.flux / r.flux) of the latest g and r detections, when both are positive and within {COLOUR_WINDOW_DAYS:g} d"),
+    *[
+        (f"<band>.{name}", unit, meaning)
+        for name, unit, meaning in [
+            ("n", "", "detections in the band (u, g, r, i, z, y)"),
+            ("flux", "nJy", "psfFlux of the band's latest detection"),
+            ("snr", "", "that flux over its psfFluxErr"),
+            ("days_ago", "d", "this detection's MJD minus the band's latest detection's (0 when it is this one)"),
+            ("rate", "nJy/d", "flux change per day between the band's latest two detections"),
+            ("rate_sigma", "", "that flux change over its error (sqrt of the two errors squared): its significance"),
+        ]
+    ],
+]  # fmt: skip
+
+_DETECTION = "named_struct('mjd', double({m}), 'band', {b}, 'flux', double({f}), 'err', double({e}))"
+
+#: Every detection as (mjd, band, flux, err), oldest first. The history's fields are read as
+#: ``prvDiaSources.<field>`` arrays (Spark prunes the decode to exactly these four), zipped by index.
+DETECTIONS = (
+    "array_sort(concat("
+    "coalesce(transform(prvDiaSources.midpointMjdTai, (m, i) -> "
+    + _DETECTION.format(m="m", b="prvDiaSources.band[i]", f="prvDiaSources.psfFlux[i]", e="prvDiaSources.psfFluxErr[i]")
+    + "), array()), array("
+    + _DETECTION.format(m="diaSource.midpointMjdTai", b="diaSource.band", f="diaSource.psfFlux", e="diaSource.psfFluxErr")
+    + ")), (a, b) -> CASE WHEN a.mjd < b.mjd THEN -1 WHEN a.mjd > b.mjd THEN 1 ELSE 0 END)"
+)  # fmt: skip
+
+
+def _finite(sql: str) -> str:
+    """NaN and infinities as null."""
+    return f"CASE WHEN isnan({sql}) OR abs({sql}) = double('inf') THEN NULL ELSE {sql} END"
+
+
+def band_sql(band: str) -> str:
+    """The struct of one band's features, over ``_det_<band>`` (its detections, oldest first)."""
+    det = f"_det_{band}"
+    last, prev = f"try_element_at({det}, -1)", f"try_element_at({det}, -2)"
+    change = f"({last}.flux - {prev}.flux)"
+    fields = {
+        "n": f"size({det})",
+        "flux": _finite(f"{last}.flux"),
+        "snr": _finite(f"try_divide({last}.flux, {last}.err)"),
+        "days_ago": _finite(f"_now - {last}.mjd"),
+        "rate": _finite(f"try_divide({change}, {last}.mjd - {prev}.mjd)"),
+        "rate_sigma": _finite(f"try_divide({change}, sqrt({last}.err * {last}.err + {prev}.err * {prev}.err))"),
+    }
+    return "named_struct(" + ", ".join(f"'{k}', {v}" for k, v in fields.items()) + ")"
+
+
+def features_sql() -> str:
+    """The ``features`` struct, over ``_det``, ``_det_<band>`` and ``_now`` (this detection's MJD)."""
+    g, r = "try_element_at(_det_g, -1)", "try_element_at(_det_r, -1)"
+    colour = (
+        f"CASE WHEN {g}.flux > 0 AND {r}.flux > 0 AND abs({g}.mjd - {r}.mjd) <= {COLOUR_WINDOW_DAYS}"
+        f" THEN -2.5 * log10({g}.flux / {r}.flux) END"
+    )
+    fields = {
+        "n_detections": "size(_det)",
+        "days_since_first": _finite("_now - array_min(transform(_det, d -> d.mjd))"),
+        "g_minus_r": _finite(colour),
+        **{band: band_sql(band) for band in BANDS},
+    }
+    return "named_struct(" + ", ".join(f"'{k}', {v}" for k, v in fields.items()) + ")"
+
+
+#: What a detection needs for the features: the fields read of ``diaSource`` and of each entry
+#: of ``prvDiaSources``.
+READS = ("midpointMjdTai", "band", "psfFlux", "psfFluxErr")
+
+
+def has_history(frame) -> bool:
+    """Whether ``frame`` holds a Rubin alert's detection and history with the fields the features
+    read (a frame cut down to fewer, as the analysis of a filter tries, has no features)."""
+    from pyspark.sql.types import ArrayType, StructType
+
+    fields = {f.name: f.dataType for f in frame.schema.fields}
+    source, history = fields.get("diaSource"), fields.get("prvDiaSources")
+    if not isinstance(source, StructType) or not isinstance(history, ArrayType):
+        return False
+    entry = history.elementType
+    return isinstance(entry, StructType) and all(n in source.names and n in entry.names for n in READS)
+
+
+def with_features(frame):
+    """``frame`` (the alert's top-level fields as columns) with its ``features`` column, for
+    Rubin alerts; other frames as they are. In steps, so the sorted detections and each band's
+    share of them are built once per alert and read by every feature (Spark does not merge a
+    projection into the next when that would compute a costly expression twice)."""
+    from pyspark.sql import functions as F
+
+    if not has_history(frame):
+        return frame
+    bands = {f"_det_{b}": F.expr(f"filter(_det, d -> d.band = '{b}')") for b in BANDS}
+    first = frame.select("*", F.expr(DETECTIONS).alias("_det"), F.expr("double(diaSource.midpointMjdTai)").alias("_now"))
+    steps = first.select("*", *[c.alias(name) for name, c in bands.items()])
+    return steps.withColumn("features", F.expr(features_sql())).drop("_det", "_now", *bands)
+
+
+#: The view fields the features read, as ``alertsieve.stream.references`` names paths.
+READ_PATHS = [f"diaSource.{f}" for f in READS] + [f"prvDiaSources[].{f}" for f in READS]
