@@ -19,12 +19,12 @@ from alertsieve.stream.metrics import read_lines
 NAMES = ("bright", "first_seen", "solar_system")
 
 
-def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
+def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES) -> list[str]:
     args = [sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", bootstrap,
             "--topic", topic, "--output-prefix", f"{topic}-", "--checkpoint", str(workdir / "ckpt"),
             "--delta-path", str(workdir / "delta"), "--metrics", str(workdir / "metrics.jsonl"),
             "--max-offsets-per-trigger", "100", "--master", "local[2]", "--no-discover", *extra]  # fmt: skip
-    for name in NAMES:
+    for name in names:
         args += ["--sql", f"{name}={FILTERS[name][0]}"]
     return args
 
@@ -59,7 +59,7 @@ def wait_for(condition, what: str, timeout: float, process=None) -> None:
         time.sleep(0.2)
 
 
-def expected_matches(bootstrap: str, topic: str, schema_dir: str) -> tuple[int, dict[str, set]]:
+def expected_matches(bootstrap: str, topic: str, schema_dir: str, names: tuple[str, ...] = NAMES) -> tuple[int, dict[str, set]]:
     """(alerts in the topic, {filter: alert ids it must match}) from the test's own decoding."""
     store = LocalSchemaStore(schema_dir)
     alerts = {}
@@ -68,7 +68,7 @@ def expected_matches(bootstrap: str, topic: str, schema_dir: str) -> tuple[int, 
         schema_id, body = unframe(m.value())
         alerts[m.key().decode()] = store.get(schema_id).decode(body)
     assert len(alerts) == len(messages), "alert ids are unique in the input"
-    return len(messages), {n: {k for k, a in alerts.items() if FILTERS[n][1](a)} for n in NAMES}
+    return len(messages), {n: {k for k, a in alerts.items() if FILTERS[n][1](a)} for n in names}
 
 
 def assert_outputs(spark, bootstrap: str, topic: str, workdir: Path, expected: dict) -> Counter:

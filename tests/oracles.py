@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from astropy import units as u
 from astropy.coordinates import SkyCoord
 
 from alertsieve.filtering.discovery import discover
+from alertsieve.filtering.features import BANDS, COLOUR_WINDOW_DAYS
 
 #: SQL filters and the same science in plain Python, written independently.
 FILTERS = {
@@ -19,6 +21,10 @@ FILTERS = {
     ),
     "first_seen": ("size(prvDiaSources) = 0", lambda a: len(a["prvDiaSources"] or []) == 0),
     "solar_system": ("ssSource IS NOT NULL", lambda a: a["ssSource"] is not None),
+    "rising": (  # light-curve features: a significant rise between the last two r detections
+        "features.r.rate_sigma > 3 AND features.r.rate > 0",
+        lambda a: (expected_features(a)["r"]["rate_sigma"] or 0) > 3 and (expected_features(a)["r"]["rate"] or 0) > 0,
+    ),
     "long_history_doubtful": (
         "diaObject.nDiaSources >= 6 AND diaSource.reliability < 0.9",
         lambda a: (
@@ -94,3 +100,47 @@ def contributed_filters_in_plain_python(good: dict[str, dict]) -> dict[str, set[
     }
     assert set(tests) == set(params), "a contributed filter has no oracle here"
     return {n: {k for k, a in good.items() if test(a)} for n, test in tests.items()}
+
+
+def _number(x) -> float | None:
+    """As the features promise: NaN and infinities are null."""
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def expected_features(record: dict) -> dict:
+    """The features of one alert in numpy, from its record as fastavro reads it."""
+    rows = [*(record.get("prvDiaSources") or []), record["diaSource"]]
+    mjd = np.array([r["midpointMjdTai"] for r in rows], float)
+    order = np.argsort(mjd, kind="stable")
+    rows = [rows[i] for i in order]
+    now = record["diaSource"]["midpointMjdTai"]
+
+    def f(x):
+        return np.nan if x is None else float(x)
+
+    out: dict = {"n_detections": len(rows), "days_since_first": _number(now - mjd.min())}
+    latest = {}
+    for band in BANDS:
+        mine = [r for r in rows if r["band"] == band]
+        last = mine[-1] if mine else None
+        prev = mine[-2] if len(mine) > 1 else None
+        latest[band] = last
+        with np.errstate(all="ignore"):
+            change = f(last["psfFlux"]) - f(prev["psfFlux"]) if prev else np.nan
+            dt = last["midpointMjdTai"] - prev["midpointMjdTai"] if prev else np.nan
+            err = np.hypot(f(last["psfFluxErr"]), f(prev["psfFluxErr"])) if prev else np.nan
+            out[band] = {
+                "n": len(mine),
+                "flux": _number(f(last["psfFlux"])) if last else None,
+                "snr": _number(np.float64(f(last["psfFlux"])) / f(last["psfFluxErr"])) if last else None,
+                "days_ago": _number(now - last["midpointMjdTai"]) if last else None,
+                "rate": _number(np.float64(change) / dt) if prev else None,
+                "rate_sigma": _number(np.float64(change) / err) if prev else None,
+            }
+    g, r = latest["g"], latest["r"]
+    colour = None
+    if g and r and f(g["psfFlux"]) > 0 and f(r["psfFlux"]) > 0:
+        if abs(g["midpointMjdTai"] - r["midpointMjdTai"]) <= COLOUR_WINDOW_DAYS:
+            colour = -2.5 * math.log10(f(g["psfFlux"]) / f(r["psfFlux"]))
+    out["g_minus_r"] = colour
+    return out

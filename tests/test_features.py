@@ -9,12 +9,12 @@ import math
 from pathlib import Path
 
 import fastavro
-import numpy as np
 import pytest
+from oracles import expected_features
 
 from alertsieve.alerts.replay import read_raw_records
 from alertsieve.alerts.schemas import frame, load_rubin_schema
-from alertsieve.filtering.features import BANDS, COLOUR_WINDOW_DAYS
+from alertsieve.filtering.features import BANDS
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import filter_view
@@ -54,50 +54,6 @@ def _edge_cases(alerts: list[dict]) -> list[dict]:
                                           midpointMjdTai=alert["diaSource"]["midpointMjdTai"] - 1)  # fmt: skip
         alert["diaSource"]["psfFluxErr"] = err
     return [colour, nan_err, zero_err]
-
-
-def _number(x) -> float | None:
-    """As the features promise: NaN and infinities are null."""
-    return None if x is None or not np.isfinite(x) else float(x)
-
-
-def expected_features(record: dict) -> dict:
-    """The features of one alert in numpy, from its record as fastavro reads it."""
-    rows = [*(record.get("prvDiaSources") or []), record["diaSource"]]
-    mjd = np.array([r["midpointMjdTai"] for r in rows], float)
-    order = np.argsort(mjd, kind="stable")
-    rows = [rows[i] for i in order]
-    now = record["diaSource"]["midpointMjdTai"]
-
-    def f(x):
-        return np.nan if x is None else float(x)
-
-    out: dict = {"n_detections": len(rows), "days_since_first": _number(now - mjd.min())}
-    latest = {}
-    for band in BANDS:
-        mine = [r for r in rows if r["band"] == band]
-        last = mine[-1] if mine else None
-        prev = mine[-2] if len(mine) > 1 else None
-        latest[band] = last
-        with np.errstate(all="ignore"):
-            change = f(last["psfFlux"]) - f(prev["psfFlux"]) if prev else np.nan
-            dt = last["midpointMjdTai"] - prev["midpointMjdTai"] if prev else np.nan
-            err = np.hypot(f(last["psfFluxErr"]), f(prev["psfFluxErr"])) if prev else np.nan
-            out[band] = {
-                "n": len(mine),
-                "flux": _number(f(last["psfFlux"])) if last else None,
-                "snr": _number(np.float64(f(last["psfFlux"])) / f(last["psfFluxErr"])) if last else None,
-                "days_ago": _number(now - last["midpointMjdTai"]) if last else None,
-                "rate": _number(np.float64(change) / dt) if prev else None,
-                "rate_sigma": _number(np.float64(change) / err) if prev else None,
-            }
-    g, r = latest["g"], latest["r"]
-    colour = None
-    if g and r and f(g["psfFlux"]) > 0 and f(r["psfFlux"]) > 0:
-        if abs(g["midpointMjdTai"] - r["midpointMjdTai"]) <= COLOUR_WINDOW_DAYS:
-            colour = -2.5 * math.log10(f(g["psfFlux"]) / f(r["psfFlux"]))
-    out["g_minus_r"] = colour
-    return out
 
 
 @pytest.fixture(scope="module")
