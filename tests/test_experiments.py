@@ -187,7 +187,8 @@ def _check_rate_point(r: dict, point: Point) -> None:
     expected = sum(per_alert[i % len(alerts)] for i in range(sent))
     assert r["sent"]["alerts"] == sent and expected > 0
     assert r["matches"] == expected and r["latency_s"]["n"] == expected
-    assert 0 < r["latency_s"]["p50"] <= r["latency_s"]["p99"] <= r["latency_s"]["max"]
+    # Kafka stamps whole milliseconds: Real-Time Mode's p50 can be 0
+    assert 0 <= r["latency_s"]["p50"] <= r["latency_s"]["p99"] <= r["latency_s"]["max"] and r["latency_s"]["max"] > 0
     assert r["resources"]["filter_jobs"]["samples"] > 0
 
 
