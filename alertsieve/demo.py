@@ -24,7 +24,7 @@ from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce, stop_resource_tracker
 from alertsieve.spark.session import get_session, stop_session
 from alertsieve.stream.config import load_config
-from alertsieve.stream.job import QUERY_NAME, FilterStream, run_archive
+from alertsieve.stream.job import QUERY_NAME, FilterStream, run_archive, stop_between_batches
 from alertsieve.stream.latency import published_latencies_ms, quantiles_ms
 
 CONFIG = Path(__file__).resolve().parents[1] / "conf" / "filter_stream.yaml"
@@ -73,7 +73,7 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 
         while sum(x["input_rows"] for x in job.metrics.written) < expected and time.monotonic() < deadline:
             time.sleep(0.5)
         for q in spark.streams.active:
-            q.stop()
+            stop_between_batches(q, 0 if cfg.realtime and q.name == QUERY_NAME else 30)
         runner.join(60)
         lines = job.metrics.written
         counts = run_archive(cfg.model_copy(update={"available_now": True}), spark)  # what its clock had left

@@ -78,9 +78,8 @@ class FilterStream:
                 queries.append(archive.start(available_now=True))
                 _await(queries[1:], None)
         finally:
-            for q in queries:
-                if q.isActive:
-                    q.stop()
+            for q in queries:  # a Real-Time Mode batch never ends between alerts: it is stopped as it runs
+                stop_between_batches(q, 0 if q is queries[0] and self.cfg.realtime else 30)
             self.metrics.flush(queries[0].recentProgress)
             self.spark.streams.removeListener(listener)
         for q in queries:
@@ -110,6 +109,20 @@ def _await(queries: list, timeout_s: float | None) -> None:
             if any(q.exception() for q in queries):
                 return
             next(q for q in queries if q.isActive).awaitTermination(1)
+
+
+def stop_between_batches(query, patience_s: float = 30.0) -> None:
+    """Stop a query while no batch of it runs, waiting up to ``patience_s`` for the current one.
+
+    ``stop()`` in the middle of a batch cancels its tasks and interrupts its checkpoint writes: no
+    data is lost (the batch is redone on restart), but Spark logs the cancelled tasks, cached blocks
+    and interrupted renames as warnings, and once overflowed its stack formatting the cancellation.
+    Patience is bounded: a batch may be stuck on a broker that has gone."""
+    deadline = time.monotonic() + patience_s
+    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if query.isActive:
+        query.stop()
 
 
 def create_outputs(cfg: JobConfig, filters) -> None:
@@ -183,8 +196,7 @@ def run_archive(cfg: JobConfig, spark=None) -> dict[str, int]:
     try:
         _await([query], None if cfg.available_now else cfg.timeout_s)
     finally:
-        if query.isActive:
-            query.stop()
+        stop_between_batches(query)
     if query.exception():
         raise RuntimeError(f"the archive query failed: {query.exception()}")
     return archive_counts(spark, cfg)
