@@ -197,6 +197,7 @@ def _cmd_filters(args: argparse.Namespace) -> int:
             print(f"{f.name:<22} {kind:<7} {summary}")
             print(f"{'':<22} {'':<7} {f.origin}; params {dict(f.params)}")
         return 0
+    from alertsieve.catalogs.context import load_context
     from alertsieve.filtering.checks import validate
     from alertsieve.filtering.model import FilterError
     from alertsieve.spark.session import get_session
@@ -210,9 +211,10 @@ def _cmd_filters(args: argparse.Namespace) -> int:
     for f in filters:
         decoder = decoders[f.survey or "rubin"]
         try:
-            validate([f], sample_alerts(spark, decoder))
+            context = load_context(args.catalog_dir, [f], decoder.detection)
+            validate([f], sample_alerts(spark, decoder, context=context))
             print(f"ok      {f.name} ({decoder.survey})")
-            for line in lacking_lines(lacking_fields(spark, decoder, [f])):
+            for line in lacking_lines(lacking_fields(spark, decoder, [f], context)):
                 print(f"        {line}")
         except FilterError as e:
             failures += 1
@@ -230,7 +232,7 @@ def _cmd_backtest(args: argparse.Namespace) -> int:
     try:
         alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
         filters = for_survey(filters, alerts.decoder.survey, args.input, named=bool(args.filter))
-        text, ok = report(backtest(spark, filters, alerts), args.max_rate)
+        text, ok = report(backtest(spark, filters, alerts, args.catalog_dir), args.max_rate)
     finally:
         spark.stop()
     print(text)
@@ -246,6 +248,30 @@ def _cmd_schemas(args: argparse.Namespace) -> int:
         v for v in rubin_versions() if int(v.split(".")[0]) >= 7
     ]  # fmt: skip
     print(view_document(versions), end="")
+    return 0
+
+
+def _cmd_catalog(args: argparse.Namespace) -> int:
+    """``catalog add|list`` and ``watch add|list``: index a file for ``xmatch.NAME`` / ``watch.NAME``."""
+    from alertsieve.catalogs.store import add_catalog, add_watchmap, describe, list_catalogs
+
+    if args.action == "list":
+        family = "xmatch" if args.command == "catalog" else "watch"
+        for meta in list_catalogs(args.catalog_dir):
+            if meta.family == family:
+                print(describe(meta))
+        return 0
+    if not (args.name and args.file):
+        raise ValueError(f"{args.command} add needs NAME and FILE")
+    if args.command == "catalog":
+        meta = add_catalog(args.catalog_dir, args.name, args.file, args.ra, args.dec, args.radius)
+    elif args.map:
+        meta = add_watchmap(args.catalog_dir, args.name, args.file, args.order)
+    else:
+        meta = add_catalog(args.catalog_dir, args.name, args.file, args.ra, args.dec, args.radius,
+                           kind="watchlist", radius_column=args.radius_column)  # fmt: skip
+    print(describe(meta))
+    print(f"filters read it as {meta.family}.{meta.name} (catalog folder {args.catalog_dir})")
     return 0
 
 
@@ -328,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     flt.add_argument("action", choices=["list", "check"])
     flt.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
     flt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules")
+    flt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
     bt = sub.add_parser("backtest", help="run filters over a topic, Avro files or simulated alerts")
     bt.add_argument("--filter", help="comma-separated filter names (default: all discovered)")
@@ -340,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-rate", type=float, default=0.05, help="warn above this match rate (default 0.05)"
     )
     bt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules")
+    bt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
     bench.add_argument("what", choices=["produce", "stream", "run"])
@@ -369,6 +397,27 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.add_argument("what", choices=["view"], help="view: the field table (docs/filter-view.md)")
     schemas.add_argument("--versions", help="comma-separated, e.g. 7.4,10.0,11.1 (default: 7.0 on)")
 
+    cat = sub.add_parser("catalog", help="index a CSV or Parquet catalog for xmatch.NAME in filters")
+    cat.add_argument("action", choices=["add", "list"])
+    cat.add_argument("name", nargs="?", help="the catalog's name in SQL (xmatch.NAME)")
+    cat.add_argument("file", nargs="?", help="a .csv or .parquet file, or builtin:hipparcos, builtin:openngc")
+    cat.add_argument("--ra", default="ra", help="column of right ascension, degrees (default ra)")
+    cat.add_argument("--dec", default="dec", help="column of declination, degrees (default dec)")
+    cat.add_argument("--radius", type=float, default=2.0, help="match radius, arcsec (default 2)")
+    cat.add_argument("--catalog-dir", default="catalogs", help="the catalog folder (default catalogs)")
+
+    watch = sub.add_parser("watch", help="a watchlist (CSV of name, ra, dec, radius) or a watchmap (MOC) for watch.NAME")
+    watch.add_argument("action", choices=["add", "list"])
+    watch.add_argument("name", nargs="?", help="its name in SQL (watch.NAME)")
+    watch.add_argument("file", nargs="?", help="a watchlist .csv/.parquet, or with --map a MOC .fits or a CSV of pixels")
+    watch.add_argument("--ra", default="ra", help="column of right ascension, degrees (default ra)")
+    watch.add_argument("--dec", default="dec", help="column of declination, degrees (default dec)")
+    watch.add_argument("--radius-column", default="radius", help="column of each entry's radius, arcsec (default radius)")
+    watch.add_argument("--radius", type=float, default=2.0, help="radius for a list without a radius column")
+    watch.add_argument("--map", action="store_true", help="FILE is a sky region: a MOC FITS file, or a CSV of nested pixels (ipix) with --order")
+    watch.add_argument("--order", type=int, help="HEALPix order of a CSV of pixels")
+    watch.add_argument("--catalog-dir", default="catalogs", help="the catalog folder (default catalogs)")
+
     demo = sub.add_parser("demo", help="embedded Kafka, simulated visits, the filter job, a summary")
     demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")
     demo.add_argument("--alerts-per-visit", type=int, default=2000, help="default 2000")
@@ -387,6 +436,8 @@ HANDLERS = {
     "backtest": _cmd_backtest,
     "schemas": _cmd_schemas,
     "demo": _cmd_demo,
+    "catalog": _cmd_catalog,
+    "watch": _cmd_catalog,
 }
 
 

@@ -71,3 +71,11 @@ def quick_results(kafka, tmp_path_factory):
 
 #: Run at the quick scale in the suite (the others differ only in which setting they vary).
 QUICK_EXPERIMENTS = ("volume", "consumers", "rate")
+
+
+@pytest.fixture(scope="session")
+def field_catalog(tmp_path_factory):
+    """A catalog folder with the catalog ``field`` around the stream tests' visits (tests/field_catalog.py)."""
+    from field_catalog import write_catalog
+
+    return write_catalog(tmp_path_factory.mktemp("catalogs"))

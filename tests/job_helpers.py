@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from field_catalog import CATALOG_FILTERS
 from kafka_helpers import consume_all
 from oracles import FILTERS
 
@@ -17,16 +18,19 @@ from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.stream.metrics import read_lines
 
 NAMES = ("bright", "first_seen", "solar_system")
+#: Every filter a job test may run: SQL and the same science in plain Python.
+JOB_FILTERS = {**FILTERS, **CATALOG_FILTERS}
 
 
-def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES) -> list[str]:
+def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES,
+                catalog_dir: Path | None = None) -> list[str]:  # fmt: skip
     args = [sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", bootstrap,
             "--topic", topic, "--output-prefix", f"{topic}-", "--checkpoint", str(workdir / "ckpt"),
             "--delta-path", str(workdir / "delta"), "--metrics", str(workdir / "metrics.jsonl"),
             "--max-offsets-per-trigger", "100", "--master", "local[2]", "--no-discover", *extra]  # fmt: skip
     for name in names:
-        args += ["--sql", f"{name}={FILTERS[name][0]}"]
-    return args
+        args += ["--sql", f"{name}={JOB_FILTERS[name][0]}"]
+    return args + (["--catalog-dir", str(catalog_dir)] if catalog_dir else [])
 
 
 def archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
@@ -68,7 +72,7 @@ def expected_matches(bootstrap: str, topic: str, schema_dir: str, names: tuple[s
         schema_id, body = unframe(m.value())
         alerts[m.key().decode()] = store.get(schema_id).decode(body)
     assert len(alerts) == len(messages), "alert ids are unique in the input"
-    return len(messages), {n: {k for k, a in alerts.items() if FILTERS[n][1](a)} for n in names}
+    return len(messages), {n: {k for k, a in alerts.items() if JOB_FILTERS[n][1](a)} for n in names}
 
 
 def assert_outputs(spark, bootstrap: str, topic: str, workdir: Path, expected: dict) -> Counter:

@@ -1,6 +1,7 @@
 """Real-Time Mode end to end: the hot path publishes every match of a live topic, is killed -9,
 and restarted from its checkpoint without losing an alert (Kafka: at least once). One of its
-filters reads the light-curve features, which must keep a filter Real-Time-Mode capable."""
+filters reads the light-curve features and one crossmatches a catalog (a broadcast stream-static
+join): both must keep a filter Real-Time-Mode capable."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 import subprocess
 
 import pytest
+from field_catalog import NAME as NEAR_FIELD_SOURCE
 from job_helpers import NAMES, expected_matches, job_command, wait_for
 from kafka_helpers import consume_all
 
@@ -25,14 +27,14 @@ def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str):
                                  schema_dir=schema_dir))  # fmt: skip
 
 
-def _realtime_job(bootstrap: str, topic: str, workdir) -> subprocess.Popen:
+def _realtime_job(bootstrap: str, topic: str, workdir, catalogs) -> subprocess.Popen:
     """The job in Real-Time Mode (2 partitions, 2 cores), Kafka outputs only."""
     args = job_command(bootstrap, topic, workdir, "--trigger", "realtime=5s", "--sink", "kafka", "--timeout", "300",
-                       names=RTM_NAMES)  # fmt: skip
+                       names=RTM_NAMES, catalog_dir=catalogs)  # fmt: skip
     return subprocess.Popen(args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-RTM_NAMES = (*NAMES, "rising")
+RTM_NAMES = (*NAMES, "rising", NEAR_FIELD_SOURCE)
 
 
 def _published(bootstrap: str, topic: str) -> dict[str, list[str]]:
@@ -45,13 +47,14 @@ def _all_there(bootstrap: str, topic: str, expected: dict[str, set]) -> bool:
 
 
 @pytest.mark.slow
-def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, topic_name, tmp_path):
+def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, topic_name, tmp_path, field_catalog):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     assert _visit(bootstrap, topic_name, 61, schema_dir).ok
     _, first_expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
     assert first_expected["rising"], "the visit has alerts the features filter selects"
+    assert first_expected[NEAR_FIELD_SOURCE], "the visit has alerts the crossmatch filter selects"
 
-    job = _realtime_job(bootstrap, topic_name, tmp_path)
+    job = _realtime_job(bootstrap, topic_name, tmp_path, field_catalog)
     wait_for(lambda: _all_there(bootstrap, topic_name, first_expected), "the first visit's matches", 240, job)
     os.killpg(job.pid, signal.SIGKILL)  # mid-stream: the query never ends on its own
     job.wait(30)
@@ -59,7 +62,7 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, t
     assert _visit(bootstrap, topic_name, 62, schema_dir).ok  # produced while the job is down
     total, expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
     assert total == 300 and sum(len(expected[n] - first_expected[n]) for n in RTM_NAMES) > 0
-    job = _realtime_job(bootstrap, topic_name, tmp_path)
+    job = _realtime_job(bootstrap, topic_name, tmp_path, field_catalog)
     wait_for(lambda: _all_there(bootstrap, topic_name, expected), "both visits' matches", 240, job)
     os.killpg(job.pid, signal.SIGTERM)
     job.wait(60)

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from confluent_kafka import Producer
+from job_helpers import JOB_FILTERS as FILTERS
 from kafka_helpers import consume_all
-from oracles import FILTERS, contributed_filters_in_plain_python
+from oracles import contributed_filters_in_plain_python
 
 from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
 from alertsieve.filtering.model import AlertFilter
@@ -51,7 +52,7 @@ def malformed(rng: np.random.Generator, good_framed: bytes) -> list[tuple[bytes,
 
 
 @pytest.fixture(scope="module")
-def run(kafka, spark, tmp_path_factory) -> Run:
+def run(kafka, spark, tmp_path_factory, field_catalog) -> Run:
     tmp = tmp_path_factory.mktemp("stream")
     topic = f"alerts-{uuid.uuid4().hex[:8]}"
     prefix = f"out-{uuid.uuid4().hex[:6]}-"
@@ -89,7 +90,7 @@ def run(kafka, spark, tmp_path_factory) -> Run:
         max_offsets_per_trigger=250, output_prefix=prefix, output_partitions=2,
         discover_filters=False, code_filters=[AlertFilter(name=n, sql=sql) for n, (sql, _) in FILTERS.items()],
         delta_path=str(tmp / "delta"), checkpoint=str(tmp / "ckpt"),
-        metrics_path=str(tmp / "metrics.jsonl"), schema_dir=schema_dir,
+        metrics_path=str(tmp / "metrics.jsonl"), schema_dir=schema_dir, catalog_dir=str(field_catalog),
     )  # fmt: skip
     run_job(cfg, spark=spark, console=False)
     metrics = [json.loads(x) for x in (tmp / "metrics.jsonl").read_text().splitlines()]

@@ -17,6 +17,7 @@ from typing import Any
 
 from alertsieve.alerts.schemas import LOCAL_ID_BASE, open_store, view_versions
 from alertsieve.alerts.view import version_order
+from alertsieve.catalogs.context import load_context
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.model import Filter, FilterError
 from alertsieve.kafka.topics import head_messages
@@ -157,14 +158,16 @@ def _rubin_versions_in(messages: list[bytes]) -> list[str] | None:
     return sorted(versions, key=version_order) or None
 
 
-def backtest(spark, filters: list[Filter], alerts: AlertSource) -> list[BacktestRow]:
-    """Every filter over the same alerts, in one pass, decoding only the fields they read."""
+def backtest(spark, filters: list[Filter], alerts: AlertSource, catalog_dir: str = "catalogs") -> list[BacktestRow]:
+    """Every filter over the same alerts, in one pass, decoding only the fields they read, with
+    the catalogs they name from ``catalog_dir``."""
     from pyspark.sql import functions as F
 
-    validate(filters, sample_alerts(spark, alerts.decoder, alerts.head))
-    decoded = alerts.decoder.decode(alerts.raw, filter_paths(spark, alerts.decoder, filters))
+    context = load_context(catalog_dir, filters, alerts.decoder.detection)
+    validate(filters, sample_alerts(spark, alerts.decoder, alerts.head, context))
+    decoded = alerts.decoder.decode(alerts.raw, filter_paths(spark, alerts.decoder, filters, context))
     ok = F.col("_reason").isNull()
-    alert = filter_view(decoded, ("_reason",))
+    alert = filter_view(decoded, ("_reason",), context)
     columns = [F.count(F.lit(1)).alias("n"), F.sum((~ok).cast("int")).alias("quarantined"),
                F.first("_reason", ignorenulls=True).alias("why")]  # fmt: skip
     for i, f in enumerate(filters):

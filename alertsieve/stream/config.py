@@ -108,6 +108,10 @@ class JobConfig(BaseModel):
     filter_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, examples=[{"bright_high_snr": {"min_snr": 100}}]
     )
+    catalog_dir: str = Field(
+        "catalogs", description="where catalogs, watchlists and watchmaps are (alertsieve catalog add / watch add)",
+        examples=["catalogs"], json_schema_extra=_flag("--catalog-dir", example="DIR"),
+    )  # fmt: skip
     sinks: list[Literal["kafka", "delta"]] = Field(
         default_factory=lambda: ["kafka", "delta"], min_length=1,
         examples=[["kafka", "delta"]], json_schema_extra=_flag("--sink", cli="csv", example="kafka,delta"),

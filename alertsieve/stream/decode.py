@@ -192,13 +192,15 @@ def framed(definition: dict) -> dict:
     return {**definition, "fields": header + list(definition["fields"])}
 
 
-def filter_view(decoded, keep: tuple[str, ...] = ()):
-    """What filters see: the alert struct's top-level fields as columns (``diaSource.snr``) and,
-    for Rubin alerts, the light-curve ``features`` (``alertsieve.filtering.features``), beside the
+def filter_view(decoded, keep: tuple[str, ...] = (), context=None):
+    """What filters see: the alert struct's top-level fields as columns (``diaSource.snr``), for
+    Rubin alerts the light-curve ``features`` (``alertsieve.filtering.features``), and the
+    catalogs the filters name (``xmatch``, ``watch``: ``alertsieve.catalogs.context``), beside the
     ``keep`` columns of ``decoded``."""
     from pyspark.sql import functions as F
 
+    from alertsieve.catalogs.context import with_context
     from alertsieve.filtering.features import with_features
 
     alert = [F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names]
-    return with_features(decoded.select(*keep, *alert))
+    return with_context(with_features(decoded.select(*keep, *alert)), context)

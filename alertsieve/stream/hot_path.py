@@ -39,7 +39,7 @@ def evaluated(raw, plan: JobPlan):
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths)
-    flat = filter_view(decoded, (*META, "_schema_id", "_reason"))
+    flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context)
     ok = F.col("_reason").isNull()
     columns = []
     for i, f in enumerate(plan.filters):

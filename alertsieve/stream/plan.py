@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from alertsieve.alerts.view import ViewField, missing_in, version_order
+from alertsieve.catalogs.context import Context, load_context
+from alertsieve.catalogs.store import describe
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import Filter, FilterError, with_params
@@ -26,6 +28,7 @@ class JobPlan:
     paths: list[str]  # what the hot path decodes: the filters' fields and the alert id
     archive_paths: list[str]  # what the Delta archive keeps (see archive_paths)
     lacking: dict[str, dict[str, list[str]]]  # filter -> field it reads -> versions without it
+    context: Context | None = None  # the catalogs the filters name (xmatch.*, watch.*)
 
     def describe(self) -> list[str]:
         """What a person starting the job should know: the survey, versions, view and what each
@@ -36,6 +39,7 @@ class JobPlan:
             f"survey {d.survey}: {len(d.writers)} writer schema(s), versions {', '.join(versions)};"
             f" decoding {len(self.paths)} of the view's {len(d.view)} fields"
         ]
+        lines += [f"catalog {describe(m)}" for m in (self.context.catalogs if self.context else ())]
         return lines + lacking_lines(self.lacking)
 
 
@@ -45,8 +49,9 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
                          extra=cfg.kafka_conf)  # fmt: skip
     decoder = make_decoder(cfg, head)
     filters = select_filters(cfg, decoder.survey)
-    validate(filters, sample_alerts(spark, decoder, head))
-    paths = filter_paths(spark, decoder, filters)
+    context = load_context(cfg.catalog_dir, filters, decoder.detection)
+    validate(filters, sample_alerts(spark, decoder, head, context))
+    paths = filter_paths(spark, decoder, filters, context)
     return JobPlan(
         filters=filters,
         decoder=decoder,
@@ -54,15 +59,16 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
         # The Delta archive keeps cutouts for every match (delta_cutouts) or for the matches of
         # the filters that ask for them (cutouts=True); only then are they decoded at all.
         archive_paths=archive_paths(decoder, paths, cfg.delta_cutouts or any(f.cutouts for f in filters)),
-        lacking=lacking_fields(spark, decoder, filters),
+        lacking=lacking_fields(spark, decoder, filters, context),
+        context=context,
     )
 
 
-def filter_paths(spark, decoder: Decoder, filters: list[Filter]) -> list[str]:
+def filter_paths(spark, decoder: Decoder, filters: list[Filter], context: Context | None = None) -> list[str]:
     """The view fields the filters read (from Spark's analysis of their expressions), the alert
     id and the decoder's tell: Avro skips everything else, cutouts included."""
     expressions = [e for f in filters for e in f.expressions().values()]
-    used = referenced_paths(spark, decoder.view, expressions)
+    used = referenced_paths(spark, decoder.view, expressions, context)
     return list(dict.fromkeys([decoder.tell, decoder.id_path, *used]))
 
 
@@ -87,13 +93,13 @@ def archive_paths(decoder: Decoder, used: list[str], with_cutouts: bool) -> list
             or (with_cutouts and p.startswith(cutouts))]  # fmt: skip
 
 
-def lacking_fields(spark, decoder: Decoder, filters: list[Filter]) -> dict[str, dict[str, list[str]]]:
+def lacking_fields(spark, decoder: Decoder, filters: list[Filter], context: Context | None = None) -> dict[str, dict[str, list[str]]]:
     """Per filter, the fields it reads that some version the job reads lacks. A record read
     whole (``ssSource IS NOT NULL``) counts as one field, lacking where no field of it exists."""
     versions = sorted(set(decoder.versions.values()), key=version_order)
     out = {}
     for f in filters:
-        used = referenced_paths(spark, decoder.view, list(f.expressions().values()))
+        used = referenced_paths(spark, decoder.view, list(f.expressions().values()), context)
         missing = {p: v for p, v in _missing(decoder.view, used, versions).items() if v}
         if missing:
             out[f.name] = missing
@@ -156,13 +162,13 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
     return [by_name[n] for n in cfg.filters]
 
 
-def sample_alerts(spark, decoder: Decoder, head: list[bytes] = ()):
+def sample_alerts(spark, decoder: Decoder, head: list[bytes] = (), context: Context | None = None):
     """Real sample alerts in the filter view (all of it but the cutouts), decoded as the job
     decodes: for Rubin, lsst-alert-packet's sample alert of every version the job reads; for ZTF,
     the topic's first messages. Filters compile and Python filters run on these at start-up."""
     messages = list(head) if decoder.survey == "ztf" else rubin_samples(decoder)
     decoded = decoder.decode(message_frame(spark, messages), view_paths(decoder, with_cutouts=False))
-    return filter_view(decoded.where("_reason IS NULL"))
+    return filter_view(decoded.where("_reason IS NULL"), context=context)
 
 
 def rubin_samples(decoder: Decoder) -> list[bytes]:

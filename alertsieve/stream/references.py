@@ -18,31 +18,34 @@ import tempfile
 from typing import Any
 
 from alertsieve.alerts.view import ViewField
+from alertsieve.catalogs.context import Context, named_catalogs, typed_nulls
 from alertsieve.filtering.features import READ_PATHS, has_history, with_features
 from alertsieve.stream.view_decode import view_type
 
 
-def referenced_paths(spark, view: list[ViewField], expressions: list[str]) -> list[str]:
+def referenced_paths(spark, view: list[ViewField], expressions: list[str], context: Context | None = None) -> list[str]:
     """The view paths (``diaSource.snr``, ``prvDiaSources[].psfFlux``) ``expressions`` read,
     in the view's order. The expressions must already compile against the view.
 
     A record or array that an expression keeps whole is then tried cut down to one field: if the
     expression still compiles (``size(prvDiaSources) = 0``, ``ssSource IS NOT NULL``), that field
     is enough; a null record or an array stays null and keeps its length, so the answer is the
-    same while Avro skips the rest."""
+    same while Avro skips the rest. An expression naming a catalog of ``context`` (``xmatch.NAME``,
+    ``watch.NAME``) reads the detection's position too."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import _parse_datatype_string
 
     folder = tempfile.mkdtemp(prefix="alertsieve-view-")
 
     def scan(fields: list[ViewField]):
-        """The view as filters see it. ``features`` stands in as a typed null: computed, it
-        passes whole records through several projections, where Spark stops pruning; what it
-        reads is known (``READ_PATHS``) and added for the expressions that name it."""
+        """The view as filters see it. ``features``, ``xmatch`` and ``watch`` stand in as typed
+        nulls: computed, they pass whole records through projections and joins, where Spark stops
+        pruning; what they read is known (``READ_PATHS``, the position) and added for the
+        expressions that name them."""
         frame = spark.read.schema(_parse_datatype_string(view_type(fields, [f.path for f in fields]))).parquet(folder)
         if has_history(frame):
             frame = frame.withColumn("features", F.lit(None).cast(with_features(frame).schema["features"].dataType))
-        return frame
+        return typed_nulls(frame, context)
 
     found: set[str] = set()
     try:
@@ -55,6 +58,8 @@ def referenced_paths(spark, view: list[ViewField], expressions: list[str]) -> li
                     if only_existence(expression, top.removesuffix("[]")) and _compiles(scan(reduced), expression):
                         used -= {f.path for f in fields[1:]}
             found |= used | (set(READ_PATHS) if names_features(expression) else set())
+            if context is not None and named_catalogs(expression):
+                found |= {context.ra, context.dec}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return [f.path for f in view if f.path in found]

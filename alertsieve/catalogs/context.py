@@ -1,0 +1,141 @@
+"""What filters see beside the alert: ``xmatch.<catalog>`` and ``watch.<list or map>``.
+
+For each catalog a job's filters name, the alert's HEALPix pixel at the catalog's order is joined
+to the catalog's index (one row per pixel, its sources and its neighbours'), broadcast to every
+task: a stateless stream-static join, so micro-batches and Real-Time Mode both run it. The exact
+angular distance then picks the nearest source within the radius; null if none:
+
+- ``xmatch.NAME``: ``distance_arcsec`` and the catalog's columns, of the nearest source within
+  the catalog's radius;
+- ``watch.NAME`` of a watchlist: ``distance_arcsec``, ``radius_arcsec`` and the list's columns
+  of the nearest entry within its own radius;
+- ``watch.NAME`` of a watchmap: true when the alert lies in the region (false, never null, when
+  it does not).
+
+A job whose filters name no catalog joins nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from alertsieve.catalogs.healpix import distance_arcsec_sql, with_pixel
+from alertsieve.catalogs.store import (
+    DEC,
+    RA,
+    RADIUS,
+    CatalogError,
+    CatalogMeta,
+    catalog_dir,
+    list_catalogs,
+)
+
+FAMILIES = ("xmatch", "watch")
+_STRINGS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_NAMED = re.compile(r"(?<![\w.`])`?(xmatch|watch)`?\s*\.\s*`?([A-Za-z]\w*)`?", flags=re.I)
+
+
+def named_catalogs(expression: str) -> set[tuple[str, str]]:
+    """(family, name) pairs an expression reads: ``xmatch.hipparcos.distance_arcsec`` -> ('xmatch', 'hipparcos')."""
+    return {(f.lower(), n) for f, n in _NAMED.findall(_STRINGS.sub("''", expression))}
+
+
+@dataclass(frozen=True)
+class Context:
+    """The catalogs a job's filters name, and where an alert's position is in the view."""
+
+    root: str
+    catalogs: tuple[CatalogMeta, ...]
+    ra: str  # the view path of the detection's position: diaSource.ra, candidate.ra
+    dec: str
+
+    def index(self, spark, meta: CatalogMeta):
+        return spark.read.parquet(str(catalog_dir(self.root, meta.name) / "index.parquet"))
+
+    @property
+    def paths(self) -> list[str]:
+        """The view fields the join reads."""
+        return [self.ra, self.dec] if self.catalogs else []
+
+
+def load_context(root: str | Path, filters, detection: str) -> Context:
+    """The catalogs ``filters`` name, from the catalog folder ``root``: a name that is not there,
+    or is there as another kind, fails here naming the filter and the fix."""
+    known = {m.name: m for m in list_catalogs(root)}
+    chosen: dict[str, CatalogMeta] = {}
+    for f in filters:
+        for expression in f.expressions().values():
+            for family, name in sorted(named_catalogs(expression)):
+                meta = known.get(name)
+                if meta is None:
+                    have = ", ".join(f"{m.family}.{m.name}" for m in known.values()) or "none"
+                    add = "catalog add" if family == "xmatch" else "watch add"
+                    raise CatalogError(
+                        f"filter {f.name!r} ({f.origin}) reads {family}.{name}, not in the catalog folder"
+                        f" {root} (there: {have}); add it with: alertsieve {add} {name} FILE ..., or set catalog_dir"
+                    )
+                if meta.family != family:
+                    raise CatalogError(
+                        f"filter {f.name!r} ({f.origin}) reads {family}.{name}, but {name} is a {meta.kind}:"
+                        f" write {meta.family}.{name}"
+                    )
+                chosen[name] = meta
+    return Context(str(root), tuple(chosen[n] for n in sorted(chosen)), f"{detection}.ra", f"{detection}.dec")
+
+
+def _match_sql(meta: CatalogMeta, sources: str, ra: str, dec: str) -> str:
+    """The nearest source within the radius: ``array_min`` over structs led by the distance."""
+    distance = distance_arcsec_sql(ra, dec, f"s.{RA}", f"s.{DEC}")
+    fields = [f"'distance_arcsec', {distance}"]
+    if meta.kind == "watchlist":
+        fields.append(f"'radius_arcsec', s.{RADIUS}")
+    fields += [f"'{c}', s.`{c}`" for c in meta.columns]
+    within = "m.radius_arcsec" if meta.kind == "watchlist" else f"{meta.radius_arcsec!r}D"
+    return f"array_min(filter(transform({sources}, s -> named_struct({', '.join(fields)})), m -> m.distance_arcsec <= {within}))"
+
+
+def with_context(frame, context: Context | None, spark=None):
+    """``frame`` with ``xmatch`` and ``watch`` struct columns for the catalogs of ``context``."""
+    from pyspark.sql import functions as F
+
+    if context is None or not context.catalogs:
+        return frame
+    spark = spark or frame.sparkSession
+    results: dict[str, dict[str, object]] = {family: {} for family in FAMILIES}
+    helpers = []
+    for meta in context.catalogs:
+        pix, found = f"_pix_{meta.name}", f"_found_{meta.name}"
+        index = context.index(spark, meta).withColumnRenamed("pix", pix)
+        if meta.kind == "watchmap":
+            index = index.select(pix, F.lit(True).alias(found))
+            result = F.coalesce(F.col(found), F.lit(False))
+        else:
+            index = index.withColumnRenamed("sources", found)
+            result = F.expr(_match_sql(meta, found, context.ra, context.dec))
+        frame = with_pixel(frame, context.ra, context.dec, meta.order, pix)
+        frame = frame.join(F.broadcast(index), on=pix, how="left")
+        results[meta.family][meta.name] = result
+        helpers += [pix, found]
+    out = frame.select("*", *[F.struct(*[c.alias(n) for n, c in cols.items()]).alias(family)
+                             for family, cols in results.items() if cols])  # fmt: skip
+    return out.drop(*helpers)
+
+
+def typed_nulls(frame, context: Context | None):
+    """``frame`` with ``xmatch`` and ``watch`` as typed nulls of every catalog in the folder: what
+    Spark's analysis of a filter needs to resolve ``xmatch.NAME.column`` without joining."""
+    from pyspark.sql import functions as F
+
+    if context is None:
+        return frame
+    every = Context(context.root, tuple(list_catalogs(context.root)), context.ra, context.dec)
+    if not every.catalogs or context.ra.split(".")[0] not in frame.columns:
+        return frame
+    spark = frame.sparkSession
+    empty = with_context(frame.limit(0), every, spark)
+    for family in FAMILIES:
+        if family in empty.columns:
+            frame = frame.withColumn(family, F.lit(None).cast(empty.schema[family].dataType))
+    return frame
