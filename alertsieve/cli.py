@@ -119,7 +119,11 @@ def _cmd_bench_run(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     if args.what == "run":
         return _cmd_bench_run(args)
-    if args.what == "produce":
+    if args.what == "xmatch":
+        from alertsieve.bench.xmatch import bench_xmatch
+
+        result = bench_xmatch(tuple(int(float(x)) for x in args.catalog_rows.split(",")))
+    elif args.what == "produce":
         from alertsieve.bench.produce import bench_produce
 
         result = bench_produce(args.bootstrap, alerts=args.alerts, seeds_alerts=args.seeds_alerts)
@@ -370,7 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
-    bench.add_argument("what", choices=["produce", "stream", "run"])
+    bench.add_argument("what", choices=["produce", "stream", "run", "xmatch"])
+    bench.add_argument("--catalog-rows", default="1e5,1e6,1e7", help="xmatch: catalog sizes (default 1e5,1e6,1e7)")
     bench.add_argument("experiments", nargs="*", help="run: experiment files (conf/experiments/)")
     bench.add_argument("--quick", action="store_true", help="run: each file's small 'quick' scale")
     bench.add_argument("--results", help="run: results folder (default results/, results/quick/)")

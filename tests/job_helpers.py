@@ -33,16 +33,16 @@ def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: t
     return args + (["--catalog-dir", str(catalog_dir)] if catalog_dir else [])
 
 
-def archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
+def archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES) -> list[str]:
     """`alertsieve archive` with the job's own settings: the filters' topics into Delta."""
-    args = job_command(bootstrap, topic, workdir, *extra)
+    args = job_command(bootstrap, topic, workdir, *extra, names=names)
     args[args.index("filter")] = "archive"
     return args
 
 
-def drain_archive(bootstrap: str, topic: str, workdir: Path) -> None:
+def drain_archive(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES) -> None:
     """Archive everything the job published so far (after the job was stopped or killed)."""
-    done = subprocess.run(archive_command(bootstrap, topic, workdir, "--available-now"),
+    done = subprocess.run(archive_command(bootstrap, topic, workdir, "--available-now", *extra, names=names),
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 

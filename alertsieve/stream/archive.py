@@ -129,8 +129,11 @@ def merge_once(rows, path: str, on_update: dict[str, str] | None = None) -> None
 class Archive:
     """The archive query of one job's outputs."""
 
-    def __init__(self, spark, cfg: JobConfig, plan: JobPlan):
+    def __init__(self, spark, cfg: JobConfig, plan: JobPlan, topics: list[str] | None = None):
+        """``topics``: what to read (default: the plan's outputs); a redeployed job adds the
+        topics of filters it no longer runs, which its checkpoint still holds offsets of."""
         self.spark, self.cfg, self.plan = spark, cfg, plan
+        self.topics = topics or archive_topics(plan, cfg)
         # A job whose filters changed archives more (or fewer) fields: new columns join the table.
         spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
 
@@ -151,7 +154,7 @@ class Archive:
 
     def start(self, available_now: bool = False):
         options = kafka_options(self.cfg.bootstrap, self.cfg.kafka_conf)
-        options.update(subscribe=",".join(archive_topics(self.plan, self.cfg)), startingOffsets="earliest",
+        options.update(subscribe=",".join(self.topics), startingOffsets="earliest",
                        includeHeaders="true", failOnDataLoss="true")  # fmt: skip
         options.setdefault("kafka.max.partition.fetch.bytes", str(16 * 1024 * 1024))
         if self.cfg.max_offsets_per_trigger:

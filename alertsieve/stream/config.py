@@ -108,6 +108,10 @@ class JobConfig(BaseModel):
     filter_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, examples=[{"bright_high_snr": {"min_snr": 100}}]
     )
+    watch: bool = Field(
+        False, description="deploy new, changed or removed filters (and catalogs) while the job runs",
+        examples=[True], json_schema_extra=_flag("--watch", cli="true"),
+    )  # fmt: skip
     catalog_dir: str = Field(
         "catalogs", description="where catalogs, watchlists and watchmaps are (alertsieve catalog add / watch add)",
         examples=["catalogs"], json_schema_extra=_flag("--catalog-dir", example="DIR"),

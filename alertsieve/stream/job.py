@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 
 from alertsieve.filtering.model import FilterError, PythonFilter
-from alertsieve.stream.archive import Archive
+from alertsieve.stream.archive import Archive, archive_topics
 from alertsieve.stream.config import ConfigError, JobConfig, check_writable
 from alertsieve.stream.hot_path import MAX_MESSAGE_BYTES, hot_path, sink_options
 from alertsieve.stream.metrics import MetricsLog, make_listener
@@ -63,7 +63,8 @@ class FilterStream:
 
     def run(self) -> list[dict]:
         """Run until the input is drained (available-now), the timeout, or Ctrl-C; with the delta
-        sink, the archive runs beside the hot path (after it, when available-now)."""
+        sink, the archive runs beside the hot path (after it, when available-now). With
+        ``watch``, changed filters are deployed as it runs (``alertsieve.stream.redeploy``)."""
         create_outputs(self.cfg, self.filters)
         listener = make_listener(self.metrics)
         self.spark.streams.addListener(listener)
@@ -72,7 +73,8 @@ class FilterStream:
         try:
             if archive and not self.cfg.available_now:
                 queries.append(archive.start())
-            _await(queries, None if self.cfg.available_now else self.cfg.timeout_s)
+            poll = self._watcher(queries) if self.cfg.watch and not self.cfg.available_now else None
+            _await(queries, None if self.cfg.available_now else self.cfg.timeout_s, poll)
             self.metrics.flush(queries[0].recentProgress)  # the hot path's lines before the archive runs
             if archive and self.cfg.available_now and not queries[0].exception():
                 queries.append(archive.start(available_now=True))
@@ -88,6 +90,42 @@ class FilterStream:
         return self.metrics.written
 
 
+    def _watcher(self, queries: list):
+        """A poll for ``_await``: when the watched files change, deploy the new plan (replacing
+        ``queries`` in place) or refuse it and keep the running one."""
+        from alertsieve.stream.redeploy import describe_change, snapshot
+
+        state = {"files": snapshot(self.cfg), "topics": set(archive_topics(self.plan, self.cfg))}
+
+        def poll() -> None:
+            files = snapshot(self.cfg)
+            if files == state["files"]:
+                return
+            state["files"] = files
+            try:
+                plan = plan_job(self.spark, self.cfg)
+                if self.cfg.realtime:
+                    check_realtime(self.spark, self.cfg, plan.filters)
+            except (FilterError, ConfigError) as e:
+                print(f"watch: change refused, the running filters go on: {e}", flush=True)
+                return
+            before = {f.name: str(f.expressions()) for f in self.filters}
+            change = describe_change(before, {f.name: str(f.expressions()) for f in plan.filters})
+            create_outputs(self.cfg, plan.filters)
+            stop_between_batches(queries[0], 0 if self.cfg.realtime else 30)
+            self.metrics.flush(queries[0].recentProgress)  # the old query's batches, by the old filters
+            self.plan, self.filters = plan, plan.filters
+            self.metrics.use_filters([f.name for f in plan.filters], {f.name for f in plan.filters if isinstance(f, PythonFilter)})
+            queries[0] = self.start()
+            if len(queries) > 1:
+                state["topics"] |= set(archive_topics(plan, self.cfg))
+                stop_between_batches(queries[1])
+                queries[1] = Archive(self.spark, self.cfg, plan, sorted(state["topics"])).start()
+            print(f"watch: deployed {change}; running {', '.join(f.name for f in plan.filters)}", flush=True)
+
+        return poll
+
+
 def realtime_trigger(writer, spark, checkpoint_interval: str):
     """Real-Time Mode: pyspark's ``realTime`` keyword where it has one (4.2 on), else the JVM's
     ``Trigger.RealTime`` (there since Spark 4.1)."""
@@ -99,11 +137,14 @@ def realtime_trigger(writer, spark, checkpoint_interval: str):
     return writer
 
 
-def _await(queries: list, timeout_s: float | None) -> None:
-    """Until every query has ended (available-now), the timeout, or a stop request."""
+def _await(queries: list, timeout_s: float | None, poll=None) -> None:
+    """Until every query has ended (available-now), the timeout, or a stop request; ``poll()``
+    between waits (it may replace queries in the list)."""
     deadline = None if not timeout_s else time.monotonic() + timeout_s
     with _stop_requests() as stop:
         while any(q.isActive for q in queries) and not stop.is_set():
+            if poll is not None:
+                poll()
             if deadline is not None and time.monotonic() > deadline:
                 return
             if any(q.exception() for q in queries):

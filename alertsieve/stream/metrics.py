@@ -111,6 +111,11 @@ class MetricsLog:
             print(console_line(stats), file=self.console, flush=True)
         self._write(stats, progress)
 
+    def use_filters(self, filters: list[str], python_filters: set[str]) -> None:
+        """The filters of the batches from now on (a job that deployed a new set: ``--watch``)."""
+        with self._lock:
+            self.filters, self.python_filters = filters, python_filters
+
     def flush(self, progresses: list) -> None:
         """``progresses``: a query's ``recentProgress`` (PySpark's progress objects, or dicts)."""
         reports = [json.loads(p.json) if hasattr(p, "json") else p for p in progresses]

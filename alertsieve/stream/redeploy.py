@@ -1,0 +1,50 @@
+"""``--watch``: filters deployed to a running job, without a release or a restart.
+
+The job polls the files its filters and catalogs come from (the filter folders' modules, the
+catalog folder's indexes). When they change, the whole plan is made again, exactly as at start-up
+(discovery, parameters, checks on real sample alerts, the fields to decode); a plan that fails
+is refused with its message and the running filters go on. A plan that passes replaces the hot
+path between two batches, from the same checkpoint, so no alert is read twice or skipped; the
+archive restarts on the new set of topics plus every topic it read before (a topic dropped
+from a Kafka source's subscription would be data lost to its checkpoint).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alertsieve.filtering.discovery import builtin_filter_dir
+from alertsieve.stream.config import JobConfig
+
+
+def watched_files(cfg: JobConfig) -> list[Path]:
+    """The files a change of which changes the job's filters or catalogs."""
+    folders = ([builtin_filter_dir()] if cfg.discover_filters else []) + [Path(p) for p in cfg.filter_paths]
+    files: list[Path] = []
+    for folder in folders:
+        if folder.is_dir():
+            files += sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+        elif folder.is_file():
+            files.append(folder)
+    return files + sorted(Path(cfg.catalog_dir).glob("*/meta.json"))
+
+
+def snapshot(cfg: JobConfig) -> dict[str, tuple[int, int]]:
+    """Each watched file's modification time and size: a new, changed or removed file shows."""
+    out = {}
+    for path in watched_files(cfg):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:  # removed between the listing and now
+            continue
+        out[str(path)] = (stat.st_mtime_ns, stat.st_size)
+    return out
+
+
+def describe_change(before: dict[str, str], after: dict[str, str]) -> str:
+    """``+added -removed ~changed`` between two {filter name: its expressions} maps."""
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    changed = sorted(n for n in set(before) & set(after) if before[n] != after[n])
+    parts = [f"+{n}" for n in added] + [f"-{n}" for n in removed] + [f"~{n}" for n in changed]
+    return " ".join(parts) or "no filter changed (catalogs or parameters only)"

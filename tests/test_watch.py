@@ -1,0 +1,76 @@
+"""``--watch``: a filter added to a running job publishes to its topic from the next batch on, a
+broken one is refused with its message while the running set goes on, and no alert is lost or
+read twice across the redeployments (Kafka and the Delta archive against plain Python)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections import Counter
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from job_helpers import JOB_FILTERS, drain_archive, expected_matches, job_command, wait_for
+from kafka_helpers import consume_all
+
+from alertsieve.produce.producer import ProduceConfig, produce
+
+
+def _filter_file(path, name: str, sql: str) -> None:
+    path.write_text(f'from alertsieve.filtering.model import AlertFilter\n\nFILTER = AlertFilter(name="{name}", sql={sql!r})\n')
+
+
+def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str) -> None:
+    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=1, alerts_per_visit=120, interval_s=0,
+                                 stamp_size=0, seed=seed, progress=False, schema_dir=schema_dir)).ok  # fmt: skip
+
+
+def _keys(bootstrap: str, topic: str) -> list[str]:
+    return [m.key().decode() for m in consume_all(bootstrap, topic)]
+
+
+@pytest.mark.slow
+def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka, spark, topic_name, tmp_path):
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+    folder, out = tmp_path / "filters", tmp_path / "job.out"
+    folder.mkdir()
+    _filter_file(folder / "bright.py", "bright", JOB_FILTERS["bright"][0])
+    _visit(bootstrap, topic_name, 41, schema_dir)
+    _, first = expected_matches(bootstrap, topic_name, schema_dir, ("bright", "first_seen"))
+    with open(out, "w") as log:
+        job = subprocess.Popen(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400", "--watch",
+                                           "--filter-path", str(folder), names=()),
+                               start_new_session=True, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    said = out.read_text
+    try:
+        wait_for(lambda: set(_keys(bootstrap, f"{topic_name}-bright")) >= first["bright"], "the first visit's matches", 240, job)
+
+        _filter_file(folder / "first_seen.py", "first_seen", JOB_FILTERS["first_seen"][0])
+        wait_for(lambda: "watch: deployed +first_seen" in said(), "the new filter deployed", 120, job)
+        _visit(bootstrap, topic_name, 42, schema_dir)
+
+        _filter_file(folder / "broken.py", "broken", "diaSource.no_such_field > 1")
+        wait_for(lambda: "watch: change refused" in said(), "the broken filter refused", 120, job)
+        _visit(bootstrap, topic_name, 43, schema_dir)
+
+        total, expected = expected_matches(bootstrap, topic_name, schema_dir, ("bright", "first_seen"))
+        expected["first_seen"] -= first["first_seen"]  # deployed after the first visit was read
+        wait_for(lambda: all(set(_keys(bootstrap, f"{topic_name}-{n}")) >= expected[n] for n in expected),
+                 "every match of the three visits", 240, job)  # fmt: skip
+    finally:
+        os.killpg(job.pid, signal.SIGTERM)
+        job.wait(90)
+    refused = next(line for line in said().splitlines() if "watch: change refused" in line)
+    assert "broken" in refused and "no_such_field" in refused, refused
+    assert total == 360 and expected["first_seen"] and expected["bright"] - first["bright"]
+    for name, want in expected.items():
+        got = _keys(bootstrap, f"{topic_name}-{name}")
+        assert set(got) == want and max(Counter(got).values()) == 1, name  # all, nothing twice
+    assert f"{topic_name}-broken" not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+
+    (folder / "broken.py").unlink()  # the archive plans the job's filters, as the job does
+    drain_archive(bootstrap, topic_name, tmp_path, "--filter-path", str(folder), names=())
+    rows = spark.read.format("delta").load(str(tmp_path / "delta" / "matches")).select("filters", "alert_id").collect()
+    assert max(Counter(r["alert_id"] for r in rows).values()) == 1  # exactly once
+    assert {n: {r["alert_id"] for r in rows if n in r["filters"]} for n in expected} == expected
