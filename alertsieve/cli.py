@@ -119,7 +119,11 @@ def _cmd_bench_run(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     if args.what == "run":
         return _cmd_bench_run(args)
-    if args.what == "xmatch":
+    if args.what == "latency":
+        from alertsieve.bench.latency import bench_context_latency
+
+        result = bench_context_latency(args.bootstrap)
+    elif args.what == "xmatch":
         from alertsieve.bench.xmatch import bench_xmatch
 
         result = bench_xmatch(tuple(int(float(x)) for x in args.catalog_rows.split(",")))
@@ -374,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
-    bench.add_argument("what", choices=["produce", "stream", "run", "xmatch"])
+    bench.add_argument("what", choices=["produce", "stream", "run", "xmatch", "latency"])
     bench.add_argument("--catalog-rows", default="1e5,1e6,1e7", help="xmatch: catalog sizes (default 1e5,1e6,1e7)")
     bench.add_argument("experiments", nargs="*", help="run: experiment files (conf/experiments/)")
     bench.add_argument("--quick", action="store_true", help="run: each file's small 'quick' scale")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.bench.stream import bench_filters
+from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
@@ -66,16 +67,31 @@ def send_at_rate(bootstrap: str, topic: str, pool: list[bytes], count: int, rate
     return acked[0]
 
 
+#: Filters with the context real brokers give: light-curve features and a crossmatch with the
+#: Hipparcos-2 catalog (builtin, 117,955 stars, 30 arcsec). They run beside the measured ones, so
+#: every alert pays for them; their own matches are not counted in the latencies.
+CONTEXT_FILTERS = [
+    AlertFilter(name="ctx_rising", sql="features.r.rate_sigma > 3 AND features.r.rate > 0"),
+    AlertFilter(name="ctx_near_bright_star", sql="xmatch.hipparcos.distance_arcsec < 30 AND xmatch.hipparcos.hpmag < 9"),
+]
+
+
 def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float = 250.0, steady_s: float = 40.0,
-                burst: int = 10_000, partitions: int = 2, n_filters: int = 10) -> dict:  # fmt: skip
-    """One hot-path run in ``trigger`` mode: warm-up, a steady rate, then a visit burst."""
+                burst: int = 10_000, partitions: int = 2, n_filters: int = 10, context: bool = False) -> dict:  # fmt: skip
+    """One hot-path run in ``trigger`` mode: warm-up, a steady rate, then a visit burst; with
+    ``context``, the ``CONTEXT_FILTERS`` run beside the ``n_filters`` measured."""
+    from alertsieve.catalogs.store import add_catalog
     from alertsieve.stream.job import FilterStream
 
     topic = f"bench-latency-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, partitions, config=APPEND_TIME)
     filters, tests = bench_filters(n_filters)
+    catalogs = workdir / "catalogs"
+    if context and not (catalogs / "hipparcos").exists():
+        add_catalog(catalogs, "hipparcos", "builtin:hipparcos", "ra", "dec", 30.0)
     cfg = JobConfig(bootstrap=bootstrap, topic=topic, starting_offsets="latest", trigger=trigger, sinks=["kafka"],
-                    discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-",
+                    discover_filters=False, code_filters=filters + (CONTEXT_FILTERS if context else []),
+                    metrics_path=None, output_prefix=f"{topic}-", catalog_dir=str(catalogs),
                     checkpoint=str(workdir / f"latency-{uuid.uuid4().hex[:6]}"), timeout_s=3600, survey="rubin")  # fmt: skip
     outputs = [f.output_topic(cfg.output_prefix) for f in filters]
     for t in outputs:  # before the job makes them: the broker stamps each record's append time
@@ -109,6 +125,7 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
         "trigger": cfg.trigger,
         "partitions": partitions,
         "filters": n_filters,
+        "context_filters": [f.sql for f in CONTEXT_FILTERS] if context else [],
         "steady": {"alerts_per_s": rate, "alerts": count, "matches_expected": want, "matches_seen": len(steady),
                    "latency": quantiles_ms([out - inp for _, _, inp, out in steady])},  # fmt: skip
         "burst": {"alerts": burst, "matches_expected": burst_want, "matches_seen": len(burst_out),
@@ -116,3 +133,26 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
                   if burst_out else None,
                   "latency": quantiles_ms([out - inp for _, _, inp, out in burst_out])},  # fmt: skip
     }
+
+
+def bench_context_latency(bootstrap: str | None = None, trigger: str = "realtime", steady_s: float = 30.0) -> dict:
+    """`alertsieve bench latency`: the same steady rate and burst in ``trigger`` mode, without and
+    with features + crossmatch filters beside the 10 measured ones, in one session."""
+    import shutil
+    import tempfile
+
+    from alertsieve.kafka import embedded
+    from alertsieve.spark.session import get_session
+
+    workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-latency-"))
+    cluster = embedded.start(workdir / "kafka") if bootstrap is None else None
+    bootstrap = cluster.bootstrap_servers if cluster else bootstrap
+    spark = get_session("alertsieve-bench-latency", conf={"spark.ui.enabled": "false"})
+    try:
+        runs = [latency_run(bootstrap, spark, workdir, trigger, steady_s=steady_s, context=c) for c in (False, True)]
+    finally:
+        spark.stop()
+        if cluster:
+            embedded.stop(workdir / "kafka")
+        shutil.rmtree(workdir, ignore_errors=True)
+    return {"benchmark": "latency with context", "runs": runs}
