@@ -276,8 +276,8 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
     elif args.map:
         meta = add_watchmap(args.catalog_dir, args.name, args.file, args.order)
     else:
-        meta = add_catalog(args.catalog_dir, args.name, args.file, args.ra, args.dec, args.radius,
-                           kind="watchlist", radius_column=args.radius_column)  # fmt: skip
+        meta = add_catalog(args.catalog_dir, args.name, args.file, args.ra, args.dec, args.radius or 1.0,
+                           kind="watchlist", radius_column=None if args.radius else args.radius_column)  # fmt: skip
     print(describe(meta))
     print(f"filters read it as {meta.family}.{meta.name} (catalog folder {args.catalog_dir})")
     return 0
@@ -287,6 +287,18 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from alertsieve.demo import run_demo
 
     return 0 if run_demo(args.visits, args.alerts_per_visit)["ok"] else 1
+
+
+def _sky_table_parser(sub, command: str, what: str, file_help: str) -> argparse.ArgumentParser:
+    """``catalog`` and ``watch``: the same verbs, name, file, position columns and folder."""
+    parser = sub.add_parser(command, help=what)
+    parser.add_argument("action", choices=["add", "list"])
+    parser.add_argument("name", nargs="?", help=f"its name in SQL ({'xmatch' if command == 'catalog' else 'watch'}.NAME)")
+    parser.add_argument("file", nargs="?", help=file_help)
+    parser.add_argument("--ra", default="ra", help="column of right ascension, degrees (default ra)")
+    parser.add_argument("--dec", default="dec", help="column of declination, degrees (default dec)")
+    parser.add_argument("--catalog-dir", default="catalogs", help="the catalog folder (default catalogs)")
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -406,26 +418,15 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.add_argument("what", choices=["view"], help="view: the field table (docs/filter-view.md)")
     schemas.add_argument("--versions", help="comma-separated, e.g. 7.4,10.0,11.1 (default: 7.0 on)")
 
-    cat = sub.add_parser("catalog", help="index a CSV or Parquet catalog for xmatch.NAME in filters")
-    cat.add_argument("action", choices=["add", "list"])
-    cat.add_argument("name", nargs="?", help="the catalog's name in SQL (xmatch.NAME)")
-    cat.add_argument("file", nargs="?", help="a .csv or .parquet file, or builtin:hipparcos, builtin:openngc")
-    cat.add_argument("--ra", default="ra", help="column of right ascension, degrees (default ra)")
-    cat.add_argument("--dec", default="dec", help="column of declination, degrees (default dec)")
+    cat = _sky_table_parser(sub, "catalog", "index a CSV or Parquet catalog for xmatch.NAME in filters",
+                            "a .csv or .parquet file, or builtin:hipparcos, builtin:openngc")  # fmt: skip
     cat.add_argument("--radius", type=float, default=2.0, help="match radius, arcsec (default 2)")
-    cat.add_argument("--catalog-dir", default="catalogs", help="the catalog folder (default catalogs)")
-
-    watch = sub.add_parser("watch", help="a watchlist (CSV of name, ra, dec, radius) or a watchmap (MOC) for watch.NAME")
-    watch.add_argument("action", choices=["add", "list"])
-    watch.add_argument("name", nargs="?", help="its name in SQL (watch.NAME)")
-    watch.add_argument("file", nargs="?", help="a watchlist .csv/.parquet, or with --map a MOC .fits or a CSV of pixels")
-    watch.add_argument("--ra", default="ra", help="column of right ascension, degrees (default ra)")
-    watch.add_argument("--dec", default="dec", help="column of declination, degrees (default dec)")
+    watch = _sky_table_parser(sub, "watch", "a watchlist (CSV of name, ra, dec, radius) or a watchmap (MOC) for watch.NAME",
+                              "a watchlist .csv/.parquet, or with --map a MOC .fits or a CSV of pixels")  # fmt: skip
     watch.add_argument("--radius-column", default="radius", help="column of each entry's radius, arcsec (default radius)")
-    watch.add_argument("--radius", type=float, default=2.0, help="radius for a list without a radius column")
+    watch.add_argument("--radius", type=float, default=None, help="one radius (arcsec) for every entry, instead of a column")
     watch.add_argument("--map", action="store_true", help="FILE is a sky region: a MOC FITS file, or a CSV of nested pixels (ipix) with --order")
     watch.add_argument("--order", type=int, help="HEALPix order of a CSV of pixels")
-    watch.add_argument("--catalog-dir", default="catalogs", help="the catalog folder (default catalogs)")
 
     demo = sub.add_parser("demo", help="embedded Kafka, simulated visits, the filter job, a summary")
     demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")

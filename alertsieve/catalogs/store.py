@@ -226,6 +226,7 @@ def _write(root: str | Path, meta: CatalogMeta, index) -> None:
 
 def describe(meta: CatalogMeta) -> str:
     """One line per catalog for ``alertsieve catalog list``."""
-    radius = f", radius {meta.radius_arcsec:g} arcsec" if meta.radius_arcsec else ""
+    label = "largest radius" if meta.kind == "watchlist" else "radius"
+    radius = f", {label} {meta.radius_arcsec:g} arcsec" if meta.radius_arcsec else ""
     return (f"{meta.family}.{meta.name}: {meta.kind} of {meta.rows:,} {'pixels' if meta.kind == 'watchmap' else 'rows'}"
             f" from {meta.source}{radius}; HEALPix order {meta.order} ({pixel_size_arcsec(meta.order):.0f} arcsec pixels)")  # fmt: skip
