@@ -31,15 +31,15 @@ from alertsieve.catalogs.store import (
     catalog_dir,
     list_catalogs,
 )
+from alertsieve.filtering.sql_text import without_strings
 
 FAMILIES = ("xmatch", "watch")
-_STRINGS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _NAMED = re.compile(r"(?<![\w.`])`?(xmatch|watch)`?\s*\.\s*`?([A-Za-z]\w*)`?", flags=re.I)
 
 
 def named_catalogs(expression: str) -> set[tuple[str, str]]:
     """(family, name) pairs an expression reads: ``xmatch.hipparcos.distance_arcsec`` -> ('xmatch', 'hipparcos')."""
-    return {(f.lower(), n) for f, n in _NAMED.findall(_STRINGS.sub("''", expression))}
+    return {(f.lower(), n) for f, n in _NAMED.findall(without_strings(expression))}
 
 
 @dataclass(frozen=True)
@@ -123,19 +123,14 @@ def with_context(frame, context: Context | None, spark=None):
     return out.drop(*helpers)
 
 
-def typed_nulls(frame, context: Context | None):
-    """``frame`` with ``xmatch`` and ``watch`` as typed nulls of every catalog in the folder: what
-    Spark's analysis of a filter needs to resolve ``xmatch.NAME.column`` without joining."""
-    from pyspark.sql import functions as F
-
+def context_types(frame, context: Context | None) -> dict:
+    """The types ``xmatch`` and ``watch`` take when every catalog in the folder is joined to
+    ``frame``: what Spark's analysis of a filter needs to resolve ``xmatch.NAME.column`` without
+    joining (start-up checks stand them in as typed nulls)."""
     if context is None:
-        return frame
+        return {}
     every = Context(context.root, tuple(list_catalogs(context.root)), context.ra, context.dec)
     if not every.catalogs or context.ra.split(".")[0] not in frame.columns:
-        return frame
-    spark = frame.sparkSession
-    empty = with_context(frame.limit(0), every, spark)
-    for family in FAMILIES:
-        if family in empty.columns:
-            frame = frame.withColumn(family, F.lit(None).cast(empty.schema[family].dataType))
-    return frame
+        return {}
+    empty = with_context(frame.limit(0), every, frame.sparkSession)
+    return {family: empty.schema[family].dataType for family in FAMILIES if family in empty.columns}

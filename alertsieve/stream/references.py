@@ -18,8 +18,9 @@ import tempfile
 from typing import Any
 
 from alertsieve.alerts.view import ViewField
-from alertsieve.catalogs.context import Context, named_catalogs, typed_nulls
+from alertsieve.catalogs.context import Context, context_types, named_catalogs
 from alertsieve.filtering.features import READ_PATHS, has_history, with_features
+from alertsieve.filtering.sql_text import without_strings
 from alertsieve.stream.view_decode import view_type
 
 
@@ -37,15 +38,23 @@ def referenced_paths(spark, view: list[ViewField], expressions: list[str], conte
 
     folder = tempfile.mkdtemp(prefix="alertsieve-view-")
 
+    def bare(fields: list[ViewField]):
+        return spark.read.schema(_parse_datatype_string(view_type(fields, [f.path for f in fields]))).parquet(folder)
+
+    whole = bare(view)
+    computed = dict(context_types(whole, context))
+    if has_history(whole):
+        computed["features"] = with_features(whole).schema["features"].dataType
+
     def scan(fields: list[ViewField]):
         """The view as filters see it. ``features``, ``xmatch`` and ``watch`` stand in as typed
         nulls: computed, they pass whole records through projections and joins, where Spark stops
         pruning; what they read is known (``READ_PATHS``, the position) and added for the
         expressions that name them."""
-        frame = spark.read.schema(_parse_datatype_string(view_type(fields, [f.path for f in fields]))).parquet(folder)
-        if has_history(frame):
-            frame = frame.withColumn("features", F.lit(None).cast(with_features(frame).schema["features"].dataType))
-        return typed_nulls(frame, context)
+        frame = bare(fields)
+        for name, kind in computed.items():
+            frame = frame.withColumn(name, F.lit(None).cast(kind))
+        return frame
 
     found: set[str] = set()
     try:
@@ -65,13 +74,11 @@ def referenced_paths(spark, view: list[ViewField], expressions: list[str], conte
     return [f.path for f in view if f.path in found]
 
 
-_STRINGS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-
 
 def only_existence(expression: str, name: str) -> bool:
     """Whether ``expression`` uses ``name`` only to ask if it is there or how long it is:
     ``size(x)``, ``cardinality(x)``, ``x IS [NOT] NULL``, ``isnull(x)``, ``isnotnull(x)``."""
-    bare = _STRINGS.sub("''", expression)  # words inside string literals are not names
+    bare = without_strings(expression)
     word = rf"`?{re.escape(name)}`?"
     uses = len(re.findall(rf"(?<![\w.`]){word}(?![\w`])", bare, flags=re.I))
     existence = len(re.findall(
@@ -83,7 +90,7 @@ def only_existence(expression: str, name: str) -> bool:
 
 def names_features(expression: str) -> bool:
     """Whether ``expression`` reads the light-curve ``features`` (a top-level name)."""
-    bare = _STRINGS.sub("''", expression)
+    bare = without_strings(expression)
     return re.search(r"(?<![\w.`])`?features`?(?![\w`])", bare, flags=re.I) is not None
 
 
