@@ -231,6 +231,16 @@ def _cmd_filters(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _night(text: str):
+    """An observing night on the command line: an ISO date, or a clear error naming the form."""
+    from datetime import date
+
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a night: give a date, YYYY-MM-DD") from None
+
+
 def _cmd_backtest(args: argparse.Namespace) -> int:
     from alertsieve.filtering.backtest import backtest, for_survey, load_alerts, report
     from alertsieve.spark.session import get_session
@@ -240,7 +250,8 @@ def _cmd_backtest(args: argparse.Namespace) -> int:
     try:
         alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
         filters = for_survey(filters, alerts.decoder.survey, args.input, named=bool(args.filter))
-        text, ok = report(backtest(spark, filters, alerts, args.catalog_dir), args.max_rate)
+        rows = backtest(spark, filters, alerts, args.catalog_dir, args.since, args.until)
+        text, ok = report(rows, args.max_rate)
     finally:
         spark.stop()
     print(text)
@@ -376,11 +387,14 @@ def build_parser() -> argparse.ArgumentParser:
     flt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules")
     flt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
-    bt = sub.add_parser("backtest", help="run filters over a topic, Avro files or simulated alerts")
+    bt = sub.add_parser("backtest", help="run filters over a topic, Avro files, a Delta archive or simulated alerts")
     bt.add_argument("--filter", help="comma-separated filter names (default: all discovered)")
     bt.add_argument(
-        "--input", required=True, help="a topic, an Avro file or folder, or simulated:N"
-    )
+        "--input", required=True,
+        help="a topic, an Avro file or folder, a job's Delta archive (its delta_path), or simulated:N",
+    )  # fmt: skip
+    bt.add_argument("--since", type=_night, help="first observing night, YYYY-MM-DD (Rubin's dayObs)")
+    bt.add_argument("--until", type=_night, help="last observing night, YYYY-MM-DD (inclusive)")
     bt.add_argument("--bootstrap", help="Kafka bootstrap servers, when --input is a topic")
     bt.add_argument("--schema-dir", help="local schema store directory")
     bt.add_argument(

@@ -70,7 +70,7 @@ def quick_results(kafka, tmp_path_factory):
 
 
 #: Run at the quick scale in the suite (the others differ only in which setting they vary).
-QUICK_EXPERIMENTS = ("volume", "consumers", "rate")
+QUICK_EXPERIMENTS = ("consumers", "rate")
 
 
 @pytest.fixture(scope="session")

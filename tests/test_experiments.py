@@ -198,7 +198,7 @@ def test_a_second_run_resumes_with_nothing_to_do(quick_results, kafka):
     before = {e.name: results_file(root, e.name).read_text() for e in experiments}
     assert run_experiments(experiments, root, kafka.bootstrap_servers, progress=False) == []
     assert {e.name: results_file(root, e.name).read_text() for e in experiments} == before
-    lines = [json.loads(t) for t in results_file(root, "volume").read_text().splitlines()]
+    lines = [json.loads(t) for t in results_file(root, experiments[0].name).read_text().splitlines()]
     assert len(lines) == len(experiments[0].points)
 
 

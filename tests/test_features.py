@@ -42,9 +42,10 @@ def _messages() -> list[tuple[str, bytes]]:
 
 def _edge_cases(alerts: list[dict]) -> list[dict]:
     """Alerts made to reach what the simulated population rarely does: a g detection 0.3 d after
-    an r one (a colour), and a NaN error and a zero error in the history (null, not NaN)."""
-    with_history = [a for a in alerts if len(a["prvDiaSources"] or []) >= 2][:3]
-    colour, nan_err, zero_err = (copy.deepcopy(a) for a in with_history)
+    an r one (a colour), a NaN error and a zero error in the history (null, not NaN), and an r
+    light curve that crosses its template twice and then rises (sign changes, a rise in mag/d)."""
+    with_history = [a for a in alerts if len(a["prvDiaSources"] or []) >= 3][:4]
+    colour, nan_err, zero_err, swing = (copy.deepcopy(a) for a in with_history)
     colour["diaSource"].update(band="g", psfFlux=2500.0, psfFluxErr=50.0)
     colour["prvDiaSources"][-1].update(band="r", psfFlux=4000.0, psfFluxErr=40.0,
                                        midpointMjdTai=colour["diaSource"]["midpointMjdTai"] - 0.3)  # fmt: skip
@@ -53,7 +54,12 @@ def _edge_cases(alerts: list[dict]) -> list[dict]:
         alert["prvDiaSources"][-1].update(band=band, psfFluxErr=err,
                                           midpointMjdTai=alert["diaSource"]["midpointMjdTai"] - 1)  # fmt: skip
         alert["diaSource"]["psfFluxErr"] = err
-    return [colour, nan_err, zero_err]
+    now = swing["diaSource"]["midpointMjdTai"]
+    swing["diaSource"].update(band="r", psfFlux=3000.0, psfFluxErr=100.0)
+    swing["prvDiaSources"] = swing["prvDiaSources"][-3:]
+    for entry, (days, flux) in zip(swing["prvDiaSources"], ((3.0, 2000.0), (2.0, -1500.0), (1.0, 2500.0)), strict=True):
+        entry.update(band="r", psfFlux=flux, psfFluxErr=100.0, midpointMjdTai=now - days)
+    return [colour, nan_err, zero_err, swing]
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +84,7 @@ def _close(got, want, where: str) -> None:
 
 def test_features_equal_numpy_on_real_and_simulated_alerts(computed):
     messages, got = computed
-    assert len(got) == len(messages) == 6 + 6 + 60 + 3
+    assert len(got) == len(messages) == 6 + 6 + 60 + 4
     for i, ((version, message), features) in enumerate(zip(messages, got, strict=True)):
         record = fastavro.schemaless_reader(io.BytesIO(message[5:]), load_rubin_schema(version).parsed, None)
         _close(features, expected_features(record), f"alert {i} (v{version})")
@@ -91,11 +97,17 @@ def test_the_corpus_exercises_every_feature(computed):
     real = got[:12]
     assert max(f["n_detections"] for f in real) > 1
     assert any(f[b]["rate_sigma"] is not None for f in got for b in BANDS)
-    assert got[-3]["g_minus_r"] == pytest.approx(-2.5 * math.log10(2500 / 4000))
-    band = [b for b in BANDS if got[-2][b]["n"] >= 2][0]
-    assert got[-2][band]["snr"] is None and got[-2][band]["rate_sigma"] is None  # NaN error
-    assert got[-1][band]["snr"] is None or got[-1][band]["flux"] == 0  # flux / 0: null
+    assert got[-4]["g_minus_r"] == pytest.approx(-2.5 * math.log10(2500 / 4000))
+    nan_err, zero_err = (next(f[b] for b in BANDS if f[b]["days_ago"] == 0) for f in got[-3:-1])
+    assert nan_err["snr"] is None and nan_err["rate_sigma"] is None  # NaN error
+    assert zero_err["snr"] is None or zero_err["flux"] == 0  # flux / 0: null
+    assert nan_err["chi2"] is None and zero_err["chi2"] is None  # no weighted mean without errors
+    swing = got[-1]["r"]
+    assert swing["sign_changes"] == 2 and swing["days_between"] == pytest.approx(1.0)
+    assert swing["rise"] == pytest.approx(2.5 * math.log10(3000 / 2500))
+    assert got[-1]["n_negative"] == 1
     assert all(f["days_since_first"] is not None and f["days_since_first"] >= 0 for f in got)
+    assert any(f[b]["chi2"] is not None for f in real for b in BANDS)  # real histories give a chi2
 
 
 def test_a_filter_on_features_decodes_only_the_four_history_fields(spark):

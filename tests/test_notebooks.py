@@ -4,6 +4,7 @@ the outputs they leave are checked."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -51,11 +52,14 @@ def test_01_quickstart(monkeypatch):
     assert images_in(book) == 1  # matches per filter
 
 
+@pytest.mark.slow
 def test_02_explore_alerts(monkeypatch):
     monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "300")
     book = execute("02_explore_alerts")
-    assert "300 alerts of schema" in text_of(book)
-    assert images_in(book) == 3  # the visit, a light curve, the cutouts
+    out = text_of(book)
+    assert "6 real alerts, LSSTCam v10.0" in out and "300 alerts of schema" in out
+    assert "star_arcsec" in out and "ngc_arcmin" in out  # features and catalog matches, per real alert
+    assert images_in(book) == 3  # real beside simulated, a real light curve, real cutouts
 
 
 @pytest.mark.slow
@@ -63,8 +67,10 @@ def test_03_write_a_filter(monkeypatch):
     monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "2000")
     book = execute("03_write_a_filter")
     out = text_of(book)
-    assert "2000 simulated alerts" in out
-    assert "bright_repeaters" in out and "new_maximum" in out
+    assert "galaxies of 14,026 OpenNGC objects" in out
+    assert re.search(r"engine: (\d+)  plain Python \+ astropy: \1\b", out)  # the notebook's own check
+    assert "young_in_galaxy" in out and "rubin-lsstcam-v10_0.avro: 0 of 6 alerts" in out
+    assert images_in(book) == 1  # the field, its galaxies and the matches
 
 
 @pytest.mark.slow

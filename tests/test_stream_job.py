@@ -6,16 +6,20 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from datetime import date
 
 import numpy as np
 import pytest
 from confluent_kafka import Producer
+from crafted import real_messages
 from job_helpers import JOB_FILTERS as FILTERS
 from kafka_helpers import consume_all
-from oracles import contributed_filters_in_plain_python
+from oracles import contributed_filters_in_plain_python, dayobs
 
 from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
+from alertsieve.filtering.backtest import backtest, load_alerts
 from alertsieve.filtering.model import AlertFilter
+from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
@@ -169,18 +173,32 @@ def breaks(alerts):
 
 def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kafka, tmp_path):
     """All discovered filters in one job, plus one that raises at runtime: its output is skipped
-    and counted, the others are exactly the independent computation."""
+    and counted, the others are exactly the independent computation. The stream is the simulated
+    alerts and the real ones of tests/data/real, with edited copies of real alerts that pass each
+    filter (tests/crafted.py): the simulator gives some filters nothing to pass, rightly."""
     (tmp_path / "extra").mkdir()
     (tmp_path / "extra" / "breaks.py").write_text(BREAKS_ON_REAL_ALERTS)
-    prefix = "contrib-"
+    topic, prefix = f"contrib-{uuid.uuid4().hex[:8]}", "contrib-"
+    real = real_messages()
+    create_topic(kafka.bootstrap_servers, topic, 2)
+    p = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+    for key, value in [*run.raw.items(), *real]:
+        p.produce(topic, value=value, key=key)
+    assert p.flush(30) == 0
+    alerts = dict(run.good)
+    for _, message in real:
+        schema_id, body = unframe(message)
+        alert = load_rubin_schema(schema_id).decode(body)
+        alerts[str(alert["diaSource"]["diaSourceId"])] = alert
+    assert len(alerts) == len(run.good) + len(real)
     cfg = JobConfig(
-        bootstrap=kafka.bootstrap_servers, topic=run.topic, available_now=True,
+        bootstrap=kafka.bootstrap_servers, topic=topic, available_now=True,
         max_offsets_per_trigger=250, output_prefix=prefix, discover_filters=True, metrics_path=None,
         filter_paths=[str(tmp_path / "extra")], delta_path=str(tmp_path / "delta"),
         checkpoint=str(tmp_path / "ckpt"), schema_dir=run.cfg.schema_dir,
     )  # fmt: skip
     lines = run_job(cfg, spark=spark, console=False)
-    expected = contributed_filters_in_plain_python(run.good)
+    expected = contributed_filters_in_plain_python(alerts)
     assert all(len(v) > 0 for v in expected.values()), {k: len(v) for k, v in expected.items()}
     table = spark.read.format("delta").load(str(tmp_path / "delta" / "matches"))
     rows = table.select("filters", "alert_id").collect()
@@ -195,7 +213,7 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
     images = table.select("alert_id", "filters", "cutoutDifference").collect()
     for r in images:
         if "fast_risers" in r["filters"]:
-            assert r["cutoutDifference"] == run.good[r["alert_id"]]["cutoutDifference"]
+            assert r["cutoutDifference"] == alerts[r["alert_id"]]["cutoutDifference"]
         else:
             assert r["cutoutDifference"] is None
     assert not any("breaks_on_real_alerts" in r["filters"] for r in rows)
@@ -205,3 +223,17 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
     assert all(b["matches"]["breaks_on_real_alerts"] == 0 for b in lines)
     message = failed[0]["filter_errors"]["breaks_on_real_alerts"]
     assert "ValueError: calibration table missing" in message
+
+    # The archive, backtested: a filter the job never ran, on a field it never archived, decoded
+    # from the archived messages; the real alerts' nights only (after the simulated visits').
+    archived = {r["alert_id"] for r in rows}
+    north = AlertFilter(name="object_north", sql="diaObject.dec > -30")
+    assert "diaObject" not in table.columns or "dec" not in table.schema["diaObject"].dataType.names
+    since = date(2025, 11, 21)  # the simulated visits are on the night of 2025-11-20
+    (row,) = backtest(spark, [north], load_alerts(spark, str(tmp_path / "delta"), schema_dir=cfg.schema_dir), since=since)
+    later = {k for k in archived if dayobs(alerts[k]["diaSource"]["midpointMjdTai"]) >= since}
+    assert 0 < len(later) < len(archived)
+    assert (row.alerts, row.archived) == (len(later), True)
+    assert row.matches == sum(1 for k in later if (alerts[k]["diaObject"] or {}).get("dec", -90) > -30)
+    assert row.night_alerts == {n: sum(dayobs(alerts[k]["diaSource"]["midpointMjdTai"]) == n for k in later) for n in {dayobs(alerts[k]["diaSource"]["midpointMjdTai"]) for k in later}}
+

@@ -1,8 +1,22 @@
 """The science behind simulated alerts: who is on the sky and how their light curves behave.
 
 Pure logic, no schema and no I/O: each population turns a random generator and a visit into an
-``AlertTruth`` (the current detection, its history, forced photometry, reliability). The mix is
-chosen so that every contributed filter has a few percent of alerts to find.
+``AlertTruth`` (the current detection, its history, forced photometry, reliability). Like Rubin's,
+an alert exists only for a detection: a source at least 5 sigma from the template in the difference
+image now (drawn again until it is), and its history holds only its earlier detections.
+
+How many of each a visit holds (``PER_VISIT``, one 9.6 deg2 field, averaged over the sky) comes
+from Rubin's published estimates where there are some, and says so where it is an assumption:
+
+- DMTN-102 (Rubin's alert-stream composition, section 2.2), per visit: ~7,200 variable stars,
+  ~3,000 moving objects in ecliptic fields, ~200 supernovae, ~70 AGN. It does not count artefacts.
+- DP0.3 (Rubin's simulated solar-system data preview): ~300 asteroid detections per visit on
+  average over the sky, which replaces DMTN-102's ecliptic 3,000 here.
+- Artefacts: the real Operations Rehearsal alerts (shared/real-alerts, v7.4) have a third of
+  their reliability scores below 0.5 (33 of 100; 25 below 0.1), so artefacts are taken as a third
+  of the stream: half as many as the astrophysical alerts.
+
+Everything else below marked "assumption" is one: no published number was found for it.
 """
 
 from __future__ import annotations
@@ -18,21 +32,49 @@ BANDS = "ugrizy"
 ZERO_POINT = 31.4
 #: Single-visit 5-sigma depths (LSST science requirements, approximate).
 DEPTH = {"u": 23.9, "g": 25.0, "r": 24.7, "i": 24.0, "z": 23.3, "y": 22.1}
+#: Difference-image significance of a detection: Rubin's DIA threshold (LSST DPDD).
+DETECTION_SIGMA = 5.0
 #: Radius of the LSST field of view (degrees).
 FIELD_RADIUS = 1.75
 #: Science CCDs in the LSST camera: producers split a visit by detector, as the real system does.
 DETECTORS = 189
 SECONDS_PER_DAY = 86400.0
+#: Days from explosion to peak of a type Ia supernova (Firth et al. 2015, MNRAS 446, 3895: 18.98 d).
+RISE_DAYS = 19.0
+#: How fast source counts rise towards faint magnitudes (dN/dm proportional to 10^(slope m)), so
+#: that, as in a real stream, most alerts are near the detection limit. Supernovae and AGN: a
+#: population spread evenly through (Euclidean) space, 0.6. Asteroids: 0.30, the slope of the main
+#: belt's absolute-magnitude distribution at the sizes a survey like this reaches (Gladman et al.
+#: 2009, Icarus 202, 104), taken for the apparent one. Stars: 0.3 (assumption: slower than
+#: Euclidean, as lines of sight leave the Galactic disc).
+EUCLIDEAN_COUNTS = 0.6
+ASTEROID_COUNTS = 0.30
+STAR_COUNTS = 0.3
 
-DEFAULT_MIX: dict[str, float] = {
-    "bright": 0.03,
-    "rising": 0.03,
-    "bogus": 0.05,
-    "variable": 0.04,
-    "solar_system": 0.03,
-    "new": 0.04,
-    "ordinary": 0.78,
+#: Alerts per visit of each population (see the module docstring for the sources).
+PER_VISIT: dict[str, float] = {
+    # DMTN-102's 7,200 variable stars, less the "bright" ones below.
+    "variable": 7_200 - 72,
+    # Sources whose difference flux is brighter than 18.5 mag: 1% of the variable-star count
+    # (assumption).
+    "bright": 72,
+    # DP0.3's 300 asteroid detections, of which half are of objects already known, so that Rubin
+    # attaches an ssSource (assumption).
+    "solar_system": 150,
+    # First detections: the other 150 asteroids (unknown, so new objects to Rubin) and the first
+    # detection of ~10 supernovae (DMTN-102's 200 supernova alerts a visit, each supernova seen on
+    # ~20 visits: assumption).
+    "new": 150 + 10,
+    # Supernovae on the rise, seen before: a quarter of DMTN-102's 200 (a ~19 d rise of a ~70 d
+    # detectable light curve: the 70 d is an assumption).
+    "rising": 50,
+    # The other 140 supernovae (past peak) and DMTN-102's 70 AGN.
+    "ordinary": 140 + 70,
 }
+#: Artefacts: half as many as the astrophysical alerts, a third of the stream (see above).
+PER_VISIT["bogus"] = sum(PER_VISIT.values()) / 2
+
+DEFAULT_MIX: dict[str, float] = {name: n / sum(PER_VISIT.values()) for name, n in PER_VISIT.items()}
 
 
 def mag_to_flux(mag: float) -> float:
@@ -125,12 +167,32 @@ def _detection(
     band: str,
     flux: float,
 ) -> Detection:
+    measured, err = _measure(rng, flux, band)
+    return _detected(rng, visit, ra, dec, mjd, band, measured, err)
+
+
+def _measure(rng: np.random.Generator, flux: float, band: str) -> tuple[float, float]:
+    """A flux as measured (with its noise) and its error, in float32 as Rubin stores them (so the
+    summaries computed here agree with the records)."""
     err = flux_error(flux, band)
+    return float(np.float32(flux + rng.normal(0, err))), float(np.float32(err))
+
+
+def _detected(
+    rng: np.random.Generator,
+    visit: Visit,
+    ra: float,
+    dec: float,
+    mjd: float,
+    band: str,
+    flux: float,
+    err: float,
+) -> Detection:
     return Detection(
         mjd=mjd,
         band=band,
-        flux=float(flux + rng.normal(0, err)),
-        flux_err=float(err),
+        flux=flux,
+        flux_err=err,
         ra=float(ra + rng.normal(0, 1e-5)),
         dec=float(dec + rng.normal(0, 1e-5)),
         visit_id=visit.visit_id - int((visit.mjd - mjd) * 800) - 1,
@@ -158,6 +220,16 @@ def _series(
     ]
 
 
+def _magnitude(rng: np.random.Generator, bright: float, faint: float, slope: float) -> float:
+    """A magnitude between ``bright`` and ``faint`` from counts dN/dm proportional to 10^(slope m)."""
+    low, high = 10 ** (slope * bright), 10 ** (slope * faint)
+    return float(math.log10(rng.uniform(low, high)) / slope)
+
+
+def _log_uniform(rng: np.random.Generator, low: float, high: float) -> float:
+    return float(np.exp(rng.uniform(np.log(low), np.log(high))))
+
+
 def simulate_truth(
     rng: np.random.Generator,
     visit: Visit,
@@ -166,79 +238,140 @@ def simulate_truth(
     max_history: int,
     max_forced: int,
 ) -> AlertTruth:
-    """One alert's ground truth for ``population`` at ``visit``."""
+    """One alert's ground truth for ``population`` at ``visit``: drawn again until the source is a
+    detection now and, for a rising supernova, until its rise is seen (see ``_rise_seen``)."""
+    if population not in DEFAULT_MIX:
+        raise ValueError(f"unknown population {population!r}; known: {', '.join(DEFAULT_MIX)}")
     ra, dec = _position(rng, visit)
+    chance = _Chance(
+        hist_n=int(rng.integers(0, max_history + 1)) if max_history else 0,
+        forced_n=int(rng.integers(0, max_forced + 1)) if max_forced else 0,
+        reliability=float(rng.beta(8, 1.5)),  # assumption: real sources score high, with a tail
+        extendedness=float(rng.uniform(0, 1)),
+        template_mag=float(rng.uniform(19, 24)),
+        object_id=_random_id(rng),
+    )
+    while True:
+        truth = _draw(rng, visit, ra, dec, alert_index, population, max_history, chance)
+        if truth is not None and (population != "rising" or not max_history or _rise_seen(truth)):
+            return truth
+
+
+@dataclass(frozen=True)
+class _Chance:
+    """What is drawn for an alert whatever its source does, once: a source drawn again until it
+    is detected keeps these (they are independent of its detection)."""
+
+    hist_n: int
+    forced_n: int
+    reliability: float
+    extendedness: float
+    template_mag: float
+    object_id: int
+
+
+def _rise_seen(truth: AlertTruth) -> bool:
+    """What makes a supernova on the rise a "rising" alert rather than a "new" one (its first
+    detection) or an "ordinary" one (near peak, where the rise is lost in the noise): an earlier
+    detection, and a flux now above the first one by more than 3 sigma."""
+    if not truth.history:
+        return False
+    first, now = truth.history[0], truth.source
+    return now.flux - first.flux > 3 * math.hypot(now.flux_err, first.flux_err)
+
+
+def _draw(
+    rng: np.random.Generator,
+    visit: Visit,
+    ra: float,
+    dec: float,
+    alert_index: int,
+    population: str,
+    max_history: int,
+    chance: _Chance,
+) -> AlertTruth | None:
+    """One draw of a source of ``population``; None when it is not detected now."""
     now = visit.mjd
-    hist_n = int(rng.integers(0, max_history + 1)) if max_history else 0
-    forced_n = int(rng.integers(0, max_forced + 1)) if max_forced else 0
-    reliability = float(rng.beta(8, 1.5))
-    extendedness = float(rng.uniform(0, 1))
-    template_mag = float(rng.uniform(19, 24))
-    object_id: int | None = _random_id(rng)
+    limit = DEPTH[visit.band] + 0.5  # fainter than this, a detection now is vanishingly rare
+    hist_n, forced_n = chance.hist_n, chance.forced_n
+    reliability, extendedness, template_mag = chance.reliability, chance.extendedness, chance.template_mag
+    object_id: int | None = chance.object_id
     ss_object_id = None
     is_dipole = trailed = False
     flux_at: Callable[[float], float]
 
-    if population == "bright":
+    if population == "bright":  # assumption: bright, slowly varying, confidently real
         base = mag_to_flux(rng.uniform(15.0, 18.0))
         flux_at = lambda t: base * (1 + 0.05 * math.sin(t))  # noqa: E731
         reliability = float(rng.uniform(0.93, 1.0))
         span = 365.0
     elif population == "rising":
-        slope = rng.uniform(0.2, 0.6)  # mag/day, brightening towards now
-        peak = rng.uniform(18.5, 20.5)
-        flux_at = lambda t: mag_to_flux(peak + slope * (now - t))  # noqa: E731
+        # A supernova before peak: flux grows as the square of the time since explosion (the
+        # expanding fireball, Riess et al. 1999, AJ 118, 2675), so it gains 2.17 / age mag a day.
+        peak = mag_to_flux(_magnitude(rng, 19.0, limit, EUCLIDEAN_COUNTS))
+        explosion = now - rng.uniform(0.0, RISE_DAYS)
+        flux_at = lambda t: peak * (max(t - explosion, 0.0) / RISE_DAYS) ** 2  # noqa: E731
         hist_n = max(3, min(hist_n, 8)) if max_history else 0
-        reliability = float(rng.uniform(0.8, 1.0))
-        span = 6.0
+        span = 30.0
     elif population == "bogus":
         band_depth = DEPTH[visit.band]
         fl = mag_to_flux(rng.uniform(band_depth - 0.3, band_depth + 0.4)) * rng.choice([-1.0, 1.0])
         flux_at = lambda t: fl  # noqa: E731
         reliability = float(rng.uniform(0.0, 0.25))
         hist_n = forced_n = 0
-        is_dipole = bool(rng.uniform() < 0.4)
+        is_dipole = bool(rng.uniform() < 0.4)  # assumption
         span = 30.0
     elif population == "variable":
-        period = float(np.exp(rng.uniform(np.log(0.3), np.log(20.0))))
-        mean = mag_to_flux(rng.uniform(17.0, 20.0))
-        amplitude = mean * rng.uniform(0.3, 0.7)
+        # A star varying about its template brightness, so its difference flux takes both signs.
+        # Assumptions: periods log-uniform from 0.1 d (RR Lyrae, delta Scuti, contact binaries) to
+        # 100 d (Cepheids, semiregulars); semi-amplitudes log-uniform from 0.01 to 1 mag, so most
+        # are small (most variable stars vary by hundredths of a magnitude: Eyer & Mowlavi 2008,
+        # J. Phys. Conf. Ser. 118, 012010); mean magnitudes from 17 (brighter stars saturate:
+        # ~16 mag, Ivezic et al. 2019, ApJ 873, 111) to 25, by star counts.
+        period = _log_uniform(rng, 0.1, 100.0)
+        amplitude = _log_uniform(rng, 0.01, 1.0)
+        mean_mag = _magnitude(rng, 17.0, 25.0, STAR_COUNTS)
+        star = mag_to_flux(mean_mag)
         phase = rng.uniform(0, 2 * math.pi)
-        flux_at = lambda t: amplitude * math.sin(2 * math.pi * t / period + phase)  # noqa: E731
+        flux_at = lambda t: star * (10 ** (-0.4 * amplitude * math.sin(2 * math.pi * t / period + phase)) - 1)  # noqa: E731
         hist_n = max(hist_n, min(max_history, 15))
         extendedness = float(rng.uniform(0, 0.1))
-        template_mag = -2.5 * math.log10(mean) + ZERO_POINT
+        template_mag = mean_mag
         span = 365.0
     elif population == "solar_system":
-        fl = mag_to_flux(rng.uniform(19.0, 22.5))
+        fl = mag_to_flux(_magnitude(rng, 19.0, limit, ASTEROID_COUNTS))
         flux_at = lambda t: fl  # noqa: E731
         object_id = None
         ss_object_id = _random_id(rng)
         hist_n = forced_n = 0
-        trailed = bool(rng.uniform() < 0.3)
+        trailed = bool(rng.uniform() < 0.3)  # assumption
         extendedness = float(rng.uniform(0, 0.2))
         span = 1.0
-    elif population == "new":
-        fl = mag_to_flux(rng.uniform(19.5, 22.5))
+    elif population == "new":  # mostly unknown asteroids, so counted as asteroids
+        fl = mag_to_flux(_magnitude(rng, 19.5, limit, ASTEROID_COUNTS))
         flux_at = lambda t: fl  # noqa: E731
         hist_n = forced_n = 0
-        reliability = float(rng.uniform(0.7, 1.0))
         span = 1.0
-    elif population == "ordinary":
-        fl = mag_to_flux(rng.uniform(22.0, 24.3)) * rng.choice([-1.0, 1.0], p=[0.3, 0.7])
+    else:  # "ordinary": slowly varying, 30% below the template (AGN fading: assumption)
+        fl = mag_to_flux(_magnitude(rng, 20.0, limit, EUCLIDEAN_COUNTS)) * rng.choice([-1.0, 1.0], p=[0.3, 0.7])
         flux_at = lambda t: fl * (1 + 0.2 * math.sin(t / 3.0))  # noqa: E731
         span = 365.0
-    else:
-        raise ValueError(f"unknown population {population!r}; known: {', '.join(DEFAULT_MIX)}")
 
-    history = _series(rng, visit, ra, dec, _past_epochs(rng, visit, hist_n, span), flux_at)
-    forced = _series(
-        rng, visit, ra, dec, _past_epochs(rng, visit, forced_n, min(span, 30.0)), flux_at
-    )
-    source = _detection(rng, visit, ra, dec, now, visit.band, flux_at(now))
+    flux, err = _measure(rng, flux_at(now), visit.band)
+    if abs(flux) < DETECTION_SIGMA * err:
+        return None
+    source = _detected(rng, visit, ra, dec, now, visit.band, flux, err)
     source.visit_id = visit.visit_id
     source.detector = alert_index % DETECTORS
     source.source_id = (visit.visit_id << 20) | alert_index
+    history = [
+        d
+        for d in _series(rng, visit, ra, dec, _past_epochs(rng, visit, hist_n, span), flux_at)
+        if d.snr >= DETECTION_SIGMA
+    ]
+    forced = _series(
+        rng, visit, ra, dec, _past_epochs(rng, visit, forced_n, min(span, 30.0)), flux_at
+    )
     template_flux = 0.0 if population == "solar_system" else mag_to_flux(template_mag)
     return AlertTruth(
         population=population,

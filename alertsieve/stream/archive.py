@@ -3,7 +3,8 @@
 It reads what the hot path published (every filter's topic and the quarantine topic, with their
 headers) and keeps two Delta tables:
 - ``matches``: one row per alert, with the ``filters`` it passed, where it came from, the fields
-  the filters read, the detection, the alert's scalars and the cutouts the filters ask for;
+  the filters read, the detection, the alert's scalars, the cutouts the filters ask for and the
+  message as it arrived (``delta_messages``: a backtest decodes it for any filter's fields);
 - ``quarantine``: one row per message that could not be decoded, its bytes and the reason.
 
 Exactly once, whatever the hot path or this query replays: rows are MERGEd on where the alert
@@ -81,6 +82,7 @@ def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
             F.lit(batch_id).alias("batch_id"),
             F.current_timestamp().alias("processed_at"),
             alert.alias("alert"),
+            *([F.col("_value").alias("message")] if cfg.delta_messages else []),
         )
         .select("*", "alert.*")
         .drop("alert")

@@ -126,6 +126,11 @@ class JobConfig(BaseModel):
     delta_path: str = Field("data/delta", examples=["data/delta"],
                             json_schema_extra=_flag("--delta-path"))  # fmt: skip
     delta_cutouts: bool = Field(False, examples=[True])
+    delta_messages: bool = Field(
+        True, description="keep each match's message as it arrived (column message): what"
+        " 'alertsieve backtest --input DELTA_PATH' decodes to run any filter over the archive",
+        examples=[False],
+    )  # fmt: skip
     checkpoint: str = Field("checkpoints/filter_stream", examples=["checkpoints/filter_stream"],
                             json_schema_extra=_flag("--checkpoint"))  # fmt: skip
     metrics_path: str | None = Field(

@@ -49,6 +49,15 @@ class Decoder:
     tell: str = "diaSource.diaSourceId"  # never null in a decoded alert of any version
     id_path: str = "diaSource.diaSourceId"  # the alert's id (the outputs' Kafka key)
     detection: str = "diaSource"  # the record of the detection that made the alert
+    #: The detection's time, and the days from its zero to 1970-01-01 plus the survey's day
+    #: boundary: Rubin's observing night is its ``dayObs``, the date at UTC-12h (a night in Chile
+    #: is one date); ZTF's is the UTC date (a night at Palomar falls within one).
+    observed: str = "diaSource.midpointMjdTai"
+    night_offset: float = 40587.5
+
+    def night_sql(self) -> str:
+        """The observing night of an alert in the view, as a date (no time zone involved)."""
+        return f"date_add(DATE'1970-01-01', int(floor({self.observed} - {self.night_offset})))"
 
     @property
     def paths(self) -> list[str]:
