@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from alertsieve.alerts.view import build_view
-from alertsieve.stream.references import only_existence, referenced_paths
+from alertsieve.filtering.model import AlertFilter
+from alertsieve.filtering.sql_text import minds_null, only_existence
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.plan import lacking_fields
+from alertsieve.stream.references import referenced_paths
+from alertsieve.stream.surveys import make_decoder
 
 VIEW = build_view(["7.4", "10.0", "11.1"])
 HISTORY = sorted(f.path for f in VIEW if f.path.startswith("prvDiaSources[]."))
@@ -32,3 +37,24 @@ def test_a_record_used_for_more_than_its_presence_is_read_whole():
     assert only_existence("size(prvDiaSources) > 2 OR ssSource IS NULL", "prvDiaSources")
     assert not only_existence("to_json(diaObject) LIKE '%nDiaSources%'", "diaObject")
     assert not only_existence("ssSource IS NOT NULL AND ssSource.ssObjectId > 0", "ssSource")
+
+
+def test_a_field_whose_null_the_filter_handles():
+    assert minds_null("NOT coalesce(diaSource.isDipole, false) AND diaSource.snr > 5", "diaSource.isDipole")
+    assert minds_null("ssSource IS NOT NULL OR coalesce(`diaSource`.`ssObjectId`, 0) <> 0", "diaSource.ssObjectId")
+    assert minds_null("ssSource IS NOT NULL OR ifnull(x, 0) > 1", "ssSource")
+    assert not minds_null("coalesce(diaSource.isDipole, false) OR diaSource.isDipole", "diaSource.isDipole")
+    assert not minds_null("coalesce(diaSource.snr, 0) > 0", "diaSource.isDipole")  # not read at all
+    assert not minds_null("coalesce(diaSource.isDipoleX, false)", "diaSource.isDipole")
+    assert not minds_null("ssSource IS NOT NULL AND ssSource.ssObjectId > 0", "ssSource")
+    assert not minds_null("note = 'coalesce(diaSource.isDipole, 1)' AND diaSource.isDipole", "diaSource.isDipole")
+
+
+def test_versions_lacking_a_field_are_named_unless_the_filter_says_what_its_null_means(spark):
+    decoder = make_decoder(JobConfig(topic="alerts"), [])
+    bare = AlertFilter(name="bare", sql="diaSource.isDipole OR diaObject.nDiaSources > 1")
+    minded = AlertFilter(name="minded", sql="NOT coalesce(diaSource.isDipole, false) AND ssSource IS NULL")
+    old = ["7.0", "7.1", "7.2", "7.3", "7.4"]
+    assert lacking_fields(spark, decoder, [bare, minded]) == {
+        "bare": {"diaSource.isDipole": old, "diaObject.nDiaSources": old}
+    }

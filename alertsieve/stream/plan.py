@@ -13,6 +13,7 @@ from alertsieve.catalogs.store import describe
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import Filter, FilterError, with_params
+from alertsieve.filtering.sql_text import mentions, minds_null
 from alertsieve.kafka.topics import head_messages
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import Decoder, filter_view
@@ -94,16 +95,30 @@ def archive_paths(decoder: Decoder, used: list[str], with_cutouts: bool) -> list
 
 
 def lacking_fields(spark, decoder: Decoder, filters: list[Filter], context: Context | None = None) -> dict[str, dict[str, list[str]]]:
-    """Per filter, the fields it reads that some version the job reads lacks. A record read
-    whole (``ssSource IS NOT NULL``) counts as one field, lacking where no field of it exists."""
+    """Per filter, the fields it reads that some version the job reads lacks, unless the filter
+    says what their null means (``coalesce(diaSource.isDipole, false)``, ``ssSource IS NOT
+    NULL``): it has decided. A record read whole (``ssSource IS NOT NULL``) counts as one field,
+    lacking where no field of it exists."""
     versions = sorted(set(decoder.versions.values()), key=version_order)
     out = {}
     for f in filters:
-        used = referenced_paths(spark, decoder.view, list(f.expressions().values()), context)
-        missing = {p: v for p, v in _missing(decoder.view, used, versions).items() if v}
+        expressions = list(f.expressions().values())
+        used = referenced_paths(spark, decoder.view, expressions, context)
+        missing = {p: v for p, v in _missing(decoder.view, used, versions).items()
+                   if v and not _handled(expressions, p)}  # fmt: skip
         if missing:
             out[f.name] = missing
     return out
+
+
+def _handled(expressions: list[str], path: str) -> bool:
+    """Whether the filter says what a null ``path`` means (or its record's, when it asks only
+    whether the record is there: ``ssSource IS NOT NULL`` reads ``ssSource.diaSourceId``), and
+    never reads it bare."""
+    names = (path.removesuffix("[]"), path.split(".")[0].removesuffix("[]"))
+    return any(minds_null(e, n) for e in expressions for n in names) and not any(
+        mentions(e, names[0]) and not minds_null(e, names[0]) for e in expressions
+    )
 
 
 def _missing(view: list[ViewField], used: list[str], versions: list[str]) -> dict[str, list[str]]:

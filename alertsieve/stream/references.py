@@ -20,7 +20,7 @@ from typing import Any
 from alertsieve.alerts.view import ViewField
 from alertsieve.catalogs.context import Context, context_types, named_catalogs
 from alertsieve.filtering.features import READ_PATHS, has_history, with_features
-from alertsieve.filtering.sql_text import without_strings
+from alertsieve.filtering.sql_text import only_existence, without_strings
 from alertsieve.stream.view_decode import view_type
 
 
@@ -73,19 +73,6 @@ def referenced_paths(spark, view: list[ViewField], expressions: list[str], conte
         shutil.rmtree(folder, ignore_errors=True)
     return [f.path for f in view if f.path in found]
 
-
-
-def only_existence(expression: str, name: str) -> bool:
-    """Whether ``expression`` uses ``name`` only to ask if it is there or how long it is:
-    ``size(x)``, ``cardinality(x)``, ``x IS [NOT] NULL``, ``isnull(x)``, ``isnotnull(x)``."""
-    bare = without_strings(expression)
-    word = rf"`?{re.escape(name)}`?"
-    uses = len(re.findall(rf"(?<![\w.`]){word}(?![\w`])", bare, flags=re.I))
-    existence = len(re.findall(
-        rf"(?:size|cardinality|isnull|isnotnull)\s*\(\s*{word}\s*\)|(?<![\w.`]){word}\s+is\s+(?:not\s+)?null\b",
-        bare, flags=re.I,
-    ))  # fmt: skip
-    return uses == existence
 
 
 def names_features(expression: str) -> bool:
