@@ -249,7 +249,7 @@ def _cmd_backtest(args: argparse.Namespace) -> int:
     spark = get_session("alertsieve-backtest", conf={"spark.ui.enabled": "false"})
     try:
         alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
-        filters = for_survey(filters, alerts.decoder.survey, args.input, named=bool(args.filter))
+        filters = for_survey(filters, alerts.decoder.survey, ", ".join(args.input), named=bool(args.filter))
         rows = backtest(spark, filters, alerts, args.catalog_dir, args.since, args.until)
         text, ok = report(rows, args.max_rate)
     finally:
@@ -390,8 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     bt = sub.add_parser("backtest", help="run filters over a topic, Avro files, a Delta archive or simulated alerts")
     bt.add_argument("--filter", help="comma-separated filter names (default: all discovered)")
     bt.add_argument(
-        "--input", required=True,
-        help="a topic, an Avro file or folder, a job's Delta archive (its delta_path), or simulated:N",
+        "--input", required=True, action="append",
+        help="a topic, an Avro file or folder (repeat for more), a job's Delta archive (its delta_path), or simulated:N",
     )  # fmt: skip
     bt.add_argument("--since", type=_night, help="first observing night, YYYY-MM-DD (Rubin's dayObs)")
     bt.add_argument("--until", type=_night, help="last observing night, YYYY-MM-DD (inclusive)")

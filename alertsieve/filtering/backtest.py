@@ -103,12 +103,15 @@ def _simulated(count: int, version: str | None) -> list[tuple[str, bytes]]:
     ]
 
 
-def load_alerts(spark, source: str, bootstrap: str | None = None, schema_dir: str | None = None,
+def load_alerts(spark, source: str | list[str], bootstrap: str | None = None, schema_dir: str | None = None,
                 version: str | None = None) -> AlertSource:  # fmt: skip
-    """``simulated:N`` alerts (of ``version``), Avro files or a folder of them (Rubin or ZTF), a
-    job's Delta archive (its ``delta_path``, its ``matches`` table, or ``delta:URI``), or a topic
-    (with ``bootstrap``): ready to decode as the job decodes."""
-
+    """``simulated:N`` alerts (of ``version``), Avro files or folders of them (Rubin or ZTF; a
+    list of them is one input), a job's Delta archive (its ``delta_path``, its ``matches`` table,
+    or ``delta:URI``), or a topic (with ``bootstrap``): ready to decode as the job decodes."""
+    sources = [source] if isinstance(source, str) else list(source)
+    if len(sources) > 1 or Path(sources[0]).is_file():
+        return messages_source(spark, ",".join(sources), _messages_from_files(sources, schema_dir), schema_dir)
+    (source,) = sources
     table = _matches_table(source)
     if table is not None:
         return archive_source(spark, table, schema_dir)
