@@ -174,6 +174,23 @@ def test_watchmap_region_equals_mocpy(spark, setup, tmp_path):
     assert 0 < sum(want) < len(alerts)
 
 
+def test_a_watchmap_finer_than_order_12_grows_to_its_order_12_cells(spark, setup, tmp_path):
+    """A MOC at order 15 is stored at order 12 (its cells grow to their parents): the region is
+    mocpy's own degradation to order 12, so it holds every alert the MOC holds, and a little more."""
+    from mocpy import MOC
+
+    root, alerts, _, _ = setup
+    ra, dec = alerts[8][1], alerts[8][2]
+    moc = MOC.from_cone(lon=ra * u.deg, lat=dec * u.deg, radius=0.3 * u.deg, max_depth=15)
+    moc.save(str(tmp_path / "fine.fits"), format="fits", overwrite=True)
+    add_watchmap(root, "fine", str(tmp_path / "fine.fits"))
+    rows = _view(spark, root, alerts, {"inside": "watch.fine"})
+    lon, lat = np.array([a[1] for a in alerts]) * u.deg, np.array([a[2] for a in alerts]) * u.deg
+    assert [r["inside"] for r in rows] == list(moc.degrade_to_order(12).contains_lonlat(lon, lat))
+    assert all(r["inside"] for r, inside in zip(rows, moc.contains_lonlat(lon, lat), strict=True) if inside)
+    assert 0 < sum(r["inside"] for r in rows) < len(alerts)
+
+
 def test_unknown_or_misnamed_catalog_fails_naming_the_filter_and_the_fix(setup):
     root = setup[0]
     with pytest.raises(FilterError, match=r"filter 'f' .* reads xmatch\.nope, not in the catalog folder .*alertsieve catalog add nope FILE"):
