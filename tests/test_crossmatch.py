@@ -17,9 +17,15 @@ from astropy.coordinates import SkyCoord
 
 from alertsieve.alerts.replay import read_raw_records
 from alertsieve.alerts.schemas import frame, load_rubin_schema
-from alertsieve.catalogs.context import load_context, named_catalogs
+from alertsieve.catalogs.context import BROADCAST_FACTOR, load_context, named_catalogs
 from alertsieve.catalogs.healpix import order_for_radius, pixels, with_neighbours, with_pixel
-from alertsieve.catalogs.store import CatalogError, add_catalog, add_watchmap, list_catalogs
+from alertsieve.catalogs.store import (
+    CatalogError,
+    add_catalog,
+    add_watchmap,
+    list_catalogs,
+    load_meta,
+)
 from alertsieve.filtering.model import AlertFilter, FilterError
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
@@ -198,6 +204,22 @@ def test_unknown_or_misnamed_catalog_fails_naming_the_filter_and_the_fix(setup):
     with pytest.raises(FilterError, match=r"reads xmatch\.targets, but targets is a watchlist: write watch\.targets"):
         load_context(root, [AlertFilter(name="f", sql="xmatch.targets IS NOT NULL")], "diaSource")
     assert named_catalogs("xmatch.a.b > 1 AND watch.c AND 'xmatch.d' = ''") == {("xmatch", "a"), ("watch", "c")}
+
+
+def test_a_catalog_too_big_to_broadcast_is_refused_before_any_alert(setup):
+    """The index's size in memory is recorded (pyarrow's, read back); a driver whose heap cannot
+    hold BROADCAST_FACTOR times the joined catalogs is refused at start-up, naming them and the fix."""
+    import pyarrow.parquet as pq
+
+    root = setup[0]
+    meta = load_meta(root, "mine")
+    assert meta.memory_mb == round(pq.read_table(root / "mine" / "index.parquet").nbytes / 2**20, 1) > 0
+    f = AlertFilter(name="f", sql="xmatch.mine.distance_arcsec < 1")
+    enough = BROADCAST_FACTOR * meta.memory_mb + 1
+    assert load_context(root, [f], "diaSource", heap_mb=enough).catalogs == (meta,)
+    with pytest.raises(CatalogError, match=r"take \d+ MB in memory \(xmatch\.mine \d+ MB\) and a broadcast needs about 5 times that.*"
+                                           r"give the driver more memory \(spark\.driver\.memory, spark-submit --driver-memory\)"):
+        load_context(root, [f], "diaSource", heap_mb=enough - 2)
 
 
 def test_catalog_add_refuses_bad_files_with_the_fix(tmp_path):

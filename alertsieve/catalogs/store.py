@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -43,6 +43,7 @@ class CatalogMeta:
     order: int  # HEALPix order of the index
     radius_arcsec: float | None  # a catalog's match radius; a watchlist's largest; none for a map
     columns: list[str]  # the user's columns, in the file's order (a catalog, a watchlist)
+    memory_mb: float | None = None  # the index in memory (Arrow): what a broadcast holds; older ones lack it
 
     @property
     def family(self) -> str:
@@ -126,8 +127,7 @@ def add_catalog(root: str | Path, name: str, source: str, ra: str, dec: str, rad
     index = _by_pixel(rows, pixels(ra_deg, dec_deg, order), order)
     meta = CatalogMeta(name=name, kind=kind, source=str(source), rows=len(table), order=order,
                        radius_arcsec=float(radii.max()), columns=list(user.columns))  # fmt: skip
-    _write(root, meta, index)
-    return meta
+    return _write(root, meta, index)
 
 
 def _by_pixel(rows, own: np.ndarray, order: int):
@@ -166,8 +166,7 @@ def add_watchmap(root: str | Path, name: str, source: str, order: int | None = N
     pix = np.unique(np.concatenate([np.arange(s >> shift, ((e - 1) >> shift) + 1, dtype=np.int64) for s, e in ranges]))
     meta = CatalogMeta(name=name, kind="watchmap", source=str(source), rows=len(pix), order=deepest,
                        radius_arcsec=None, columns=[])  # fmt: skip
-    _write(root, meta, pa.table({"pix": pa.array(pix)}))
-    return meta
+    return _write(root, meta, pa.table({"pix": pa.array(pix)}))
 
 
 #: The order of a MOC's ranges (MOC 2.0): every cell is a range of pixels at order 29.
@@ -213,7 +212,8 @@ def _cells_to_ranges(ipix: np.ndarray, orders: np.ndarray) -> np.ndarray:
     return np.stack([ipix << shift, (ipix + 1) << shift], axis=1)
 
 
-def _write(root: str | Path, meta: CatalogMeta, index) -> None:
+def _write(root: str | Path, meta: CatalogMeta, index) -> CatalogMeta:
+    """The catalog's folder, its index and its meta (with the index's size in memory)."""
     import pyarrow.parquet as pq
 
     folder = catalog_dir(root, meta.name)
@@ -221,7 +221,9 @@ def _write(root: str | Path, meta: CatalogMeta, index) -> None:
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     pq.write_table(index, folder / "index.parquet")
+    meta = replace(meta, memory_mb=round(index.nbytes / 2**20, 1))
     (folder / "meta.json").write_text(json.dumps(asdict(meta), indent=1))
+    return meta
 
 
 def describe(meta: CatalogMeta) -> str:
@@ -229,4 +231,5 @@ def describe(meta: CatalogMeta) -> str:
     label = "largest radius" if meta.kind == "watchlist" else "radius"
     radius = f", {label} {meta.radius_arcsec:g} arcsec" if meta.radius_arcsec else ""
     return (f"{meta.family}.{meta.name}: {meta.kind} of {meta.rows:,} {'pixels' if meta.kind == 'watchmap' else 'rows'}"
-            f" from {meta.source}{radius}; HEALPix order {meta.order} ({pixel_size_arcsec(meta.order):.0f} arcsec pixels)")  # fmt: skip
+            f" from {meta.source}{radius}; HEALPix order {meta.order} ({pixel_size_arcsec(meta.order):.0f} arcsec pixels)"
+            + (f"; {meta.memory_mb:,.0f} MB in memory" if meta.memory_mb else ""))  # fmt: skip

@@ -27,6 +27,7 @@ from alertsieve.catalogs.context import load_context
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.model import Filter, FilterError
 from alertsieve.kafka.topics import head_messages
+from alertsieve.spark.session import driver_heap_mb
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import Decoder, filter_view
 from alertsieve.stream.plan import filter_paths, sample_alerts, view_paths
@@ -219,7 +220,7 @@ def backtest(spark, filters: list[Filter], alerts: AlertSource, catalog_dir: str
     ``until`` (inclusive) when given."""
     from pyspark.sql import functions as F
 
-    context = load_context(catalog_dir, filters, alerts.decoder.detection)
+    context = load_context(catalog_dir, filters, alerts.decoder.detection, driver_heap_mb(spark))
     validate(filters, sample_alerts(spark, alerts.decoder, alerts.head, context))
     paths = filter_paths(spark, alerts.decoder, filters, context)
     decoded = alerts.decoder.decode(alerts.raw, list(dict.fromkeys([*paths, alerts.decoder.observed])))

@@ -113,6 +113,11 @@ def get_session(
     return spark
 
 
+def driver_heap_mb(spark) -> float:
+    """The driver JVM's largest heap (what broadcasts are built in), in MB."""
+    return spark._jvm.java.lang.Runtime.getRuntime().maxMemory() / 2**20
+
+
 def stop_session(spark, timeout: float = 60.0) -> None:
     """Stop Spark and wait until its driver JVM has exited. ``spark.stop()`` alone leaves the JVM
     (started by pyspark for this Python process) running until Python exits, so a command that

@@ -15,6 +15,7 @@ from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.filtering.sql_text import mentions, minds_null
 from alertsieve.kafka.topics import head_messages
+from alertsieve.spark.session import driver_heap_mb
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import Decoder, filter_view
 from alertsieve.stream.references import referenced_paths
@@ -50,7 +51,7 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
                          extra=cfg.kafka_conf)  # fmt: skip
     decoder = make_decoder(cfg, head)
     filters = select_filters(cfg, decoder.survey)
-    context = load_context(cfg.catalog_dir, filters, decoder.detection)
+    context = load_context(cfg.catalog_dir, filters, decoder.detection, driver_heap_mb(spark))
     validate(filters, sample_alerts(spark, decoder, head, context))
     paths = filter_paths(spark, decoder, filters, context)
     return JobPlan(
