@@ -10,7 +10,7 @@ import pytest
 from oracles import dayobs
 
 from alertsieve.alerts.schemas import load_rubin_schema
-from alertsieve.filtering.backtest import backtest, for_survey, load_alerts, report
+from alertsieve.filtering.backtest import BacktestRow, backtest, for_survey, load_alerts, report
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import AlertFilter, FilterError
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
@@ -97,3 +97,9 @@ def test_an_archive_without_messages_says_how_to_keep_them(spark, tmp_path):
     spark.createDataFrame([("1", 1)], "alert_id string, offset long").write.format("delta").save(str(tmp_path / "matches"))
     with pytest.raises(FilterError, match=r"matches keeps no messages \(no column 'message'\).*delta_messages: true"):
         load_alerts(spark, str(tmp_path))
+
+
+def test_rare_matches_keep_their_rate():
+    """4 in 100,000 reads 0.004%, not 0.00%; zero stays 0.00%."""
+    text, ok = report([BacktestRow("rare", 4, 100_000, 0, None), BacktestRow("none", 0, 100_000, 0, None)], 0.05)
+    assert ok and "   0.004%" in text.splitlines()[1] and "   0.00%" in text.splitlines()[2]

@@ -276,7 +276,7 @@ def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
             limit = f"{round(max_rate * ALERTS_PER_NIGHT):,} a night" if archived else f"{max_rate:.1%}"
             flag, ok = f"  WARNING: above {limit}", False
         lines.append(
-            f"{r.name:<24} {r.matches:>8} {r.alerts:>8} {r.rate:>8.2%} {r.per_night:>10,}{flag}"
+            f"{r.name:<24} {r.matches:>8} {r.alerts:>8} {_percent(r.rate):>8} {r.per_night:>10,}{flag}"
         )
     if archived:
         lines.append("(an archive: alerts are the job's archived matches; rate is of those, per night"
@@ -288,6 +288,11 @@ def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
             counts = "  ".join(f"{r.nights.get(night, 0):>{len(r.name)}}" for r in rows)
             lines.append(f"{night.isoformat():<12} {rows[0].night_alerts[night]:>8}  {counts}")
     return "\n".join(lines), ok
+
+
+def _percent(rate: float) -> str:
+    """A rate as a percentage, with two significant digits below 0.1% (4 in 100,000: 0.004%)."""
+    return f"{rate:.2%}" if rate == 0 or rate >= 0.001 else f"{rate * 100:.2g}%"
 
 
 def for_survey(filters: list[Filter], survey: str, source: str, named: bool) -> list[Filter]:
