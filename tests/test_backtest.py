@@ -103,3 +103,8 @@ def test_rare_matches_keep_their_rate():
     """4 in 100,000 reads 0.004%, not 0.00%; zero stays 0.00%."""
     text, ok = report([BacktestRow("rare", 4, 100_000, 0, None), BacktestRow("none", 0, 100_000, 0, None)], 0.05)
     assert ok and "   0.004%" in text.splitlines()[1] and "   0.00%" in text.splitlines()[2]
+
+
+def test_several_inputs_must_all_be_files():
+    with pytest.raises(FilterError, match=r"'nowhere.avro' does not exist: several inputs must all be Avro files or folders"):
+        load_alerts(None, [str(REAL / "rubin-lsstcam-v10_0.avro"), "nowhere.avro"])

@@ -110,18 +110,18 @@ def load_alerts(spark, source: str | list[str], bootstrap: str | None = None, sc
     list of them is one input), a job's Delta archive (its ``delta_path``, its ``matches`` table,
     or ``delta:URI``), or a topic (with ``bootstrap``): ready to decode as the job decodes."""
     sources = [source] if isinstance(source, str) else list(source)
-    if len(sources) > 1 or Path(sources[0]).is_file():
-        return messages_source(spark, ",".join(sources), _messages_from_files(sources, schema_dir), schema_dir)
-    (source,) = sources
-    table = _matches_table(source)
+    table = _matches_table(sources[0]) if len(sources) == 1 else None
     if table is not None:
         return archive_source(spark, table, schema_dir)
-    if source.startswith("simulated") or Path(source).exists():
-        messages = (
-            _simulated(int(source.partition(":")[2] or 10_000), version)
-            if source.startswith("simulated") else _messages_from_files([source], schema_dir)
-        )  # fmt: skip
-        return messages_source(spark, source, messages, schema_dir)
+    if len(sources) == 1 and sources[0].startswith("simulated"):
+        count = int(sources[0].partition(":")[2] or 10_000)
+        return messages_source(spark, sources[0], _simulated(count, version), schema_dir)
+    missing = [s for s in sources if not Path(s).exists()]
+    if not missing:
+        return messages_source(spark, ",".join(sources), _messages_from_files(sources, schema_dir), schema_dir)
+    if len(sources) > 1:
+        raise FilterError(f"{missing[0]!r} does not exist: several inputs must all be Avro files or folders")
+    (source,) = sources  # a topic
     if not bootstrap:
         raise FilterError(
             f"{source!r} is neither a file nor a folder; to read a topic, give --bootstrap"
