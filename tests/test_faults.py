@@ -119,7 +119,7 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path):
     committed_before = 0
     # Kill points spread over the stream, reached as conditions (alerts read), never timed:
     # the job reads 100 alerts a batch, so each kill leaves hundreds of the 1,200 still to read.
-    for kill_after in (100, 400, 700):
+    for kill_after in (150, 600):
         job = subprocess.Popen(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
                                start_new_session=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)  # fmt: skip
