@@ -14,11 +14,13 @@ from job_helpers import archive_command, assert_outputs, expected_matches, job_c
 
 from alertsieve.produce.producer import ProduceConfig, produce
 
+PER_BATCH = 30
+
 
 def _archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
-    """Ten records a batch, a batch a second: many batches to be killed among."""
+    """Thirty records a batch, a batch a second: about ten batches (of ~280 records) to be killed among."""
     args = archive_command(bootstrap, topic, workdir, *extra)
-    args[args.index("--max-offsets-per-trigger") + 1] = "10"
+    args[args.index("--max-offsets-per-trigger") + 1] = str(PER_BATCH)
     return [*args, "--archive-trigger", "1"]
 
 
@@ -46,7 +48,7 @@ def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(kafka,
     wait_for(lambda: _committed(tmp_path / "ckpt-archive") >= 2, "two archive batches", 240, archive)
     os.killpg(archive.pid, signal.SIGKILL)
     archive.wait(30)
-    assert _committed(tmp_path / "ckpt-archive") * 10 < published, "killed mid-way"
+    assert _committed(tmp_path / "ckpt-archive") * PER_BATCH < published, "killed mid-way"
 
     again = subprocess.run(_archive_command(bootstrap, topic_name, tmp_path, "--available-now"),
                            capture_output=True, text=True, timeout=300)  # fmt: skip
