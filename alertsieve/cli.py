@@ -210,7 +210,7 @@ def _cmd_filters(args: argparse.Namespace) -> int:
     from alertsieve.filtering.model import FilterError
     from alertsieve.spark.session import get_session
     from alertsieve.stream.config import JobConfig
-    from alertsieve.stream.plan import lacking_fields, lacking_lines, sample_alerts
+    from alertsieve.stream.plan import filter_reads, lacking_fields, lacking_lines, sample_alerts
     from alertsieve.stream.surveys import rubin_decoder, ztf_decoder
 
     spark = get_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"})
@@ -222,7 +222,7 @@ def _cmd_filters(args: argparse.Namespace) -> int:
             context = load_context(args.catalog_dir, [f], decoder.detection)
             validate([f], sample_alerts(spark, decoder, context=context))
             print(f"ok      {f.name} ({decoder.survey})")
-            for line in lacking_lines(lacking_fields(spark, decoder, [f], context)):
+            for line in lacking_lines(lacking_fields(decoder, [f], filter_reads(spark, decoder, [f], context))):
                 print(f"        {line}")
         except FilterError as e:
             failures += 1

@@ -9,7 +9,7 @@ from alertsieve.alerts.view import build_view
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.filtering.sql_text import minds_null, only_existence
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.plan import lacking_fields
+from alertsieve.stream.plan import filter_reads, lacking_fields
 from alertsieve.stream.references import referenced_paths
 from alertsieve.stream.surveys import make_decoder
 
@@ -55,6 +55,6 @@ def test_versions_lacking_a_field_are_named_unless_the_filter_says_what_its_null
     bare = AlertFilter(name="bare", sql="diaSource.isDipole OR diaObject.nDiaSources > 1")
     minded = AlertFilter(name="minded", sql="NOT coalesce(diaSource.isDipole, false) AND ssSource IS NULL")
     old = ["7.0", "7.1", "7.2", "7.3", "7.4"]
-    assert lacking_fields(spark, decoder, [bare, minded]) == {
+    assert lacking_fields(decoder, [bare, minded], filter_reads(spark, decoder, [bare, minded])) == {
         "bare": {"diaSource.isDipole": old, "diaObject.nDiaSources": old}
     }

@@ -22,7 +22,7 @@ from alertsieve.catalogs.store import add_catalog
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import filter_view
-from alertsieve.stream.plan import filter_paths
+from alertsieve.stream.plan import filter_paths, filter_reads
 from alertsieve.stream.source import message_frame
 from alertsieve.stream.surveys import rubin_decoder
 
@@ -75,7 +75,7 @@ def bench_xmatch(sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000), radi
     def frame(sql: str):
         f = AlertFilter(name="m", sql=sql)
         context = load_context(workdir / "catalogs", [f], decoder.detection)
-        decoded = decoder.decode(raw, filter_paths(spark, decoder, [f], context))
+        decoded = decoder.decode(raw, filter_paths(decoder, filter_reads(spark, decoder, [f], context)))
         return filter_view(decoded, (), context).select(f.evaluate()[0].alias("m"))
 
     baseline, _ = _visit_seconds(spark, frame(f"abs(diaSource.ra - diaSource.dec) < {radius_arcsec / 3600}"), repeats)

@@ -30,7 +30,7 @@ from alertsieve.kafka.topics import head_messages
 from alertsieve.spark.session import driver_heap_mb
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import Decoder, filter_view
-from alertsieve.stream.plan import filter_paths, sample_alerts, view_paths
+from alertsieve.stream.plan import filter_paths, filter_reads, sample_alerts, view_paths
 from alertsieve.stream.surveys import make_decoder
 
 ALERTS_PER_NIGHT = 10_000_000
@@ -222,7 +222,7 @@ def backtest(spark, filters: list[Filter], alerts: AlertSource, catalog_dir: str
 
     context = load_context(catalog_dir, filters, alerts.decoder.detection, driver_heap_mb(spark))
     validate(filters, sample_alerts(spark, alerts.decoder, alerts.head, context))
-    paths = filter_paths(spark, alerts.decoder, filters, context)
+    paths = filter_paths(alerts.decoder, filter_reads(spark, alerts.decoder, filters, context))
     decoded = alerts.decoder.decode(alerts.raw, list(dict.fromkeys([*paths, alerts.decoder.observed])))
     ok = F.col("_reason").isNull()
     alert = filter_view(decoded, ("_reason",), context).withColumn("_night", F.expr(alerts.decoder.night_sql()))

@@ -21,34 +21,51 @@ from alertsieve.stream.sinks import headers, kafka_options
 #: The names of the ``observe()`` metrics of each batch (``alertsieve.stream.metrics``).
 ARRIVED = "alertsieve_input"
 OBSERVED = "alertsieve"
+MATCHES = "matches"  # the observed histogram of matched filters' indices
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedded brokers' limit)
 
 
-def flag(i: int) -> str:
-    return f"_m{i}"
+#: ``_index`` of a quarantined message's outcome row; a Python filter's error row for filter i
+#: has ``-2 - i``; a match of filter i has i.
+QUARANTINED = -1
 
 
 def error(i: int) -> str:
     return f"_e{i}"
 
 
+def error_index(i: int) -> int:
+    return -2 - i
+
+
 def evaluated(raw, plan: JobPlan):
-    """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, a match flag per filter
-    (``_m0``...; false for a quarantined message) and an error column per Python filter (``_e0``...)."""
+    """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
+    of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
+    ``error_index(i)`` where Python filter i failed) and an error column per Python filter.
+
+    The filters' conditions fill one array with their index or null, and the nulls are dropped
+    there, per alert, before anything is exploded: a thousand filters cost a thousand conditions
+    and one short array, not a thousand rows carrying each alert's bytes. ``array_except`` drops
+    them in generated code (``filter(arr, x -> x IS NOT NULL)`` is a lambda, evaluated outside
+    it, which takes every condition with it)."""
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths)
     flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context)
-    ok = F.col("_reason").isNull()
-    columns = []
+    slots, errors = [], []
     for i, f in enumerate(plan.filters):
         match, err = f.evaluate()
-        columns.append((F.coalesce(match, F.lit(False)) & ok).alias(flag(i)))
+        slots.append(F.when(match, F.lit(i)))
         if err is not None:
-            columns.append(err.alias(error(i)))
+            errors.append(err.alias(error(i)))
+            slots.append(F.when(err.isNotNull(), F.lit(error_index(i))))
+    none = F.array(F.lit(None).cast("int"))
+    found = F.array_except(F.array(*slots), none) if slots else F.array().cast("array<int>")
+    outcome_indices = F.when(F.col("_reason").isNull(), found).otherwise(F.array(F.lit(QUARANTINED)))
     alert_id = F.col(plan.decoder.id_path).cast("string")
-    return flat.select(*META, "_schema_id", "_reason", alert_id.alias("_alert_id"), *columns)
+    return flat.select(*META, "_schema_id", "_reason", alert_id.alias("_alert_id"),
+                       outcome_indices.alias("_outcomes"), *errors)  # fmt: skip
 
 
 def arrival_metrics() -> list:
@@ -69,51 +86,44 @@ def arrival_metrics() -> list:
 
 def outcome_metrics(plan: JobPlan) -> list:
     """Counted on the outcome rows (one per match, quarantined message or Python filter error):
-    quarantined, matches per filter and the first error of each Python filter."""
+    quarantined, matches per filter and the first error of each Python filter.
+
+    Matches per filter are one aggregate, however many filters: a histogram of the matched
+    filters' indices with a bin for each filter. ``histogram_numeric`` merges two bins only when
+    it holds more bins than asked for, and then the closest two: with no more indices than bins,
+    two bins of the same index (distance 0), so each count stays exact; partials merged from
+    several tasks may keep an index in several bins, which ``metrics.matches_by_filter`` adds."""
     from pyspark.sql import functions as F
 
-    out = [F.sum(F.col("_reason").isNotNull().cast("long")).alias("quarantined_rows")]
+    index = F.col("_index")
+    matched = F.when(index >= 0, index)
+    out = [
+        F.sum((index == QUARANTINED).cast("long")).alias("quarantined_rows"),
+        F.histogram_numeric(matched, F.lit(max(len(plan.filters), 1))).alias(MATCHES),
+    ]
     for i, f in enumerate(plan.filters):
-        mine = F.col("_out.index") == i
-        out.append(F.sum((mine & F.col("_out.topic").isNotNull()).cast("long")).alias(flag(i)))
         if isinstance(f, PythonFilter):
-            out.append(F.first(F.when(mine, F.col("_out.error")), ignorenulls=True).alias(error(i)))
+            out.append(F.first(F.when(index == error_index(i), F.col(error(i))), ignorenulls=True).alias(error(i)))
     return out
 
 
 def outcomes(flags, plan: JobPlan, cfg: JobConfig):
-    """One row per (alert, matching filter), per quarantined message and per Python filter error
-    (``_out``: topic, filter, index, error; an error row has no topic). Exploded from an array with
-    a null for each filter that did not match, then the nulls dropped: both steps compile to Java
-    (a filter() over the array would not), and only the rows kept are ever copied with their
-    ~100 KB of alert bytes, where most alerts match nothing."""
+    """One row per (alert, matching filter), per quarantined message and per Python filter error,
+    with its ``_index`` (see ``evaluated``), ``_topic_out`` (none for an error row) and
+    ``_filter``. Only the rows kept are ever copied with their ~100 KB of alert bytes, and most
+    alerts match nothing."""
     from pyspark.sql import functions as F
 
-    def target(topic, name, index, err=None):
-        return F.struct(
-            topic.alias("topic"), name.alias("filter"), index.alias("index"), err.alias("error")
-        )
-
-    none = F.lit(None).cast("string")
-    targets = []
-    for i, f in enumerate(plan.filters):
-        targets.append(
-            F.when(
-                F.col(flag(i)),
-                target(F.lit(f.output_topic(cfg.output_prefix)), F.lit(f.name), F.lit(i), none),
-            )
-        )
-        if isinstance(f, PythonFilter):
-            targets.append(
-                F.when(
-                    F.col(error(i)).isNotNull(),
-                    target(none, F.lit(f.name), F.lit(i), F.col(error(i))),
-                )
-            )
-    quarantine = target(F.lit(cfg.quarantine_topic), none, F.lit(None).cast("int"), none)
-    targets.append(F.when(F.col("_reason").isNotNull(), quarantine))
-    rows = flags.select(F.explode(F.array(*targets)).alias("_out"), *META, "_reason", "_alert_id")
-    return rows.where(F.col("_out").isNotNull())
+    index = F.col("_index")
+    topics = F.array(*[F.lit(f.output_topic(cfg.output_prefix)) for f in plan.filters])
+    names = F.array(*[F.lit(f.name) for f in plan.filters])
+    errors = [error(i) for i, f in enumerate(plan.filters) if isinstance(f, PythonFilter)]
+    rows = flags.select(F.explode("_outcomes").alias("_index"), *META, "_reason", "_alert_id", *errors)
+    topic = (F.when(index >= 0, F.element_at(topics, index + 1))
+             .when(index == QUARANTINED, F.lit(cfg.quarantine_topic)))  # fmt: skip
+    name = (F.when(index >= 0, F.element_at(names, index + 1))
+            .when(index < QUARANTINED, F.element_at(names, -index - 1)))  # fmt: skip
+    return rows.select("*", topic.alias("_topic_out"), name.alias("_filter"))
 
 
 def output_rows(outcome, cfg: JobConfig):
@@ -125,12 +135,12 @@ def output_rows(outcome, cfg: JobConfig):
     source = {"source_topic": F.col("_topic"), "source_partition": F.col("_partition"),
               "source_offset": F.col("_offset"), "kafka_timestamp_ms": F.unix_millis(F.col("_timestamp"))}  # fmt: skip
     quarantined = F.col("_reason").isNotNull()
-    return outcome.where(F.col("_out.topic").isNotNull()).select(
+    return outcome.where(F.col("_topic_out").isNotNull()).select(
         F.when(quarantined, F.col("_key")).otherwise(F.col("_alert_id").cast("binary")).alias("key"),
         F.coalesce(F.col("_value"), F.lit(b"")).alias("value"),
-        F.col("_out.topic").alias("topic"),
+        F.col("_topic_out").alias("topic"),
         F.when(quarantined, headers(reason=F.col("_reason"), **source))
-        .otherwise(headers(filter=F.col("_out.filter"), **source,
+        .otherwise(headers(filter=F.col("_filter"), **source,
                            processed_at_ms=F.unix_millis(F.current_timestamp())))
         .alias("headers"),
     )  # fmt: skip

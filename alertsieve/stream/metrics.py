@@ -144,7 +144,7 @@ def batch_stats(
 ) -> BatchStats | None:
     """A hot-path batch's stats from its progress report; None for a batch without alerts (or
     another query's report)."""
-    from alertsieve.stream.hot_path import ARRIVED, OBSERVED, error, flag
+    from alertsieve.stream.hot_path import ARRIVED, MATCHES, OBSERVED, error
 
     observed = progress.get("observedMetrics") or {}
     seen = {**(observed.get(OBSERVED) or {}), **(observed.get(ARRIVED) or {})}
@@ -170,7 +170,7 @@ def batch_stats(
         input_rows=int(seen["input_rows"]),
         decoded_rows=int(seen["input_rows"]) - quarantined,
         quarantined_rows=quarantined,
-        matches={n: int(seen.get(flag(i)) or 0) for i, n in enumerate(filters)},  # as published
+        matches=matches_by_filter(seen.get(MATCHES), filters),  # as published
         batch_seconds=seconds,
         output_time=output_time,
         phases_s={
@@ -182,6 +182,17 @@ def batch_stats(
             output_time, {"q01": q[0], "q05": q[1], "q50": q[2], "min": seen.get("ts_min")}
         ),
     )
+
+
+def matches_by_filter(histogram: list | None, filters: list[str]) -> dict[str, int]:
+    """{filter: matches} from the observed histogram of matched filters' indices (a bin per
+    filter: ``hot_path.outcome_metrics``), every filter named, zero where none matched. Partial
+    histograms merged from several tasks may hold one index in several bins: they add up."""
+    counts = dict.fromkeys(filters, 0)
+    for point in histogram or []:
+        x, y = (point["x"], point["y"]) if isinstance(point, dict) else point
+        counts[filters[round(x)]] += round(y)  # a merged bin's x is its index up to rounding
+    return counts
 
 
 def _snake(name: str) -> str:

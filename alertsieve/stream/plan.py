@@ -18,7 +18,7 @@ from alertsieve.kafka.topics import head_messages
 from alertsieve.spark.session import driver_heap_mb
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import Decoder, filter_view
-from alertsieve.stream.references import referenced_paths
+from alertsieve.stream.references import ViewReferences
 from alertsieve.stream.source import message_frame
 from alertsieve.stream.surveys import make_decoder
 
@@ -53,7 +53,8 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
     filters = select_filters(cfg, decoder.survey)
     context = load_context(cfg.catalog_dir, filters, decoder.detection, driver_heap_mb(spark))
     validate(filters, sample_alerts(spark, decoder, head, context))
-    paths = filter_paths(spark, decoder, filters, context)
+    reads = filter_reads(spark, decoder, filters, context)
+    paths = filter_paths(decoder, reads)
     return JobPlan(
         filters=filters,
         decoder=decoder,
@@ -61,17 +62,23 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
         # The Delta archive keeps cutouts for every match (delta_cutouts) or for the matches of
         # the filters that ask for them (cutouts=True); only then are they decoded at all.
         archive_paths=archive_paths(decoder, paths, cfg.delta_cutouts or any(f.cutouts for f in filters)),
-        lacking=lacking_fields(spark, decoder, filters, context),
+        lacking=lacking_fields(decoder, filters, reads),
         context=context,
     )
 
 
-def filter_paths(spark, decoder: Decoder, filters: list[Filter], context: Context | None = None) -> list[str]:
-    """The view fields the filters read (from Spark's analysis of their expressions), the alert
-    id and the decoder's tell: Avro skips everything else, cutouts included."""
-    expressions = [e for f in filters for e in f.expressions().values()]
-    used = referenced_paths(spark, decoder.view, expressions, context)
-    return list(dict.fromkeys([decoder.tell, decoder.id_path, *used]))
+def filter_reads(spark, decoder: Decoder, filters: list[Filter], context: Context | None = None) -> dict[str, list[str]]:
+    """Per filter, the view fields it reads (Spark's analysis of its expressions, one analysis
+    per expression shape: ``alertsieve.stream.references``)."""
+    with ViewReferences(spark, decoder.view, context) as refs:
+        return {f.name: refs.read_by(f.expressions().values()) for f in filters}
+
+
+def filter_paths(decoder: Decoder, reads: dict[str, list[str]]) -> list[str]:
+    """What the hot path decodes: the fields the filters read (``filter_reads``), the alert id
+    and the decoder's tell. Avro skips everything else, cutouts included."""
+    used = {p for paths in reads.values() for p in paths}
+    return list(dict.fromkeys([decoder.tell, decoder.id_path, *[p for p in decoder.paths if p in used]]))
 
 
 def view_paths(decoder: Decoder, with_cutouts: bool) -> list[str]:
@@ -95,7 +102,7 @@ def archive_paths(decoder: Decoder, used: list[str], with_cutouts: bool) -> list
             or (with_cutouts and p.startswith(cutouts))]  # fmt: skip
 
 
-def lacking_fields(spark, decoder: Decoder, filters: list[Filter], context: Context | None = None) -> dict[str, dict[str, list[str]]]:
+def lacking_fields(decoder: Decoder, filters: list[Filter], reads: dict[str, list[str]]) -> dict[str, dict[str, list[str]]]:
     """Per filter, the fields it reads that some version the job reads lacks, unless the filter
     says what their null means (``coalesce(diaSource.isDipole, false)``, ``ssSource IS NOT
     NULL``): it has decided. A record read whole (``ssSource IS NOT NULL``) counts as one field,
@@ -104,8 +111,7 @@ def lacking_fields(spark, decoder: Decoder, filters: list[Filter], context: Cont
     out = {}
     for f in filters:
         expressions = list(f.expressions().values())
-        used = referenced_paths(spark, decoder.view, expressions, context)
-        missing = {p: v for p, v in _missing(decoder.view, used, versions).items()
+        missing = {p: v for p, v in _missing(decoder.view, reads[f.name], versions).items()
                    if v and not _handled(expressions, p)}  # fmt: skip
         if missing:
             out[f.name] = missing

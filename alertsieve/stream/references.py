@@ -1,12 +1,16 @@
-"""Which view fields a set of filter expressions reads, as Spark's analyser sees them.
+"""Which view fields filter expressions read, as Spark's analyser sees them.
 
 Spark prunes nested columns of a file scan down to what a query uses (``nestedSchemaPruning``).
-We let it do that work for us: a scan of an empty folder typed as the whole view, the filters'
-expressions selected over it, and the scan's pruned read schema is the answer, with Spark's own
-resolution of names, ``x.y`` steps, ``arr[0].f`` and functions. A field reached only through a
-lambda (``transform(prvDiaSources, s -> s.psfFlux)``) keeps the whole record: Spark cannot prune
-there, and neither do we. A record asked only whether it is there or how long it is
+We let it do that work for us: a scan of an empty folder typed as the whole view, an expression
+selected over it, and the scan's pruned read schema is the answer, with Spark's own resolution of
+names, ``x.y`` steps, ``arr[0].f`` and functions. A field reached only through a lambda
+(``transform(prvDiaSources, s -> s.psfFlux)``) keeps the whole record: Spark cannot prune there,
+and neither do we. A record asked only whether it is there or how long it is
 (``ssSource IS NOT NULL``, ``size(prvDiaSources)``) is read as one field.
+
+A broker holds hundreds of filters, most of them one shape with other thresholds, so the scan is
+built once (building it lists the folder: about a second) and each expression shape is analysed
+once (about 10 ms): numbers do not change which fields an expression reads.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from typing import Any
 
 from alertsieve.alerts.view import ViewField
@@ -22,6 +27,89 @@ from alertsieve.catalogs.context import Context, context_types, named_catalogs
 from alertsieve.filtering.features import READ_PATHS, has_history, with_features
 from alertsieve.filtering.sql_text import only_existence, without_strings
 from alertsieve.stream.view_decode import view_type
+
+#: A quoted literal or name (kept: ``diaSource['snr']`` names a field), or a number (blanked).
+_TOKEN = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|(?<![\w.])\d+(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def shape(expression: str) -> str:
+    """``expression`` with its numbers blanked: the same shape reads the same fields."""
+    return _TOKEN.sub(lambda m: m.group(0) if m.group(0)[0] in "'\"`" else "0", expression)
+
+
+class ViewReferences:
+    """The view as a typed scan, built once, answering which paths expressions read.
+
+    Use as a context manager: the scan's empty folder is removed on exit."""
+
+    def __init__(self, spark, view: list[ViewField], context: Context | None = None):
+        self.spark, self.view, self.context = spark, view, context
+        self._folder = tempfile.mkdtemp(prefix="alertsieve-view-")
+        whole = self._bare(view)
+        self._computed = dict(context_types(whole, context))
+        if has_history(whole):
+            self._computed["features"] = with_features(whole).schema["features"].dataType
+        self._scan = self._typed(whole)
+        self._tops = _by_top(view)
+        self._reduced: dict[str, Any] = {}
+        self._by_shape: dict[str, set[str]] = {}
+
+    def __enter__(self) -> ViewReferences:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+    def _bare(self, fields: list[ViewField]):
+        from pyspark.sql.types import _parse_datatype_string
+
+        kind = _parse_datatype_string(view_type(fields, [f.path for f in fields]))
+        return self.spark.read.schema(kind).parquet(self._folder)
+
+    def _typed(self, frame):
+        """The view as filters see it. ``features``, ``xmatch`` and ``watch`` stand in as typed
+        nulls: computed, they pass whole records through projections and joins, where Spark stops
+        pruning; what they read is known (``READ_PATHS``, the position) and added for the
+        expressions that name them."""
+        from pyspark.sql import functions as F
+
+        for name, kind in self._computed.items():
+            frame = frame.withColumn(name, F.lit(None).cast(kind))
+        return frame
+
+    def _cut_down(self, top: str):
+        """The view with record ``top`` reduced to its first field."""
+        if top not in self._reduced:
+            first = self._tops[top][0]
+            kept = [f for f in self.view if f.path.split(".")[0] != top or f is first]
+            self._reduced[top] = self._typed(self._bare(kept))
+        return self._reduced[top]
+
+    def paths(self, expression: str) -> set[str]:
+        """The view paths one expression reads (it must compile against the view)."""
+        key = shape(expression)
+        if key not in self._by_shape:
+            self._by_shape[key] = self._analyse(expression)
+        return self._by_shape[key]
+
+    def _analyse(self, expression: str) -> set[str]:
+        used = set(_paths(_read_schema(self._scan.selectExpr(f"({expression}) AS _e")), ""))
+        for top, fields in self._tops.items():
+            if len(fields) > 1 and all(f.path in used for f in fields):
+                if only_existence(expression, top.removesuffix("[]")) and _compiles(self._cut_down(top), expression):
+                    used -= {f.path for f in fields[1:]}
+        if names_features(expression):
+            used |= set(READ_PATHS)
+        if self.context is not None and named_catalogs(expression):
+            used |= {self.context.ra, self.context.dec}
+        return used
+
+    def read_by(self, expressions: Iterable[str]) -> list[str]:
+        """The view paths ``expressions`` read, in the view's order."""
+        found: set[str] = set()
+        for expression in expressions:
+            found |= self.paths(expression)
+        return [f.path for f in self.view if f.path in found]
 
 
 def referenced_paths(spark, view: list[ViewField], expressions: list[str], context: Context | None = None) -> list[str]:
@@ -33,46 +121,8 @@ def referenced_paths(spark, view: list[ViewField], expressions: list[str], conte
     is enough; a null record or an array stays null and keeps its length, so the answer is the
     same while Avro skips the rest. An expression naming a catalog of ``context`` (``xmatch.NAME``,
     ``watch.NAME``) reads the detection's position too."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import _parse_datatype_string
-
-    folder = tempfile.mkdtemp(prefix="alertsieve-view-")
-
-    def bare(fields: list[ViewField]):
-        return spark.read.schema(_parse_datatype_string(view_type(fields, [f.path for f in fields]))).parquet(folder)
-
-    whole = bare(view)
-    computed = dict(context_types(whole, context))
-    if has_history(whole):
-        computed["features"] = with_features(whole).schema["features"].dataType
-
-    def scan(fields: list[ViewField]):
-        """The view as filters see it. ``features``, ``xmatch`` and ``watch`` stand in as typed
-        nulls: computed, they pass whole records through projections and joins, where Spark stops
-        pruning; what they read is known (``READ_PATHS``, the position) and added for the
-        expressions that name them."""
-        frame = bare(fields)
-        for name, kind in computed.items():
-            frame = frame.withColumn(name, F.lit(None).cast(kind))
-        return frame
-
-    found: set[str] = set()
-    try:
-        for expression in expressions:
-            read = _read_schema(scan(view).selectExpr(f"({expression}) AS _e"))
-            used = set(_paths(read, ""))
-            for top, fields in _by_top(view).items():
-                if len(fields) > 1 and all(f.path in used for f in fields):
-                    reduced = [f for f in view if f.path.split(".")[0] != top or f is fields[0]]
-                    if only_existence(expression, top.removesuffix("[]")) and _compiles(scan(reduced), expression):
-                        used -= {f.path for f in fields[1:]}
-            found |= used | (set(READ_PATHS) if names_features(expression) else set())
-            if context is not None and named_catalogs(expression):
-                found |= {context.ra, context.dec}
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return [f.path for f in view if f.path in found]
-
+    with ViewReferences(spark, view, context) as refs:
+        return refs.read_by(expressions)
 
 
 def names_features(expression: str) -> bool:
