@@ -196,8 +196,23 @@ def _chosen_filters(names: str | None, paths: list[str] | None):
     return [by_name[n] for n in names.split(",")]
 
 
+#: ``filters list`` shows each filter up to this many, and counts by source beyond.
+LIST_IN_FULL = 30
+
+
 def _cmd_filters(args: argparse.Namespace) -> int:
     filters = _chosen_filters(args.name, args.filter_path)
+    if args.action == "list" and args.names:
+        print("\n".join(f.name for f in filters))
+        return 0
+    if args.action == "list" and len(filters) > LIST_IN_FULL:
+        from alertsieve.filtering.discovery import counts_by_source
+
+        print(f"{len(filters)} filters  ('--names' lists every name; 'filters list NAME[,NAME]' shows those)")
+        print(f"{'filters':>7}  {'survey':<6} {'kind':<7} source")
+        for survey, kind, source, n in counts_by_source(filters):
+            print(f"{n:>7}  {survey:<6} {kind:<7} {source}")
+        return 0
     if args.action == "list":
         for f in filters:
             kind = "python" if hasattr(f, "function") else "sql"
@@ -384,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     flt.add_argument("action", choices=["list", "check"])
     flt.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
-    flt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules")
+    flt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules and tables")
+    flt.add_argument("--names", action="store_true", help="list: every filter's name, one a line")
     flt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
     bt = sub.add_parser("backtest", help="run filters over a topic, Avro files, a Delta archive or simulated alerts")

@@ -1,5 +1,8 @@
 """Where filters come from: the repository's ``filters/``, folders or files named in the
-configuration, and installed packages that declare the ``alertsieve.filters`` entry points."""
+configuration, and installed packages that declare the ``alertsieve.filters`` entry points.
+
+A folder holds filter modules (``*.py``: filters, or lists of them, at module level) and filter
+tables (``*.yaml``: many SQL filters as rows, ``alertsieve.filtering.tables``)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from alertsieve.filtering.model import Filter, FilterError
+from alertsieve.filtering.model import Filter, FilterError, PythonFilter
+from alertsieve.filtering.tables import load_filter_table
+
+#: Files a filter folder holds: modules and tables.
+TABLE_SUFFIXES = (".yaml", ".yml")
 
 ENTRY_POINT_GROUP = "alertsieve.filters"
 
@@ -18,7 +25,16 @@ def builtin_filter_dir() -> Path:
 
 
 def _filters_in(namespace: dict, origin: str) -> list[Filter]:
-    found = [v for k, v in namespace.items() if not k.startswith("_") and isinstance(v, Filter)]
+    """The public filters of a module: each value that is a filter, and the filters in each list
+    or tuple (a module defining many filters at once: ``FILTERS = [AlertFilter(...), ...]``)."""
+    found: list[Filter] = []
+    for key, value in namespace.items():
+        if key.startswith("_"):
+            continue
+        if isinstance(value, Filter):
+            found.append(value)
+        elif isinstance(value, list | tuple):
+            found += [v for v in value if isinstance(v, Filter)]
     return [replace(f, origin=origin) for f in found]
 
 
@@ -46,7 +62,7 @@ def load_filter_file(path: Path) -> list[Filter]:
     if not filters:
         raise FilterError(
             f"{path}: defines no filter; assign an AlertFilter(...) or a @python_filter function"
-            " at module level (e.g. FILTER = AlertFilter(name=..., sql=...))"
+            " at module level (e.g. FILTER = AlertFilter(name=..., sql=...)), or a list of them"
         )
     return filters
 
@@ -63,13 +79,14 @@ def discover(
     found: list[Filter] = []
     for source in sources:
         if source.is_dir():
-            files = sorted(p for p in source.glob("*.py") if not p.name.startswith("_"))
+            files = sorted(p for p in source.iterdir() if p.suffix in (".py", *TABLE_SUFFIXES)
+                           and not p.name.startswith("_"))  # fmt: skip
         elif source.is_file():
             files = [source]
         else:
             raise FilterError(f"filter path {source} does not exist")
         for file in files:
-            found += load_filter_file(file)
+            found += load_filter_table(file) if file.suffix in TABLE_SUFFIXES else load_filter_file(file)
     if entry_points:
         from importlib.metadata import entry_points as installed
 
@@ -87,3 +104,18 @@ def discover(
             )
             found += _filters_in(namespace, f"entry point {ep.value}")
     return found
+
+
+def source_of(f: Filter) -> str:
+    """The file (or entry point, or setting) a filter came from, without the row of a table."""
+    return f.origin.split(" (filters[")[0]
+
+
+def counts_by_source(filters: list[Filter]) -> list[tuple[str, str, str, int]]:
+    """(survey, kind, source, number of filters), in the order first met: what a list of a
+    thousand filters is made of."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for f in filters:
+        key = (f.survey or "any", "python" if isinstance(f, PythonFilter) else "sql", source_of(f))
+        counts[key] = counts.get(key, 0) + 1
+    return [(*key, n) for key, n in counts.items()]

@@ -28,19 +28,35 @@ def create_topic(
 
     ``replication`` defaults to min(3, brokers), the cluster's own durability setting.
     """
+    return bool(create_topics(bootstrap, [topic], partitions, replication, config, extra))
+
+
+def create_topics(
+    bootstrap: str,
+    topics: list[str],
+    partitions: int = 1,
+    replication: int | None = None,
+    config: dict[str, str] | None = None,
+    extra: dict | None = None,
+) -> list[str]:
+    """Create those of ``topics`` that are missing, in one request (a job with a thousand filters
+    has a thousand output topics: one request each took minutes); returns those it created."""
     client = admin(bootstrap, extra)
     md = client.list_topics(timeout=10)
-    if topic in md.topics:
-        return False
+    missing = [t for t in dict.fromkeys(topics) if t not in md.topics]
+    if not missing:
+        return []
     rf = replication or min(3, len(md.brokers))
-    futures = client.create_topics([NewTopic(topic, partitions, rf, config=config or {})])
-    try:
-        futures[topic].result(timeout=30)
-    except KafkaException as e:
-        if "TOPIC_ALREADY_EXISTS" in str(e):
-            return False
-        raise
-    return True
+    futures = client.create_topics([NewTopic(t, partitions, rf, config=config or {}) for t in missing])
+    created = []
+    for topic, future in futures.items():
+        try:
+            future.result(timeout=60)
+            created.append(topic)
+        except KafkaException as e:
+            if "TOPIC_ALREADY_EXISTS" not in str(e):
+                raise
+    return created
 
 
 def end_offsets(bootstrap: str, topic: str, extra: dict | None = None) -> dict[int, int]:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from alertsieve.filtering.model import AlertFilter, Filter, PythonFilter
+from alertsieve.filtering.tables import SqlFilterSpec
 from alertsieve.kafka.client_security import SecurityConfigError, java_conf
 from alertsieve.settings import SettingsError, explain, masked, read_yaml
 
@@ -27,24 +28,6 @@ def _flag(flag: str, cli: str = "value", example: str | None = None, **extra: An
     """Field metadata: the flag that sets this field and how its text becomes a value
     (value | true | false | csv | append | pairs | sql)."""
     return {"flag": flag, "cli": cli, "cli_example": example, **extra}
-
-
-class SqlFilterSpec(BaseModel):
-    """An ad-hoc SQL filter written in the settings file (``sql_filters``) or with ``--sql``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    sql: str = Field(examples=["diaSource.snr > 50"])
-    description: str = ""
-    topic: str | None = None
-    contact: str = ""
-    params: dict[str, Any] = Field(default_factory=dict)
-    cutouts: bool = False
-    origin: str | None = Field(None, description="where it was written (set for --sql)")
-
-    def to_filter(self, origin: str) -> AlertFilter:
-        return AlertFilter(**{**self.model_dump(), "origin": self.origin or origin})
 
 
 class JobConfig(BaseModel):

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from alertsieve.filtering.model import FilterError, PythonFilter
 from alertsieve.stream.archive import Archive, archive_topics
 from alertsieve.stream.config import ConfigError, JobConfig, check_writable
-from alertsieve.stream.hot_path import MAX_MESSAGE_BYTES, hot_path, sink_options
+from alertsieve.stream.hot_path import MAX_MESSAGE_BYTES, codegen_conf, hot_path, sink_options
 from alertsieve.stream.metrics import MetricsLog, make_listener
 from alertsieve.stream.plan import plan_job
 from alertsieve.stream.source import source_options
@@ -36,6 +36,7 @@ class FilterStream:
         for line in self.plan.describe():
             print(line, file=sys.stderr)
         python = {f.name for f in self.filters if isinstance(f, PythonFilter)}
+        self.session_before = {k: spark.conf.get(k, None) for k in codegen_conf(self.plan)}
         self.metrics = MetricsLog(cfg.metrics_path, [f.name for f in self.filters], python,
                                   console=console if console is not None else sys.stdout,
                                   query_name=QUERY_NAME)  # fmt: skip
@@ -43,6 +44,8 @@ class FilterStream:
     def start(self):
         """The hot path's query, started."""
         cfg = self.cfg
+        for key, value in codegen_conf(self.plan).items():  # read as each batch is planned
+            self.spark.conf.set(key, value)
         options = source_options(cfg)
         if any(isinstance(f, PythonFilter) for f in self.filters) and cfg.max_offsets_per_trigger:
             # Spark queues each whole row (~100 KB) while Python computes a filter over a few of its
@@ -84,6 +87,8 @@ class FilterStream:
                 stop_between_batches(q, 0 if q is queries[0] and self.cfg.realtime else 30)
             self.metrics.flush(queries[0].recentProgress)
             self.spark.streams.removeListener(listener)
+            for key, value in self.session_before.items():
+                self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
         for q in queries:
             if q.exception():
                 raise RuntimeError(f"the {q.name} query failed: {q.exception()}")
@@ -168,11 +173,11 @@ def stop_between_batches(query, patience_s: float = 30.0) -> None:
 
 def create_outputs(cfg: JobConfig, filters) -> None:
     """A topic per filter and the quarantine topic, made before the first batch."""
-    from alertsieve.kafka.topics import create_topic
+    from alertsieve.kafka.topics import create_topics
 
-    for topic in [f.output_topic(cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]:
-        create_topic(cfg.bootstrap, topic, cfg.output_partitions,
-                     config={"max.message.bytes": str(MAX_MESSAGE_BYTES)}, extra=cfg.kafka_conf)  # fmt: skip
+    topics = [f.output_topic(cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]
+    create_topics(cfg.bootstrap, topics, cfg.output_partitions,
+                  config={"max.message.bytes": str(MAX_MESSAGE_BYTES)}, extra=cfg.kafka_conf)  # fmt: skip
 
 
 def check_realtime(spark, cfg: JobConfig, filters) -> None:

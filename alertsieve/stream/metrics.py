@@ -68,7 +68,7 @@ def latency_from_timestamps(output_time: float, ts_quantiles: dict[str, float | 
 
 def console_line(stats: BatchStats) -> str:
     lat = stats.latency_s
-    matched = ", ".join(f"{k}={v}" for k, v in stats.matches.items() if v) or "none"
+    matched = matches_line(stats.matches)
     errors = f" | FILTER ERRORS: {', '.join(stats.filter_errors)}" if stats.filter_errors else ""
     p50 = f"{lat['p50']:.2f}s" if lat.get("p50") is not None else "-"
     pmax = f"{lat['max']:.2f}s" if lat.get("max") is not None else "-"
@@ -77,6 +77,23 @@ def console_line(stats: BatchStats) -> str:
         f" in {stats.batch_seconds:.2f}s = {stats.rows_per_s:.0f}/s; latency p50 {p50} max {pmax};"
         f" matches: {matched}{errors}"
     )
+
+
+#: The console line names this many filters' matches; a job of a thousand says how many more.
+CONSOLE_FILTERS = 8
+
+
+def matches_line(matches: dict[str, int]) -> str:
+    """``a=3, b=1`` for the filters that matched, the busiest first past ``CONSOLE_FILTERS``."""
+    hit = [(k, v) for k, v in matches.items() if v]
+    if not hit:
+        return "none"
+    if len(hit) <= CONSOLE_FILTERS:
+        return ", ".join(f"{k}={v}" for k, v in hit)
+    top = sorted(hit, key=lambda kv: -kv[1])[:CONSOLE_FILTERS]
+    rest = sum(v for _, v in hit) - sum(v for _, v in top)
+    return (", ".join(f"{k}={v}" for k, v in top)
+            + f" and {rest} more in {len(hit) - CONSOLE_FILTERS} other filters")  # fmt: skip
 
 
 class MetricsLog:
