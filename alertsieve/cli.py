@@ -123,6 +123,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from alertsieve.bench.latency import bench_context_latency
 
         result = bench_context_latency(args.bootstrap)
+    elif args.what == "filters":
+        from alertsieve.bench.filters import bench_filters_per_job
+
+        result = bench_filters_per_job(args.bootstrap, counts=tuple(int(x) for x in args.filter_counts.split(",")),
+                                       alerts=args.alerts, batch=args.batch)  # fmt: skip
+        if args.figure:
+            from alertsieve.bench.filters import plot_filters_per_job
+
+            plot_filters_per_job(result, args.figure)
     elif args.what == "xmatch":
         from alertsieve.bench.xmatch import bench_xmatch
 
@@ -420,7 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
-    bench.add_argument("what", choices=["produce", "stream", "run", "xmatch", "latency"])
+    bench.add_argument("what", choices=["produce", "stream", "filters", "run", "xmatch", "latency"])
     bench.add_argument("--catalog-rows", default="1e5,1e6,1e7", help="xmatch: catalog sizes (default 1e5,1e6,1e7)")
     bench.add_argument("experiments", nargs="*", help="run: experiment files (conf/experiments/)")
     bench.add_argument("--quick", action="store_true", help="run: each file's small 'quick' scale")
@@ -431,10 +440,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--seeds-alerts", type=int, default=1_000,
                        help="alerts for the (slow) seeds' way (default 1000)")  # fmt: skip
     bench.add_argument("--visits", type=int, default=3, help="stream: visits in the topic")
-    bench.add_argument("--filter-counts", default="1,10,50", help="stream: SQL filter counts to run")
+    bench.add_argument("--filter-counts", default="1,10,50", help="stream, filters: SQL filter counts to run")
     bench.add_argument("--python-filter-counts", default="1,10",
                        help="stream: the same cuts as Python filters, these counts (50 did not fit a 3 GB heap)")
-    bench.add_argument("--batch", type=int, default=20_000, help="stream: max offsets per trigger")
+    bench.add_argument("--batch", type=int, default=20_000, help="stream, filters: max offsets per trigger")
+    bench.add_argument("--figure", help="filters: draw the results to this PNG")
     bench.add_argument("--live-visits", type=int, default=3,
                        help="stream: visits produced at the cadence while the job runs (0: skip)")  # fmt: skip
     bench.add_argument(

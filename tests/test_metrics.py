@@ -71,3 +71,15 @@ def test_a_visit_is_done_when_a_batch_has_read_past_it():
         14.0,
         None,
     ]
+
+
+def test_the_console_names_the_busiest_filters_of_many():
+    from alertsieve.stream.metrics import CONSOLE_FILTERS, matches_line
+
+    few = {"a": 2, "b": 0, "c": 1}
+    assert matches_line(few) == "a=2, c=1"
+    many = {f"f{i}": i for i in range(1000)}
+    line = matches_line(many)
+    assert line.startswith(", ".join(f"f{i}={i}" for i in range(999, 999 - CONSOLE_FILTERS, -1)))
+    shown = sum(range(999, 999 - CONSOLE_FILTERS, -1))
+    assert line.endswith(f" and {sum(range(1000)) - shown} more in {999 - CONSOLE_FILTERS} other filters")

@@ -58,3 +58,15 @@ def test_versions_lacking_a_field_are_named_unless_the_filter_says_what_its_null
     assert lacking_fields(decoder, [bare, minded], filter_reads(spark, decoder, [bare, minded])) == {
         "bare": {"diaSource.isDipole": old, "diaObject.nDiaSources": old}
     }
+
+
+def test_one_analysis_per_expression_shape():
+    from alertsieve.stream.references import shape
+
+    assert shape("pmod(diaSource.diaSourceId, 5000) = 17 AND diaSource.snr > 5.5e1") == shape(
+        "pmod(diaSource.diaSourceId, 750) = 3 AND diaSource.snr > 6"
+    )
+    # Quoted text names fields (diaSource['snr']) and numbers inside names stay: other shapes.
+    assert shape("diaSource['snr'] > 1") != shape("diaSource['psfFlux'] > 1")
+    assert shape("`band 1` = 'g1'") == "`band 1` = 'g1'"
+    assert shape("prvDiaSources[0].psfFlux > 1") == "prvDiaSources[0].psfFlux > 0"

@@ -104,3 +104,36 @@ def seeds_way_consume(
     seconds = time.perf_counter() - start
     consumer.close()
     return {"alerts": n, "bytes": nbytes, "seconds": seconds, "matches": matched}
+
+
+def republish_consume(bootstrap: str, topic: str, routes: dict[tuple[int, int], list[str]]) -> dict:
+    """The limit of a job that publishes: a consumer reading every alert and republishing it
+    (same value, key and acks=all, idempotent, as Spark's sink) to each topic ``routes`` gives
+    for its (partition, offset): exactly the records a job published, without deciding which."""
+    from confluent_kafka import Producer
+
+    consumer, total = _consumer(bootstrap, topic)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5, "message.max.bytes": 16 * 1024 * 1024,
+                         "queue.buffering.max.kbytes": 1_048_576})  # fmt: skip
+    n = published = 0
+    start = time.perf_counter()
+    while n < total:
+        for msg in consumer.consume(1000, timeout=5):
+            if msg.error() is not None:
+                continue
+            n += 1
+            for out in routes.get((msg.partition(), msg.offset()), ()):
+                while True:
+                    try:
+                        producer.produce(out, value=msg.value(), key=msg.key())
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+                published += 1
+            producer.poll(0)
+    producer.flush(120)
+    seconds = time.perf_counter() - start
+    consumer.close()
+    return {"alerts": n, "published": published, "seconds": round(seconds, 2),
+            "alerts_per_s": round(n / seconds, 1)}  # fmt: skip

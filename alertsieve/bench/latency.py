@@ -23,7 +23,7 @@ from pathlib import Path
 from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.bench.stream import bench_filters
 from alertsieve.filtering.model import AlertFilter
-from alertsieve.kafka.topics import create_topic, end_offsets
+from alertsieve.kafka.topics import create_topic, create_topics, end_offsets
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.latency import OutputReader, quantiles_ms
@@ -77,15 +77,17 @@ CONTEXT_FILTERS = [
 
 
 def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float = 250.0, steady_s: float = 40.0,
-                burst: int = 10_000, partitions: int = 2, n_filters: int = 10, context: bool = False) -> dict:  # fmt: skip
+                burst: int = 10_000, partitions: int = 2, n_filters: int = 10, context: bool = False,
+                filters: tuple[list, list] | None = None, warmup_s: float = 10.0, output_partitions: int = 4) -> dict:  # fmt: skip
     """One hot-path run in ``trigger`` mode: warm-up, a steady rate, then a visit burst; with
-    ``context``, the ``CONTEXT_FILTERS`` run beside the ``n_filters`` measured."""
+    ``context``, the ``CONTEXT_FILTERS`` run beside the ``n_filters`` measured. ``filters``:
+    (SQL filters, their plain-Python twins) instead of the first ``n_filters`` bench filters."""
     from alertsieve.catalogs.store import add_catalog
     from alertsieve.stream.job import FilterStream
 
     topic = f"bench-latency-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, partitions, config=APPEND_TIME)
-    filters, tests = bench_filters(n_filters)
+    filters, tests = filters or bench_filters(n_filters)
     catalogs = workdir / "catalogs"
     if context and not (catalogs / "hipparcos").exists():
         add_catalog(catalogs, "hipparcos", "builtin:hipparcos", "ra", "dec", 30.0)
@@ -94,8 +96,7 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
                     metrics_path=None, output_prefix=f"{topic}-", catalog_dir=str(catalogs),
                     checkpoint=str(workdir / f"latency-{uuid.uuid4().hex[:6]}"), timeout_s=3600, survey="rubin")  # fmt: skip
     outputs = [f.output_topic(cfg.output_prefix) for f in filters]
-    for t in outputs:  # before the job makes them: the broker stamps each record's append time
-        create_topic(bootstrap, t, 4, config=APPEND_TIME)
+    create_topics(bootstrap, outputs, output_partitions, config=APPEND_TIME)  # before the job: the broker stamps appends
     pool, matches = alert_pool(1000, 11, tests)
     job = FilterStream(spark, cfg, console=sys.stderr)
     runner = threading.Thread(target=job.run, daemon=True)
@@ -103,8 +104,10 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
     reader = OutputReader(bootstrap, outputs)
     try:
         while not any(q.name == "alertsieve_filter_stream" for q in spark.streams.active):
+            if not runner.is_alive():
+                raise RuntimeError("the job stopped before its query started (see its error above)")
             time.sleep(0.5)
-        send_at_rate(bootstrap, topic, pool, int(rate * 10), rate)  # warm-up: JIT, connections
+        send_at_rate(bootstrap, topic, pool, int(rate * warmup_s), rate)  # warm-up: JIT, connections
         start = end_offsets(bootstrap, topic)
         count = int(rate * steady_s)
         send_at_rate(bootstrap, topic, pool, count, rate)
@@ -124,7 +127,8 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
     return {
         "trigger": cfg.trigger,
         "partitions": partitions,
-        "filters": n_filters,
+        "filters": len(filters),
+        "warmup_s": warmup_s,
         "context_filters": [f.sql for f in CONTEXT_FILTERS] if context else [],
         "steady": {"alerts_per_s": rate, "alerts": count, "matches_expected": want, "matches_seen": len(steady),
                    "latency": quantiles_ms([out - inp for _, _, inp, out in steady])},  # fmt: skip

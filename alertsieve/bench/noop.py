@@ -32,6 +32,15 @@ def _noop_seconds(frame, checkpoint: str) -> tuple[float, float]:
     return sum(p["durationMs"]["triggerExecution"] for p in batches) / 1e3, wall
 
 
+def bytes_only_rate(spark, cfg: JobConfig, alerts: int) -> dict:
+    """Spark reading the topic's bytes into the noop sink, nothing else: the ceiling of any
+    Spark job on this topic."""
+    raw = spark.readStream.format("kafka").options(**source_options(cfg)).load().select("key", "value")
+    seconds, wall = _noop_seconds(raw, tempfile.mkdtemp(prefix="alertsieve-noop-"))
+    return {"alerts": alerts, "seconds": round(seconds, 2), "alerts_per_s": round(alerts / seconds, 1),
+            "wall_seconds": round(wall, 2)}  # fmt: skip
+
+
 def decode_over_bytes(spark, bootstrap: str, topic: str, schema_dir: str, filters: list[AlertFilter],
                       alerts: int, batch: int = 20_000, repeats: int = 3) -> dict:  # fmt: skip
     """Alerts/s of each way (over Spark's batch time; wall rates beside), the best of

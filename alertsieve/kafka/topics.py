@@ -42,7 +42,7 @@ def create_topics(
     """Create those of ``topics`` that are missing, in one request (a job with a thousand filters
     has a thousand output topics: one request each took minutes); returns those it created."""
     client = admin(bootstrap, extra)
-    md = client.list_topics(timeout=10)
+    md = client.list_topics(timeout=30)
     missing = [t for t in dict.fromkeys(topics) if t not in md.topics]
     if not missing:
         return []

@@ -1,0 +1,206 @@
+"""`alertsieve bench filters`: what a filter costs when a job holds many, from 10 to 1,000.
+
+Every filter is one user's cut of the same shape, ``pmod(diaSource.diaSourceId, M) = k AND
+diaSource.snr > s AND diaSource.reliability > r``, as a broker holding users' filters would run.
+``M`` grows with the number of filters (5 per filter), so every run publishes about the same
+volume (each of N filters passes ~1/(5N) of the alerts before its snr and reliability cuts): what
+changes between runs is the number of conditions, not the records written.
+
+Per count, in one session on one topic: start-up (job start to its first batch), the job's
+marginal throughput in micro-batches (batches after the first two, whose time is class loading,
+code generation and the JIT), driver heap after GC, and Real-Time Mode latency at 250 alerts/s
+(input append to output append), after a minute at that rate (the generated code of a thousand
+conditions takes the JIT tens of seconds to compile: before, alerts queue). Beside them, measured in the same run on the same topic: a
+plain librdkafka read, librdkafka reading and republishing exactly the records the job published
+(``baselines.republish_consume``), and Spark's bytes-only read. The ten broker-like filters of
+``bench stream`` run too, against the republish limit of their own output.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from alertsieve.bench.baselines import plain_consume, republish_consume
+from alertsieve.bench.machine import describe
+from alertsieve.bench.noop import bytes_only_rate
+from alertsieve.bench.stream import bench_filters
+from alertsieve.filtering.model import AlertFilter
+from alertsieve.kafka import embedded
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.job import FilterStream
+
+SNR_CUTS = (5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0)
+RELIABILITY_CUTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def user_filters(n: int, per_filter: int = 5) -> tuple[list[AlertFilter], list]:
+    """``n`` users' filters of one shape (see the module) and their plain-Python twins."""
+    modulus = per_filter * n
+    filters, tests = [], []
+    for k in range(n):
+        snr, rel = SNR_CUTS[k % len(SNR_CUTS)], RELIABILITY_CUTS[k % len(RELIABILITY_CUTS)]
+        sql = f"pmod(diaSource.diaSourceId, {modulus}) = {k} AND diaSource.snr > {snr} AND diaSource.reliability > {rel}"
+        filters.append(AlertFilter(name=f"user_{k:04d}", sql=sql))
+        tests.append(_twin(modulus, k, snr, rel))
+    return filters, tests
+
+
+def _twin(modulus: int, k: int, snr: float, rel: float):
+    def test(alert: dict) -> bool:
+        s = alert["diaSource"]
+        return (s["diaSourceId"] % modulus == k and (s.get("snr") or float("nan")) > snr
+                and (s.get("reliability") or float("nan")) > rel)  # fmt: skip
+
+    return test
+
+
+def routes_of(bootstrap: str, topics: list[str]) -> dict[tuple[int, int], list[str]]:
+    """(source partition, offset) -> the output topics its alert was published to, read back
+    from the job's outputs (their headers)."""
+    from alertsieve.kafka.topics import end_offsets
+    from alertsieve.stream.latency import OutputReader
+
+    total = sum(sum(end_offsets(bootstrap, t).values()) for t in topics)
+    reader = OutputReader(bootstrap, topics)
+    routes: dict[tuple[int, int], list[str]] = {}
+    seen = 0
+    deadline = time.monotonic() + 300
+    while seen < total and time.monotonic() < deadline:
+        for m in reader.consumer.consume(1000, timeout=1):
+            if m.error() is None:
+                h = dict(m.headers() or [])
+                routes.setdefault((int(h["source_partition"]), int(h["source_offset"])), []).append(m.topic())
+                seen += 1
+    reader.close()
+    return routes
+
+
+def driver_heap_used_mb(spark) -> float:
+    """The driver JVM's heap in use right after a full GC."""
+    runtime = spark._jvm.java.lang.Runtime.getRuntime()
+    spark._jvm.java.lang.System.gc()
+    return round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1)
+
+
+def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
+    """One available-now run: start-up, batch times, the marginal rate, what it published."""
+    t0 = time.time()
+    job = FilterStream(spark, cfg, console=sys.stderr)
+    planned = time.time() - t0
+    lines = job.run()
+    wall = time.time() - t0
+    first = lines[0]
+    full = [b for b in lines if b["input_rows"] >= cfg.max_offsets_per_trigger // 2]  # not the last few
+    steady = full[2:] or full[1:]
+    return {
+        "filters": len(cfg.code_filters),
+        "alerts": sum(b["input_rows"] for b in lines),
+        "planning_s": round(planned, 2),
+        "startup_to_first_batch_s": round(first["output_time"] - first["batch_seconds"] - t0, 2),
+        "first_batch_s": round(first["batch_seconds"], 2),
+        "wall_s": round(wall, 2),
+        "batch_seconds": [b["batch_seconds"] for b in lines],
+        "marginal_alerts_per_s": round(sum(b["input_rows"] for b in steady) / sum(b["batch_seconds"] for b in steady), 1),
+        "published": sum(sum(b["matches"].values()) for b in lines),
+        "driver_heap_after_gc_mb": driver_heap_used_mb(spark),
+    }  # fmt: skip
+
+
+def bench_filters_per_job(bootstrap: str | None = None, counts: tuple[int, ...] = (10, 100, 1000),
+                          alerts: int = 60_000, batch: int = 10_000, latency_counts: tuple[int, ...] = (10, 1000),
+                          steady_s: float = 30.0, burst: int = 2_000, warmup_s: float = 60.0) -> dict:  # fmt: skip
+    from alertsieve.bench.latency import latency_run
+    from alertsieve.spark.session import get_session
+
+    workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-filters-"))
+    own_broker = bootstrap is None
+    if own_broker:
+        # A thousand output topics per run, three runs: more than the default 512 MB broker holds.
+        bootstrap = embedded.start(workdir / "kafka", heap="2g").bootstrap_servers
+    try:
+        topic = f"bench-filters-{uuid.uuid4().hex[:8]}"
+        produced = produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=alerts // 10_000, alerts_per_visit=10_000,
+                                         interval_s=0, producers=2, partitions=4, progress=False,
+                                         schema_dir=str(workdir / "schemas")))  # fmt: skip
+        if not produced.ok:
+            raise RuntimeError(f"filling the topic lost alerts: {produced.as_dict()}")
+        spark = get_session("alertsieve-bench-filters", conf={
+            "spark.ui.enabled": "false",
+            "spark.kafka.consumer.cache.timeout": "10s",
+            "spark.kafka.consumer.fetchedData.cache.timeout": "10s",
+        })  # fmt: skip
+
+        def config(label: str, filters: list) -> JobConfig:
+            return JobConfig(bootstrap=bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
+                             discover_filters=False, code_filters=filters, metrics_path=None, output_partitions=1,
+                             output_prefix=f"{topic}-{label}-", sinks=["kafka"], survey="rubin",
+                             checkpoint=str(workdir / f"job-{label}"), schema_dir=str(workdir / "schemas"))  # fmt: skip
+
+        plain = plain_consume(bootstrap, topic)
+        bytes_only = bytes_only_rate(spark, config("bytes", []), produced.acked)
+        runs = []
+        for label, filters in [("broker10", bench_filters(10)[0])] + [(f"users{n}", user_filters(n)[0]) for n in counts]:
+            cfg = config(label, filters)
+            run = micro_batch_run(spark, cfg, produced.acked)
+            outputs = [f.output_topic(cfg.output_prefix) for f in filters]
+            run["kind"] = "broker-like templates" if label == "broker10" else "users' pmod cuts"
+            run["republish"] = republish_consume(bootstrap, topic, routes_of(bootstrap, outputs))
+            run["ratio_to_republish"] = round(run["marginal_alerts_per_s"] / run["republish"]["alerts_per_s"], 3)
+            run["ratio_to_spark_bytes_only"] = round(run["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3)
+            runs.append(run)
+            print(f"bench filters: {label} done", file=sys.stderr, flush=True)
+        latency = [latency_run(bootstrap, spark, workdir, "realtime", steady_s=steady_s, burst=burst,
+                               filters=user_filters(n), warmup_s=warmup_s, output_partitions=1) for n in latency_counts]  # fmt: skip
+        spark.stop()
+        users = {r["filters"]: r for r in runs if r["kind"] == "users' pmod cuts"}
+        per_alert = {n: 1 / r["marginal_alerts_per_s"] for n, r in users.items()}
+        return {
+            "benchmark": "filters per job",
+            "machine": describe("embedded, same machine" if own_broker else bootstrap),
+            "topic": {"alerts": produced.acked, "partitions": 4, "mean_alert_kb": round(produced.bytes / produced.acked / 1e3, 1)},
+            "max_offsets_per_trigger": batch,
+            "plain_read": {"alerts_per_s": round(plain["alerts"] / plain["seconds"], 1)},
+            "spark_bytes_only": bytes_only,
+            "runs": runs,
+            "time_per_alert_over_10_filters": {str(n): round(t / per_alert[min(per_alert)], 2) for n, t in per_alert.items()},
+            "realtime_250_per_s": latency,
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }  # fmt: skip
+    finally:
+        if own_broker:
+            embedded.stop(workdir / "kafka")
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def plot_filters_per_job(result: dict, path: str | Path) -> None:
+    """Marginal throughput and start-up against the number of filters, beside the limits
+    measured in the same run (republishing the same records; Spark's bytes-only read)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    users = [r for r in result["runs"] if r["kind"] == "users' pmod cuts"]
+    n = [r["filters"] for r in users]
+    fig, (rate, start) = plt.subplots(1, 2, figsize=(10, 3.8))
+    rate.plot(n, [r["marginal_alerts_per_s"] for r in users], "o-", label="job (micro-batches, Kafka sink)")
+    rate.plot(n, [r["republish"]["alerts_per_s"] for r in users], "s--", label="librdkafka read + republish of its records")
+    rate.axhline(result["spark_bytes_only"]["alerts_per_s"], color="grey", ls=":", label="Spark bytes-only read")
+    rate.axhline(1000, color="red", lw=0.8, label="target: 1,000 alerts/s")
+    rate.set(xscale="log", xlabel="filters in the job", ylabel="alerts/s", title="Marginal throughput", ylim=(0, None))
+    rate.legend(fontsize=7)
+    start.plot(n, [r["startup_to_first_batch_s"] for r in users], "o-", label="job start to first batch")
+    start.plot(n, [r["planning_s"] for r in users], "s--", label="of which planning and checks")
+    start.axhline(60, color="red", lw=0.8, label="target: 60 s")
+    start.set(xscale="log", xlabel="filters in the job", ylabel="seconds", title="Start-up", ylim=(0, None))
+    start.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
