@@ -271,6 +271,18 @@ def test_bad_filters_fail_before_the_stream(spark, sql, message):
     assert message in str(err.value)
 
 
+def test_among_many_filters_the_bad_one_is_named(spark):
+    """The filters compile together in one analysis; a failure is still traced to its filter."""
+    good = [AlertFilter(name=f"u{k}", sql=f"diaSource.snr > {k}", origin="users.yaml") for k in range(300)]
+    bad = AlertFilter(name="typo", sql="diaSource.snrr > 5", origin="users.yaml (filters[300])")
+    not_boolean = AlertFilter(name="flux", sql="diaSource.psfFlux * 2", origin="users.yaml (filters[301])")
+    validate(good, _empty_alerts(spark))
+    with pytest.raises(FilterError, match=r"^filter 'typo' \(users.yaml \(filters\[300\]\)\): \[FIELD_NOT_FOUND\]"):
+        validate([*good, bad, not_boolean], _empty_alerts(spark))
+    with pytest.raises(FilterError, match=r"^filter 'flux' .*: the expression is double, not boolean"):
+        validate([*good, not_boolean], _empty_alerts(spark))
+
+
 @pytest.mark.parametrize(
     ("sql", "refused"),
     [

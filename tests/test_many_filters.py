@@ -128,3 +128,13 @@ def test_output_topics_are_created_in_one_request(kafka, topic_name):
     assert create_topics(kafka.bootstrap_servers, names, 2) == names[1:]  # the first existed
     topics = AdminClient({"bootstrap.servers": kafka.bootstrap_servers}).list_topics(timeout=30).topics
     assert [len(topics[n].partitions) for n in names] == [1] + [2] * 39
+
+
+def test_a_deployment_of_many_filters_is_one_readable_line():
+    from alertsieve.stream.redeploy import SHOWN_CHANGES, describe_change
+
+    before = {f"user_{k}": "a" for k in range(1000)}
+    after = {**{f"user_{k}": "b" for k in range(500)}, **{f"new_{k}": "c" for k in range(100)}}
+    line = describe_change(before, after)
+    assert len(line.split()) == SHOWN_CHANGES + 9  # the named ones, then "and N more (...)"
+    assert line.endswith("and 1080 more (100 added, 500 removed, 500 changed)")

@@ -67,6 +67,11 @@ def load_filter_file(path: Path) -> list[Filter]:
     return filters
 
 
+def filter_files(folder: Path) -> list[Path]:
+    """The filter modules and tables of a folder (names starting with '_' are not filters)."""
+    return sorted(p for p in folder.iterdir() if p.suffix in (".py", *TABLE_SUFFIXES) and not p.name.startswith("_"))
+
+
 def discover(
     paths: Iterable[Path | str] = (), builtin: bool = True, entry_points: bool = True
 ) -> list[Filter]:
@@ -79,8 +84,7 @@ def discover(
     found: list[Filter] = []
     for source in sources:
         if source.is_dir():
-            files = sorted(p for p in source.iterdir() if p.suffix in (".py", *TABLE_SUFFIXES)
-                           and not p.name.startswith("_"))  # fmt: skip
+            files = filter_files(source)
         elif source.is_file():
             files = [source]
         else:

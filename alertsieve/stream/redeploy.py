@@ -1,7 +1,7 @@
 """``--watch``: filters deployed to a running job, without a release or a restart.
 
-The job polls the files its filters and catalogs come from (the filter folders' modules, the
-catalog folder's indexes). When they change, the whole plan is made again, exactly as at start-up
+The job polls the files its filters and catalogs come from (the filter folders' modules and
+tables, the catalog folder's indexes). When they change, the whole plan is made again, exactly as at start-up
 (discovery, parameters, checks on real sample alerts, the fields to decode); a plan that fails
 is refused with its message and the running filters go on. A plan that passes replaces the hot
 path between two batches, from the same checkpoint, so no alert is read twice or skipped; the
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alertsieve.filtering.discovery import builtin_filter_dir
+from alertsieve.filtering.discovery import builtin_filter_dir, filter_files
 from alertsieve.stream.config import JobConfig
+
+SHOWN_CHANGES = 20  # filters named in the console line of a deployment
 
 
 def watched_files(cfg: JobConfig) -> list[Path]:
@@ -23,7 +25,7 @@ def watched_files(cfg: JobConfig) -> list[Path]:
     files: list[Path] = []
     for folder in folders:
         if folder.is_dir():
-            files += sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+            files += filter_files(folder)
         elif folder.is_file():
             files.append(folder)
     return files + sorted(Path(cfg.catalog_dir).glob("*/meta.json"))
@@ -47,4 +49,7 @@ def describe_change(before: dict[str, str], after: dict[str, str]) -> str:
     removed = sorted(set(before) - set(after))
     changed = sorted(n for n in set(before) & set(after) if before[n] != after[n])
     parts = [f"+{n}" for n in added] + [f"-{n}" for n in removed] + [f"~{n}" for n in changed]
+    if len(parts) > SHOWN_CHANGES:  # a table of a thousand users' filters, replaced at once
+        parts = [*parts[:SHOWN_CHANGES], f"and {len(parts) - SHOWN_CHANGES} more"
+                 f" ({len(added)} added, {len(removed)} removed, {len(changed)} changed)"]  # fmt: skip
     return " ".join(parts) or "no filter changed (catalogs or parameters only)"
