@@ -30,7 +30,7 @@ from alertsieve.filtering.model import AlertFilter, FilterError
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import filter_view
-from alertsieve.stream.plan import filter_paths
+from alertsieve.stream.plan import filter_paths, filter_reads
 from alertsieve.stream.source import message_frame
 from alertsieve.stream.surveys import rubin_decoder
 
@@ -97,7 +97,7 @@ def _view(spark, root, alerts, sql: dict[str, str]):
     decoder = rubin_decoder(JobConfig(topic="x", survey="rubin", schema_versions=list(IDS)))
     filters = [AlertFilter(name=n, sql=s) for n, s in sql.items()]
     context = load_context(root, filters, decoder.detection)
-    decoded = decoder.decode(message_frame(spark, [m for m, _, _ in alerts]), filter_paths(spark, decoder, filters, context))
+    decoded = decoder.decode(message_frame(spark, [m for m, _, _ in alerts]), filter_paths(decoder, filter_reads(spark, decoder, filters, context)))
     view = filter_view(decoded, ("_offset",), context)
     columns = [f.evaluate()[0].alias(f.name) for f in filters]
     return view.select("_offset", *[c for c in ("xmatch", "watch") if c in view.columns], *columns).orderBy("_offset").collect()

@@ -30,7 +30,7 @@ def _progress(batch_id: int, rows: int, name: str = "hot") -> dict:
         "observedMetrics": {
             "alertsieve_input": {"input_rows": rows, "log_append_time_rows": rows, "ts_min": 1_795_514_390.0,
                                  "ts_quantiles": [1_795_514_391.0, 1_795_514_392.5, 1_795_514_397.0]},
-            "alertsieve": {"quarantined_rows": 1, "matches": [{"x": 0, "y": 2.0}, {"x": 1, "y": 3.0}, {"x": 1, "y": 4.0}],
+            "alertsieve": {"quarantined_rows": 1, "matches": [1, 0, 1, 1, 0, 1, 1, 1, 1],
                            "_e1": "b: ValueError: no"},
         },
     }  # fmt: skip

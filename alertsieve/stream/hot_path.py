@@ -21,7 +21,7 @@ from alertsieve.stream.sinks import headers, kafka_options
 #: The names of the ``observe()`` metrics of each batch (``alertsieve.stream.metrics``).
 ARRIVED = "alertsieve_input"
 OBSERVED = "alertsieve"
-MATCHES = "matches"  # the observed histogram of matched filters' indices
+MATCHES = "matches"  # the observed list of matched filters' indices
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedded brokers' limit)
 #: Up to this many filters, the hot path runs in whole-stage generated code; beyond, Spark
@@ -95,18 +95,17 @@ def outcome_metrics(plan: JobPlan) -> list:
     """Counted on the outcome rows (one per match, quarantined message or Python filter error):
     quarantined, matches per filter and the first error of each Python filter.
 
-    Matches per filter are one aggregate, however many filters: a histogram of the matched
-    filters' indices with a bin for each filter. ``histogram_numeric`` merges two bins only when
-    it holds more bins than asked for, and then the closest two: with no more indices than bins,
-    two bins of the same index (distance 0), so each count stays exact; partials merged from
-    several tasks may keep an index in several bins, which ``metrics.matches_by_filter`` adds."""
+    Matches per filter are one aggregate, however many filters: the list of the matched
+    filters' indices, one int per published record (``metrics.matches_by_filter`` counts them).
+    Not N aggregates (a thousand sums in every batch's plan), and not ``histogram_numeric``
+    (exact in one task, but it over-counted when partial histograms were merged: 27 for 10)."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
     matched = F.when(index >= 0, index)
     out = [
         F.sum((index == QUARANTINED).cast("long")).alias("quarantined_rows"),
-        F.histogram_numeric(matched, F.lit(max(len(plan.filters), 1))).alias(MATCHES),
+        F.collect_list(matched).alias(MATCHES),
     ]
     for i, f in enumerate(plan.filters):
         if isinstance(f, PythonFilter):

@@ -201,14 +201,12 @@ def batch_stats(
     )
 
 
-def matches_by_filter(histogram: list | None, filters: list[str]) -> dict[str, int]:
-    """{filter: matches} from the observed histogram of matched filters' indices (a bin per
-    filter: ``hot_path.outcome_metrics``), every filter named, zero where none matched. Partial
-    histograms merged from several tasks may hold one index in several bins: they add up."""
+def matches_by_filter(indices: list | None, filters: list[str]) -> dict[str, int]:
+    """{filter: matches} from the observed list of matched filters' indices
+    (``hot_path.outcome_metrics``), every filter named, zero where none matched."""
     counts = dict.fromkeys(filters, 0)
-    for point in histogram or []:
-        x, y = (point["x"], point["y"]) if isinstance(point, dict) else point
-        counts[filters[round(x)]] += round(y)  # a merged bin's x is its index up to rounding
+    for index in indices or []:
+        counts[filters[index]] += 1
     return counts
 
 
