@@ -56,7 +56,26 @@ def create_topics(
         except KafkaException as e:
             if "TOPIC_ALREADY_EXISTS" not in str(e):
                 raise
+    _await_leaders(client, created, partitions)
     return created
+
+
+def _await_leaders(client, topics: list[str], partitions: int, timeout: float = 60.0) -> None:
+    """Until every partition of ``topics`` has a leader: the controller accepts a topic before
+    its partitions can be read or written, and a reader that comes at once (a subscriber, a
+    test) is told NOT_LEADER_FOR_PARTITION."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    waiting = set(topics)
+    while waiting and time.monotonic() < deadline:
+        md = client.list_topics(timeout=30).topics
+        waiting = {t for t in waiting if t not in md or len(md[t].partitions) < partitions
+                   or any(p.leader < 0 or p.error is not None for p in md[t].partitions.values())}  # fmt: skip
+        if waiting:
+            time.sleep(0.1)
+    if waiting:
+        raise KafkaException(f"topics created but without a leader after {timeout:.0f} s: {sorted(waiting)[:5]}")
 
 
 def end_offsets(bootstrap: str, topic: str, extra: dict | None = None) -> dict[int, int]:
