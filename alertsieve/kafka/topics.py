@@ -91,12 +91,28 @@ def end_offsets(bootstrap: str, topic: str, extra: dict | None = None) -> dict[i
     )
     try:
         parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in parts
-        }
+        return {p: _high_water(consumer, TopicPartition(topic, p)) for p in parts}
     finally:
         consumer.close()
+
+
+def _high_water(consumer, partition, timeout: float = 10.0) -> int:
+    """A partition's high-water mark; a partition whose leader is being elected (a topic just
+    made, by a job in another process) answers NOT_LEADER for a moment: asked again until
+    ``timeout``, as Kafka's own clients do."""
+    import time
+
+    from confluent_kafka import KafkaError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(partition, timeout=timeout)[1]
+        except KafkaException as e:
+            retriable = e.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+            if not retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def partition_count(bootstrap: str, topics: list[str] | str, extra: dict | None = None) -> int:
