@@ -4,6 +4,7 @@ is read, with the filter's name, where it came from, and what to change."""
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 from alertsieve.filtering.model import Filter, FilterError, PythonFilter
 
@@ -80,27 +81,29 @@ def _compiled_together(filters: list[Filter], alerts) -> dict | None:
 
 def _compiled(f: Filter, alerts):
     """One filter's result type, or its compile error with its name and origin."""
-    from pyspark.errors import AnalysisException, ParseException
-
-    try:
+    with _named(f):
         return alerts.select(f.evaluate()[0].alias("m")).schema["m"].dataType
-    except (AnalysisException, ParseException) as e:
-        first = str(e).strip().splitlines()[0]
-        raise FilterError(f"filter {f.name!r} ({f.origin}): {first}") from None
 
 
 def _run_on_samples(f: PythonFilter, alerts) -> None:
     """A Python filter compiles its columns and runs on the sample alerts without an error."""
+    with _named(f):
+        match, error = f.evaluate()
+        failure = alerts.select(error.alias("e")).where("e IS NOT NULL").first()
+    if failure is not None:
+        raise FilterError(f"filter {f.name!r} ({f.origin}) fails on the sample alerts: {failure['e']}")
+
+
+@contextmanager
+def _named(f: Filter):
+    """Spark's compile error, as the first line of its message with the filter's name and origin."""
     from pyspark.errors import AnalysisException, ParseException
 
     try:
-        match, error = f.evaluate()
-        failure = alerts.select(error.alias("e")).where("e IS NOT NULL").first()
+        yield
     except (AnalysisException, ParseException) as e:
         first = str(e).strip().splitlines()[0]
         raise FilterError(f"filter {f.name!r} ({f.origin}): {first}") from None
-    if failure is not None:
-        raise FilterError(f"filter {f.name!r} ({f.origin}) fails on the sample alerts: {failure['e']}")
 
 
 def _check_expressions(f: Filter) -> None:
