@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
+
+Payload = Literal["alert", "fields"]
+Format = Literal["avro", "json"]
 
 
 class FilterError(ValueError):
@@ -30,6 +33,11 @@ class FilterInfo:
     params: Mapping[str, Any] = field(default_factory=dict)
     cutouts: bool = False  # keep the FITS cutouts of this filter's matches in the Delta table
     survey: str | None = None  # 'rubin' or 'ztf': whose alert fields it names (None: the job's)
+    #: What a match publishes: the original alert bytes, or a compact record of ``fields``
+    #: (alias -> SQL expression over the filter view) in ``format`` (see alertsieve.publish).
+    payload: Payload = "alert"
+    fields: Mapping[str, str] = field(default_factory=dict)
+    format: Format = "avro"
 
     def output_topic(self, prefix: str) -> str:
         return self.topic or f"{prefix}{self.name}"
@@ -119,6 +127,9 @@ def python_filter(
     params: Mapping[str, Any] | None = None,
     cutouts: bool = False,
     survey: str | None = None,
+    payload: Payload = "alert",
+    fields: Mapping[str, str] | None = None,
+    format: Format = "avro",
 ) -> Callable[[Callable[..., Any]], PythonFilter]:
     """Decorator for filter modules: ``@python_filter(name=..., columns={...})``."""
 
@@ -127,7 +138,7 @@ def python_filter(
         return PythonFilter(name=name, function=function, columns=dict(columns),
                             description=description or (function.__doc__ or "").strip(),
                             topic=topic, origin=origin, contact=contact, params=dict(params or {}), cutouts=cutouts,
-                            survey=survey)  # fmt: skip
+                            survey=survey, payload=payload, fields=dict(fields or {}), format=format)  # fmt: skip
 
     return wrap
 

@@ -19,7 +19,7 @@ row may have) and ``filters``, one row per filter; a row's keys win over the def
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,6 +41,9 @@ class SqlFilterSpec(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     cutouts: bool = False
     survey: str | None = Field(None, examples=["rubin"])
+    payload: Literal["alert", "fields"] = Field("alert", description="alert: the original bytes; fields: a compact record")
+    fields: dict[str, str] = Field(default_factory=dict, examples=[{"snr": "diaSource.snr"}])
+    format: Literal["avro", "json"] = Field("avro", description="of a fields record")
     origin: str | None = Field(None, description="where it was written (set for --sql)")
 
     def to_filter(self, origin: str) -> AlertFilter:

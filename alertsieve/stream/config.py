@@ -30,6 +30,16 @@ def _flag(flag: str, cli: str = "value", example: str | None = None, **extra: An
     return {"flag": flag, "cli": cli, "cli_example": example, **extra}
 
 
+class FilterOutput(BaseModel):
+    """What a filter's matches publish, set from the job's settings (``filter_outputs``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    payload: Literal["alert", "fields"] = "alert"
+    fields: dict[str, str] = Field(default_factory=dict)
+    format: Literal["avro", "json"] = "avro"
+
+
 class JobConfig(BaseModel):
     """Every setting of ``alertsieve filter`` / ``jobs/filter_stream.py``, with its default."""
 
@@ -91,6 +101,10 @@ class JobConfig(BaseModel):
     filter_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, examples=[{"bright_high_snr": {"min_snr": 100}}]
     )
+    filter_outputs: dict[str, FilterOutput] = Field(
+        default_factory=dict, description="per filter: payload (alert|fields), fields {alias: SQL}, format (avro|json)",
+        examples=[{"bright_high_snr": {"payload": "fields", "fields": {"snr": "diaSource.snr"}, "format": "json"}}],
+    )  # fmt: skip
     watch: bool = Field(
         False, description="deploy new, changed or removed filters (and catalogs) while the job runs",
         examples=[True], json_schema_extra=_flag("--watch", cli="true"),
@@ -242,6 +256,11 @@ class JobConfig(BaseModel):
     @property
     def quarantine_topic(self) -> str:
         return f"{self.output_prefix}quarantine"
+
+    @property
+    def counts_topic(self) -> str:
+        """One JSON record per batch: what was read and published (``alertsieve.publish.counts``)."""
+        return f"{self.output_prefix}counts"
 
     def settings_filters(self) -> list[Filter]:
         """The ad-hoc SQL filters of the settings, then those handed over in code."""

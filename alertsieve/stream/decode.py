@@ -54,10 +54,17 @@ class Decoder:
     #: is one date); ZTF's is the UTC date (a night at Palomar falls within one).
     observed: str = "diaSource.midpointMjdTai"
     night_offset: float = 40587.5
+    #: What to subtract from ``observed`` for a Modified Julian Date (ZTF's is a Julian Date).
+    mjd_offset: float = 0.0
 
     def night_sql(self) -> str:
         """The observing night of an alert in the view, as a date (no time zone involved)."""
         return f"date_add(DATE'1970-01-01', int(floor({self.observed} - {self.night_offset})))"
+
+    @property
+    def mjd_sql(self) -> str:
+        """The detection's time as an MJD (Rubin's is TAI, ZTF's UTC: as each survey gives it)."""
+        return f"{self.observed} - {self.mjd_offset}" if self.mjd_offset else self.observed
 
     @property
     def paths(self) -> list[str]:

@@ -13,6 +13,7 @@ the Delta archive is its own query reading these topics (``alertsieve.stream.arc
 from __future__ import annotations
 
 from alertsieve.filtering.model import PythonFilter
+from alertsieve.publish.payloads import record_column
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import META, filter_view
 from alertsieve.stream.plan import JobPlan
@@ -60,10 +61,13 @@ def evaluated(raw, plan: JobPlan):
 
     decoded = plan.decoder.decode(raw, plan.paths)
     flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context)
-    slots, errors = [], []
+    slots, errors, records = [], [], []
     for i, f in enumerate(plan.filters):
         match, err = f.evaluate()
         slots.append(F.when(match, F.lit(i)))
+        if f.name in plan.payloads:  # built only where the filter matched
+            column = record_column(f, plan.decoder, plan.versions[f.name], plan.payloads[f.name])
+            records.append(F.when(match, column))
         if err is not None:
             errors.append(err.alias(error(i)))
             slots.append(F.when(err.isNotNull(), F.lit(error_index(i))))
@@ -71,8 +75,9 @@ def evaluated(raw, plan: JobPlan):
     found = F.array_except(F.array(*slots), none) if slots else F.array().cast("array<int>")
     outcome_indices = F.when(F.col("_reason").isNull(), found).otherwise(F.array(F.lit(QUARANTINED)))
     alert_id = F.col(plan.decoder.id_path).cast("string")
+    fields = F.array(*records) if records else F.array().cast("array<binary>")
     return flat.select(*META, "_schema_id", "_reason", alert_id.alias("_alert_id"),
-                       outcome_indices.alias("_outcomes"), *errors)  # fmt: skip
+                       outcome_indices.alias("_outcomes"), fields.alias("_records"), *errors)  # fmt: skip
 
 
 def arrival_metrics() -> list:
@@ -115,32 +120,46 @@ def outcome_metrics(plan: JobPlan) -> list:
 
 def outcomes(flags, plan: JobPlan, cfg: JobConfig):
     """One row per (alert, matching filter), per quarantined message and per Python filter error,
-    with its ``_index`` (see ``evaluated``), ``_topic_out`` (none for an error row) and
-    ``_filter``. Only the rows kept are ever copied with their ~100 KB of alert bytes, and most
+    with its ``_index`` (see ``evaluated``), ``_topic_out`` (none for an error row),
+    ``_filter``, ``_version`` and ``_out_value`` (the original bytes, or the filter's fields
+    record). Only the rows kept are ever copied with their ~100 KB of alert bytes, and most
     alerts match nothing."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
     topics = F.array(*[F.lit(f.output_topic(cfg.output_prefix)) for f in plan.filters])
     names = F.array(*[F.lit(f.name) for f in plan.filters])
+    versions = F.array(*[F.lit(plan.versions.get(f.name, "")) for f in plan.filters])
+    fields_filters = [f.name for f in plan.filters if f.name in plan.payloads]
+    # Filter i's record is _records[slot[i]] (1-based; 0: it publishes the alert).
+    formats = F.array(*[F.lit(f.format) for f in plan.filters if f.name in plan.payloads] or [F.lit("")])
+    slot = F.array(*[F.lit(fields_filters.index(f.name) + 1 if f.name in plan.payloads else 0)
+                     for f in plan.filters])  # fmt: skip
     errors = [error(i) for i, f in enumerate(plan.filters) if isinstance(f, PythonFilter)]
     # explode_outer, then the empty alerts' null row dropped: a plain explode makes Spark infer
     # ``size(_outcomes) > 0`` and push it below the decode, where every field a filter reads is
     # replaced by its whole decoding expression (a 90 MB plan at 100 filters, out of memory at
     # 1,000). The dropped rows are never copied: the filter runs in the same generated code.
-    exploded = flags.select(F.explode_outer("_outcomes").alias("_index"), *META, "_reason", "_alert_id", *errors)
+    exploded = flags.select(F.explode_outer("_outcomes").alias("_index"), *META, "_reason", "_alert_id",
+                            "_records", *errors)  # fmt: skip
     rows = exploded.where(index.isNotNull())
     topic = (F.when(index >= 0, F.element_at(topics, index + 1))
              .when(index == QUARANTINED, F.lit(cfg.quarantine_topic)))  # fmt: skip
     name = (F.when(index >= 0, F.element_at(names, index + 1))
             .when(index < QUARANTINED, F.element_at(names, -index - 1)))  # fmt: skip
-    return rows.select("*", topic.alias("_topic_out"), name.alias("_filter"))
+    version = F.when(index >= 0, F.element_at(versions, index + 1))
+    at = F.when(index >= 0, F.element_at(slot, index + 1)).otherwise(F.lit(0))
+    value = F.when(at > 0, F.element_at(F.col("_records"), at)).otherwise(F.col("_value"))
+    return rows.select(*META, "_index", "_reason", "_alert_id", *errors, topic.alias("_topic_out"),
+                       name.alias("_filter"), version.alias("_version"), value.alias("_out_value"),
+                       F.when(at > 0, F.element_at(formats, at)).alias("_format"))  # fmt: skip
 
 
 def output_rows(outcome, cfg: JobConfig):
     """One Kafka record per (alert, matching filter) and per quarantined message: the original
-    bytes, keyed by the alert id (a quarantined message keeps its own key), with headers saying
-    which filter and where the alert came from (or why it was quarantined)."""
+    bytes or the filter's fields record, keyed by the alert id (a quarantined message keeps its
+    own key), with headers saying which filter and version, what the value is, and where the
+    alert came from (or why it was quarantined)."""
     from pyspark.sql import functions as F
 
     source = {"source_topic": F.col("_topic"), "source_partition": F.col("_partition"),
@@ -148,11 +167,14 @@ def output_rows(outcome, cfg: JobConfig):
     quarantined = F.col("_reason").isNotNull()
     return outcome.where(F.col("_topic_out").isNotNull()).select(
         F.when(quarantined, F.col("_key")).otherwise(F.col("_alert_id").cast("binary")).alias("key"),
-        F.coalesce(F.col("_value"), F.lit(b"")).alias("value"),
+        F.coalesce(F.col("_out_value"), F.lit(b"")).alias("value"),
         F.col("_topic_out").alias("topic"),
         F.when(quarantined, headers(reason=F.col("_reason"), **source))
-        .otherwise(headers(filter=F.col("_filter"), **source,
-                           processed_at_ms=F.unix_millis(F.current_timestamp())))
+        .when(F.col("_format").isNotNull(),
+              headers(filter=F.col("_filter"), filter_version=F.col("_version"), payload=F.lit("fields"),
+                      format=F.col("_format"), **source, processed_at_ms=F.unix_millis(F.current_timestamp())))
+        .otherwise(headers(filter=F.col("_filter"), filter_version=F.col("_version"), payload=F.lit("alert"),
+                           **source, processed_at_ms=F.unix_millis(F.current_timestamp())))
         .alias("headers"),
     )  # fmt: skip
 

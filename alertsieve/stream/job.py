@@ -11,6 +11,7 @@ import time
 from contextlib import contextmanager
 
 from alertsieve.filtering.model import FilterError, PythonFilter
+from alertsieve.publish.counts import CountsTopic, Published
 from alertsieve.stream.archive import Archive, archive_topics
 from alertsieve.stream.config import ConfigError, JobConfig, check_writable
 from alertsieve.stream.hot_path import MAX_MESSAGE_BYTES, codegen_conf, hot_path, sink_options
@@ -37,9 +38,14 @@ class FilterStream:
             print(line, file=sys.stderr)
         python = {f.name for f in self.filters if isinstance(f, PythonFilter)}
         self.session_before = {k: spark.conf.get(k, None) for k in codegen_conf(self.plan)}
+        self.counts = CountsTopic(cfg.bootstrap, cfg.counts_topic, cfg.kafka_conf, published(self.plan, cfg),
+                                  cfg.quarantine_topic)  # fmt: skip
         self.metrics = MetricsLog(cfg.metrics_path, [f.name for f in self.filters], python,
                                   console=console if console is not None else sys.stdout,
-                                  query_name=QUERY_NAME)  # fmt: skip
+                                  query_name=QUERY_NAME, on_batch=self._count)  # fmt: skip
+
+    def _count(self, stats, progress: dict) -> None:
+        self.counts.write(progress, stats.input_rows, stats.quarantined_rows, stats.matches)
 
     def start(self):
         """The hot path's query, started."""
@@ -121,6 +127,7 @@ class FilterStream:
             self.metrics.flush(queries[0].recentProgress)  # the old query's batches, by the old filters
             self.plan, self.filters = plan, plan.filters
             self.metrics.use_filters([f.name for f in plan.filters], {f.name for f in plan.filters if isinstance(f, PythonFilter)})
+            self.counts.use(published(plan, self.cfg))
             queries[0] = self.start()
             if len(queries) > 1:
                 state["topics"] |= set(archive_topics(plan, self.cfg))
@@ -171,13 +178,20 @@ def stop_between_batches(query, patience_s: float = 30.0) -> None:
         query.stop()
 
 
+def published(plan, cfg: JobConfig) -> list[Published]:
+    """The filters as the counts topic names them."""
+    return [Published(f.name, plan.versions[f.name], f.output_topic(cfg.output_prefix)) for f in plan.filters]
+
+
 def create_outputs(cfg: JobConfig, filters) -> None:
-    """A topic per filter and the quarantine topic, made before the first batch."""
+    """A topic per filter, the quarantine topic and the counts topic (one partition: a reader
+    meets the batches in order), made before the first batch."""
     from alertsieve.kafka.topics import create_topics
 
     topics = [f.output_topic(cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]
-    create_topics(cfg.bootstrap, topics, cfg.output_partitions,
-                  config={"max.message.bytes": str(MAX_MESSAGE_BYTES)}, extra=cfg.kafka_conf)  # fmt: skip
+    config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    create_topics(cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf)
+    create_topics(cfg.bootstrap, [cfg.counts_topic], 1, config=config, extra=cfg.kafka_conf)
 
 
 def check_realtime(spark, cfg: JobConfig, filters) -> None:

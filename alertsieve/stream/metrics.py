@@ -28,6 +28,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -102,7 +103,11 @@ class MetricsLog:
     stops, so no batch is left out when the listener's last event comes late)."""
 
     def __init__(self, path: str | Path | None, filters: list[str], python_filters: set[str] = frozenset(),
-                 console: TextIO | None = sys.stdout, query_name: str | None = None):  # fmt: skip
+                 console: TextIO | None = sys.stdout, query_name: str | None = None,
+                 on_batch: Callable[[BatchStats, dict], None] | None = None):  # fmt: skip
+        """``on_batch(stats, progress)``: called once per batch after its line is written (the
+        counts topic)."""
+        self.on_batch = on_batch
         self.path = Path(path) if path else None
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,6 +132,8 @@ class MetricsLog:
         if self.console:
             print(console_line(stats), file=self.console, flush=True)
         self._write(stats, progress)
+        if self.on_batch:
+            self.on_batch(stats, progress)
 
     def use_filters(self, filters: list[str], python_filters: set[str]) -> None:
         """The filters of the batches from now on (a job that deployed a new set: ``--watch``)."""

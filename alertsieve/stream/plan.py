@@ -4,7 +4,8 @@ and which view fields the hot path decodes: only those the filters and the outpu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from alertsieve.alerts.view import ViewField, missing_in, version_order
@@ -15,6 +16,14 @@ from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.filtering.sql_text import mentions, minds_null
 from alertsieve.kafka.topics import head_messages
+from alertsieve.publish.payloads import (
+    FieldsPayload,
+    check_payload,
+    envelope_paths,
+    payloads,
+    record_types,
+)
+from alertsieve.publish.versions import filter_versions
 from alertsieve.spark.session import driver_heap_mb
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import Decoder, filter_view
@@ -31,6 +40,8 @@ class JobPlan:
     archive_paths: list[str]  # what the Delta archive keeps (see archive_paths)
     lacking: dict[str, dict[str, list[str]]]  # filter -> field it reads -> versions without it
     context: Context | None = None  # the catalogs the filters name (xmatch.*, watch.*)
+    versions: dict[str, str] = dataclasses.field(default_factory=dict)  # filter -> its version
+    payloads: dict[str, FieldsPayload] = dataclasses.field(default_factory=dict)  # the fields filters' records
 
     def describe(self) -> list[str]:
         """What a person starting the job should know: the survey, versions, view and what each
@@ -52,9 +63,14 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
     decoder = make_decoder(cfg, head)
     filters = select_filters(cfg, decoder.survey)
     context = load_context(cfg.catalog_dir, filters, decoder.detection, driver_heap_mb(spark))
-    validate(filters, sample_alerts(spark, decoder, head, context))
+    samples = sample_alerts(spark, decoder, head, context)
+    validate(filters, samples)
+    versions = filter_versions(filters, cfg.catalog_dir)
+    types = record_types(filters, decoder, versions, samples)
     reads = filter_reads(spark, decoder, filters, context)
     paths = filter_paths(decoder, reads)
+    if types:
+        paths = list(dict.fromkeys([*paths, *envelope_paths(decoder)]))
     return JobPlan(
         filters=filters,
         decoder=decoder,
@@ -64,14 +80,23 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
         archive_paths=archive_paths(decoder, paths, cfg.delta_cutouts or any(f.cutouts for f in filters)),
         lacking=lacking_fields(decoder, filters, reads),
         context=context,
+        versions=versions,
+        payloads=payloads(filters, types, lambda f: f.output_topic(cfg.output_prefix), _store(cfg)) if types else {},
     )
+
+
+def _store(cfg: JobConfig):
+    """Where fields records' Avro schemas are registered: the job's registry or schema store."""
+    from alertsieve.alerts.schemas import open_store
+
+    return open_store(cfg.schema_registry, cfg.schema_dir)
 
 
 def filter_reads(spark, decoder: Decoder, filters: list[Filter], context: Context | None = None) -> dict[str, list[str]]:
     """Per filter, the view fields it reads (Spark's analysis of its expressions, one analysis
     per expression shape: ``alertsieve.stream.references``)."""
     with ViewReferences(spark, decoder.view, context) as refs:
-        return {f.name: refs.read_by(f.expressions().values()) for f in filters}
+        return {f.name: refs.read_by([*f.expressions().values(), *f.fields.values()]) for f in filters}
 
 
 def filter_paths(decoder: Decoder, reads: dict[str, list[str]]) -> list[str]:
@@ -175,6 +200,17 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
     if unknown:
         raise FilterError(f"{where}: filter_params names unknown filter(s) {sorted(unknown)}")
     filters = [with_params(f, cfg.filter_params.get(f.name, {}), where) for f in filters]
+    unknown = set(cfg.filter_outputs) - {f.name for f in filters}
+    if unknown:
+        raise FilterError(f"{cfg.config_file or 'filter_outputs'}: filter_outputs names unknown filter(s) {sorted(unknown)}")
+    filters = [replace(f, **cfg.filter_outputs[f.name].model_dump(exclude_unset=True)) if f.name in cfg.filter_outputs
+               else f for f in filters]  # fmt: skip
+    reserved = {cfg.quarantine_topic: "quarantine", cfg.counts_topic: "counts"}
+    for f in filters:
+        check_payload(f)
+        if f.output_topic(cfg.output_prefix) in reserved:
+            raise FilterError(f"filter {f.name!r} ({f.origin}) would publish to {f.output_topic(cfg.output_prefix)},"
+                              f" the job's {reserved[f.output_topic(cfg.output_prefix)]} topic; rename it or set its topic")  # fmt: skip
     if not cfg.filters:
         return filters
     by_name = {f.name: f for f in filters}

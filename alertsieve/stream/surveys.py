@@ -114,7 +114,7 @@ def ztf_decoder(head: list[bytes]) -> Decoder:
     ordered = dict(sorted(definitions.items(), key=lambda kv: version_order(kv[0])))
     return Decoder("ztf", "container", view_of(ordered), writers, names, versions,
                    tell="candid", id_path="candid", detection="candidate", observed="candidate.jd",
-                   night_offset=2440587.5)  # fmt: skip
+                   night_offset=2440587.5, mjd_offset=2400000.5)  # fmt: skip
 
 
 def make_decoder(cfg: JobConfig, head: list[bytes], view_also: list[str] = ()) -> Decoder:

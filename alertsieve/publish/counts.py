@@ -1,0 +1,103 @@
+"""The counts topic: one JSON record per hot-path batch, so any subscriber can check that it
+received everything (fink-broker#934, #1220).
+
+A record (``<prefix>counts``, one partition, keyed by the query id)::
+
+    {"kind": "counts", "query_id": "...", "batch_id": 7,
+     "input": {"alerts": {"0": [1200, 1450], "1": [1190, 1433]}},   # offsets read, [start, end)
+     "alerts_read": 493, "quarantined": 1,
+     "filters": {"bright": {"version": "a1b2c3d4e5f6", "topic": "alertsieve-bright", "published": 17}, ...},
+     "quarantine_topic": "alertsieve-quarantine", "written_at": 1764046000.123}
+
+Every filter of the job is listed, zeros included. It is written when the batch is done, after
+its records are on the filters' topics. A batch run again after a crash (same query id and batch
+id, same offsets) republishes its records and writes its counts again, the same: a subscriber
+counts its duplicates and takes the last. In Real-Time Mode a "batch" spans a checkpoint interval.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Published:
+    """One filter as the counts name it."""
+
+    name: str
+    version: str
+    topic: str
+
+
+def counts_record(progress: dict, alerts_read: int, quarantined: int, matches: Mapping[str, int],
+                  published: list[Published], quarantine_topic: str) -> dict:  # fmt: skip
+    """The counts of one batch, from Spark's progress report and the batch's observed counts."""
+    return {
+        "kind": "counts",
+        "query_id": progress.get("id"),
+        "batch_id": int(progress["batchId"]),
+        "input": input_ranges(progress),
+        "alerts_read": alerts_read,
+        "quarantined": quarantined,
+        "filters": {p.name: {"version": p.version, "topic": p.topic, "published": int(matches.get(p.name, 0))}
+                    for p in published},  # fmt: skip
+        "quarantine_topic": quarantine_topic,
+        "written_at": round(time.time(), 3),
+    }
+
+
+def input_ranges(progress: dict) -> dict[str, dict[str, list[int]]]:
+    """{topic: {partition: [start, end)}} the batch read. A first batch's start is not reported
+    by Spark: it is then 0 (no earlier offset was read by this query)."""
+    out: dict[str, dict[str, list[int]]] = {}
+    for source in progress.get("sources", []):
+        start, end = _offsets(source.get("startOffset")), _offsets(source.get("endOffset"))
+        for topic, parts in end.items():
+            for partition, stop in parts.items():
+                begin = start.get(topic, {}).get(partition, 0)
+                if stop > begin:
+                    out.setdefault(topic, {})[partition] = [begin, stop]
+    return out
+
+
+def _offsets(value) -> dict[str, dict[str, int]]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    if not isinstance(value, dict):
+        return {}
+    return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in value.items() if isinstance(parts, dict)}
+
+
+class CountsTopic:
+    """Writes counts records to ``topic``; each is flushed before the next batch is counted."""
+
+    def __init__(self, bootstrap: str, topic: str, kafka_conf: Mapping[str, str], published: list[Published],
+                 quarantine_topic: str):  # fmt: skip
+        from confluent_kafka import Producer
+
+        from alertsieve.kafka.client_security import librdkafka_conf
+
+        self.topic, self.published, self.quarantine_topic = topic, published, quarantine_topic
+        self._producer = Producer({"bootstrap.servers": bootstrap, **librdkafka_conf(kafka_conf),
+                                   "enable.idempotence": True})  # fmt: skip
+
+    def use(self, published: list[Published]) -> None:
+        """The filters of the batches from now on (a redeployed job)."""
+        self.published = published
+
+    def write(self, progress: dict, alerts_read: int, quarantined: int, matches: Mapping[str, int]) -> dict:
+        record = counts_record(progress, alerts_read, quarantined, matches, self.published, self.quarantine_topic)
+        self._producer.produce(self.topic, key=str(record["query_id"]).encode(), value=json.dumps(record).encode())
+        left = self._producer.flush(30)
+        if left:
+            log.error("counts of batch %s not acknowledged by %s after 30 s", record["batch_id"], self.topic)
+        return record

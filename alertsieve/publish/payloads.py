@@ -1,0 +1,214 @@
+"""What a filter's match publishes: the original alert, or a compact record of chosen fields.
+
+The original alert is ~100 KB, 95-99% of it image cutouts; most subscribers read a few hundred
+bytes of it. A filter with ``payload="fields"`` publishes instead a record of its ``fields``
+(alias -> SQL expression over the filter view: any field, ``features.*``, ``xmatch.*``,
+``watch.*``) after a fixed envelope that says what the alert was and where it came from
+(``ENVELOPE``). In ``format="avro"`` the record is Confluent-framed Avro whose schema the job
+registers in its schema store or registry (subject ``<topic>-value``), so any Avro consumer
+decodes it; in ``format="json"`` it is a JSON object. Both are SQL expressions, computed in
+the same generated code as the filters: micro-batches and Real-Time Mode alike.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from alertsieve.filtering.checks import not_an_expression
+from alertsieve.filtering.model import Filter, FilterError
+
+#: The fields every fields record starts with, and their Spark types.
+ENVELOPE = {
+    "alert_id": "string", "survey": "string", "filter": "string", "filter_version": "string",
+    "source_topic": "string", "source_partition": "int", "source_offset": "bigint",
+    "kafka_timestamp_ms": "bigint", "processed_at_ms": "bigint",
+    "mjd": "double", "ra": "double", "dec": "double",
+}  # fmt: skip
+_ALIAS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+#: The namespace of the Avro records of fields payloads (``alertsieve.fields.<filter>``).
+NAMESPACE = "alertsieve.fields"
+
+
+def check_payload(f: Filter) -> None:
+    """A fields payload names its fields, with aliases that are Avro and JSON names and not the
+    envelope's, and expressions (not statements); an alert payload names none."""
+    where = f"filter {f.name!r} ({f.origin})"
+    if f.payload == "alert":
+        if f.fields:
+            raise FilterError(f"{where}: fields {sorted(f.fields)} are given but payload is 'alert';"
+                              " set payload: fields to publish them (or drop fields)")  # fmt: skip
+        return
+    if not f.fields:
+        raise FilterError(f"{where}: payload 'fields' needs fields, e.g. fields: {{snr: diaSource.snr}}")
+    for alias, sql in f.fields.items():
+        if not _ALIAS.match(alias):
+            raise FilterError(f"{where}: field alias {alias!r}: use a letter or _ then letters, digits or _")
+        if alias in ENVELOPE:
+            raise FilterError(f"{where}: field alias {alias!r} is an envelope field every record holds"
+                              f" ({', '.join(ENVELOPE)}); choose another alias")  # fmt: skip
+        reason = not_an_expression(sql)
+        if reason:
+            raise FilterError(f"{where}: fields[{alias!r}] is refused: {reason}")
+
+
+@dataclass(frozen=True)
+class FieldsPayload:
+    """A fields filter's record: its Spark type (envelope then fields), and for Avro the schema
+    and the Confluent header of its registered id."""
+
+    record_type: object  # pyspark StructType
+    avro_schema: dict | None = None
+    header: bytes = b""
+
+
+def envelope_columns(decoder, name: str, version: str) -> list:
+    """The envelope of a record of filter ``name`` over the hot path's view rows."""
+    from pyspark.sql import functions as F
+
+    detection = decoder.detection
+    values = {
+        "alert_id": F.col(decoder.id_path).cast("string"),
+        "survey": F.lit(decoder.survey),
+        "filter": F.lit(name),
+        "filter_version": F.lit(version),
+        "source_topic": F.col("_topic"),
+        "source_partition": F.col("_partition"),
+        "source_offset": F.col("_offset"),
+        "kafka_timestamp_ms": F.unix_millis(F.col("_timestamp")),
+        "processed_at_ms": F.unix_millis(F.current_timestamp()),
+        "mjd": F.expr(decoder.mjd_sql),
+        "ra": F.col(f"{detection}.ra"),
+        "dec": F.col(f"{detection}.dec"),
+    }
+    return [values[k].cast(t).alias(k) for k, t in ENVELOPE.items()]
+
+
+def envelope_paths(decoder) -> list[str]:
+    """The view fields the envelope reads (decoded for a job with a fields filter)."""
+    return [decoder.id_path, decoder.observed, f"{decoder.detection}.ra", f"{decoder.detection}.dec"]
+
+
+def record_struct(f: Filter, decoder, version: str):
+    from pyspark.sql import functions as F
+
+    chosen = [F.expr(sql).alias(alias) for alias, sql in f.fields.items()]
+    return F.struct(*envelope_columns(decoder, f.name, version), *chosen)
+
+
+#: The Kafka row columns the envelope reads, typed for the analysis of sample alerts.
+_META_TYPES = {"_topic": "string", "_partition": "int", "_offset": "bigint", "_timestamp": "timestamp"}
+
+
+def record_types(filters: list[Filter], decoder, versions: Mapping[str, str], alerts) -> dict:
+    """{name: StructType} of each fields filter's record, from one analysis over ``alerts``
+    (sample alerts in the view); when that fails, field by field, so the error names the
+    filter, its origin and the alias."""
+    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.sql import functions as F
+
+    fields = [f for f in filters if f.payload == "fields"]
+    if not fields:
+        return {}
+    framed = alerts.select("*", *[F.lit(None).cast(t).alias(m) for m, t in _META_TYPES.items()])
+    try:
+        schema = framed.select(*[record_struct(f, decoder, versions[f.name]).alias(f"_{i}")
+                                 for i, f in enumerate(fields)]).schema  # fmt: skip
+        return {f.name: schema[f"_{i}"].dataType for i, f in enumerate(fields)}
+    except (AnalysisException, ParseException):
+        pass
+    for f in fields:
+        for alias, sql in f.fields.items():
+            try:
+                framed.select(F.expr(sql))
+            except (AnalysisException, ParseException) as e:
+                first = str(e).strip().splitlines()[0]
+                raise FilterError(f"filter {f.name!r} ({f.origin}): fields[{alias!r}]: {first}") from None
+    raise FilterError(f"the fields of filters {[f.name for f in fields]} compile one by one but not together")
+
+
+def payloads(filters: list[Filter], types: Mapping[str, object], topic_of, store) -> dict[str, FieldsPayload]:
+    """{name: FieldsPayload} of the fields filters; Avro schemas registered in ``store`` under
+    ``<topic>-value`` (``topic_of(filter)``), as a Confluent producer would."""
+    from alertsieve.alerts.schemas import frame
+
+    out = {}
+    for f in filters:
+        if f.payload != "fields":
+            continue
+        if f.format == "json":
+            out[f.name] = FieldsPayload(types[f.name])
+            continue
+        try:
+            schema = avro_schema(types[f.name], f"{NAMESPACE}.{_avro_name(f.name)}")
+        except FilterError as e:
+            raise FilterError(f"filter {f.name!r} ({f.origin}): {e}") from None
+        registered = store.register(schema, f"{topic_of(f)}-value")
+        out[f.name] = FieldsPayload(types[f.name], schema, frame(registered.schema_id, b""))
+    return out
+
+
+def record_column(f: Filter, decoder, version: str, payload: FieldsPayload):
+    """The record's bytes: Confluent-framed Avro, or JSON."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import to_avro
+
+    record = record_struct(f, decoder, version)
+    if f.format == "json":
+        return F.to_json(record, {"ignoreNullFields": "false"}).cast("binary")  # every key, null or not
+    return F.concat(F.lit(payload.header), to_avro(record, json.dumps(payload.avro_schema)))
+
+
+# --- Spark types -> Avro -----------------------------------------------------------------------
+
+_PRIMITIVES = {"string": "string", "boolean": "boolean", "integer": "int", "long": "long",
+               "float": "float", "double": "double", "binary": "bytes", "short": "int", "byte": "int"}  # fmt: skip
+
+
+def avro_schema(struct, name: str) -> dict:
+    """The Avro record schema of a Spark struct: a nullable field is ``["null", T]`` with a null
+    default, nested records are named after their path so names never clash."""
+    return _record(struct, name)
+
+
+def _nullable(avro, nullable: bool):
+    return ["null", avro] if nullable else avro
+
+
+def _record(struct, name: str) -> dict:
+    short = name.rsplit(".", 1)
+    fields = []
+    for f in struct.fields:
+        field = {"name": f.name, "type": _nullable(_avro_type(f.dataType, f"{name}_{f.name}"), f.nullable)}
+        fields.append({**field, "default": None} if f.nullable else field)
+    record = {"type": "record", "name": short[-1], "fields": fields}
+    if len(short) == 2:
+        record["namespace"] = short[0]
+    return record
+
+
+def _avro_type(dtype, name: str):
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.StructType):
+        return _record(dtype, name)
+    if isinstance(dtype, T.ArrayType):
+        return {"type": "array", "items": _nullable(_avro_type(dtype.elementType, f"{name}_item"), dtype.containsNull)}
+    if isinstance(dtype, T.MapType) and isinstance(dtype.keyType, T.StringType):
+        item = _avro_type(dtype.valueType, f"{name}_value")
+        return {"type": "map", "values": _nullable(item, dtype.valueContainsNull)}
+    if isinstance(dtype, T.TimestampType):
+        return {"type": "long", "logicalType": "timestamp-micros"}
+    if isinstance(dtype, T.DateType):
+        return {"type": "int", "logicalType": "date"}
+    if dtype.typeName() in _PRIMITIVES:
+        return _PRIMITIVES[dtype.typeName()]
+    raise FilterError(f"a field of type {dtype.simpleString()} cannot be written as Avro; cast it"
+                      " (e.g. to double or string), or use format: json")  # fmt: skip
+
+
+def _avro_name(name: str) -> str:
+    """A filter name as an Avro name (filter names may hold '-')."""
+    return re.sub(r"\W", "_", name)

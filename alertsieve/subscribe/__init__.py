@@ -1,0 +1,12 @@
+"""The subscriber's side of the filter job: read a filter's output topic, decode what it carries
+(the original alert or a compact ``fields`` record), save it (JSON lines, Parquet, FITS cutouts)
+and check against the job's counts topic that nothing was lost.
+
+Modules: ``records`` (decode one Kafka record), ``writers`` (JSON lines and Parquet),
+``cutouts`` (FITS stamps), ``verify`` (received vs counted, a pure function), ``subscriber``
+(the Kafka consumer) and ``command`` (``alertsieve listen``).
+"""
+
+from alertsieve.subscribe.errors import SubscribeError
+
+__all__ = ["SubscribeError"]

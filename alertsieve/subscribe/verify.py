@@ -1,0 +1,155 @@
+"""Did the subscriber receive everything the job published? Received records against the job's
+counts topic, as a pure function (no Kafka), so it is tested on plain data.
+
+The job writes one counts record per batch after the batch's records are published: the source
+offsets it read (``input``: topic -> partition -> [start, end)) and how many records each filter
+published. A received record belongs to a counted batch when its filter and version are the
+batch's and its source offset lies in the batch's input range. Per batch and filter, the distinct
+source offsets received should number ``published``: fewer are *missing*. A batch run again after
+a crash republishes its records (*duplicates*, not an error) and writes the same counts again
+(deduplicated by (query_id, batch_id), the last kept). A record in no counted batch is *uncounted*:
+its batch's counts were not written yet (the job stopped between publishing and counting) or came
+after the counts were read; it is reported, never missing. Filter versions are kept apart: after a
+redeploy one filter name has batches of two versions.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: What verification needs of a received record:
+#: (filter, filter_version, source_topic, source_partition, source_offset).
+Received = tuple[str | None, str | None, str | None, int | None, int | None]
+
+
+@dataclass
+class _Batch:
+    ranges: dict[tuple[str, int], tuple[int, int]]
+    published: dict[str, tuple[str, int]]  # filter -> (version, published), checked filters only
+    keys: dict[str, set] = field(default_factory=lambda: defaultdict(set))
+
+
+@dataclass
+class _Index:
+    """The batches of one (filter, version, source topic, partition), by range start: which
+    batch (or batches, when two queries read the same offsets) holds a source offset."""
+
+    starts: list[int] = field(default_factory=list)
+    spans: list[tuple[int, int, int]] = field(default_factory=list)  # (start, end, batch number)
+    max_end: list[int] = field(default_factory=list)  # running max of ends, for early stops
+
+    def build(self) -> None:
+        self.spans.sort()
+        self.starts = [s for s, _, _ in self.spans]
+        running = -1
+        self.max_end = []
+        for _, end, _ in self.spans:
+            running = max(running, end)
+            self.max_end.append(running)
+
+    def holding(self, offset: int) -> list[int]:
+        found = []
+        j = bisect.bisect_right(self.starts, offset) - 1
+        while j >= 0 and self.max_end[j] > offset:
+            start, end, batch = self.spans[j]
+            if start <= offset < end:
+                found.append(batch)
+            j -= 1
+        return found
+
+
+def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Batch]:
+    last: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+    for c in counts:
+        if isinstance(c, Mapping) and c.get("kind", "counts") == "counts":
+            last[(c.get("query_id"), c.get("batch_id"))] = c
+    batches = []
+    for c in last.values():
+        published = {
+            str(name): (str(f.get("version")), int(f.get("published") or 0))
+            for name, f in (c.get("filters") or {}).items()
+            if isinstance(f, Mapping) and f.get("topic") in topics
+        }
+        if not published:
+            continue
+        ranges = {(str(t), int(p)): (int(span[0]), int(span[1]))
+                  for t, parts in (c.get("input") or {}).items() for p, span in parts.items()}  # fmt: skip
+        batches.append(_Batch(ranges, published))
+    return batches
+
+
+def verify(received: Iterable[Received], counts: Iterable[Mapping[str, Any]],
+           topics: Iterable[str]) -> dict[str, Any]:  # fmt: skip
+    """Received records against counted batches (see the module doc). Returns
+    ``{"complete", "batches", "filters": {name: {version: {"counted", "received", "distinct",
+    "missing", "duplicates"}}}, "uncounted"}``; only filters whose counted ``topic`` is one of
+    ``topics`` (those read) are checked."""
+    batches = _batches(counts, set(topics))
+    index: dict[tuple[str, str, str, int], _Index] = defaultdict(_Index)
+    for number, batch in enumerate(batches):
+        for name, (version, _) in batch.published.items():
+            for (topic, partition), (start, end) in batch.ranges.items():
+                if end > start:
+                    index[(name, version, topic, partition)].spans.append((start, end, number))
+    for entry in index.values():
+        entry.build()
+
+    received_n: dict[tuple[str, str], int] = defaultdict(int)
+    distinct: dict[tuple[str, str], set] = defaultdict(set)
+    uncounted = 0
+    for filter_name, version, topic, partition, offset in received:
+        if filter_name is None:
+            continue  # the quarantine topic: no filter published it
+        entry = None
+        if topic is not None and partition is not None and offset is not None:
+            entry = index.get((filter_name, str(version), topic, int(partition)))
+        holders = entry.holding(int(offset)) if entry else []
+        if not holders:
+            uncounted += 1
+            continue
+        key = (topic, int(partition), int(offset))
+        received_n[(filter_name, str(version))] += 1
+        distinct[(filter_name, str(version))].add(key)
+        for number in holders:
+            batches[number].keys[filter_name].add(key)
+
+    filters: dict[str, dict[str, dict[str, int]]] = {}
+    for batch in batches:
+        for name, (version, published) in batch.published.items():
+            stats = filters.setdefault(name, {}).setdefault(
+                version, {"counted": 0, "received": 0, "distinct": 0, "missing": 0, "duplicates": 0}
+            )
+            stats["counted"] += published
+            stats["missing"] += max(0, published - len(batch.keys.get(name, ())))
+    for name, versions in filters.items():
+        for version, stats in versions.items():
+            stats["received"] = received_n.get((name, version), 0)
+            stats["distinct"] = len(distinct.get((name, version), ()))
+            stats["duplicates"] = stats["received"] - stats["distinct"]
+    complete = not any(s["missing"] for v in filters.values() for s in v.values())
+    return {"complete": complete, "batches": len(batches), "filters": filters, "uncounted": uncounted}
+
+
+def summary_line(report: Mapping[str, Any]) -> str:
+    """One line for people: complete or how many missing (and from which filter@version),
+    duplicates and records not counted yet."""
+    stats = [(f"{name}@{version}", s) for name, versions in sorted(report["filters"].items())
+             for version, s in sorted(versions.items())]  # fmt: skip
+    counted = sum(s["counted"] for _, s in stats)
+    missing = sum(s["missing"] for _, s in stats)
+    duplicates = sum(s["duplicates"] for _, s in stats)
+    if report["complete"]:
+        head = f"verified: complete, {counted - missing} of {counted} counted records received"
+    else:
+        which = ", ".join(f"{name} {s['missing']}" for name, s in stats if s["missing"])
+        head = f"verified: INCOMPLETE, {missing} of {counted} counted records missing ({which})"
+    parts = [head, f"{report['batches']} batches, {len(stats)} filter versions"]
+    if duplicates:
+        parts.append(f"{duplicates} duplicates (batches run again)")
+    if report.get("uncounted"):
+        parts.append(f"{report['uncounted']} records not counted yet")
+    return "; ".join(parts)

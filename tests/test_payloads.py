@@ -1,0 +1,158 @@
+"""What subscribers get, through a real broker and Spark: a filter's matches as the original alert,
+as a compact Avro record (Confluent-framed, schema registered in the job's store) or as JSON; the
+filter's version in every header; the counts topic. The oracle is fastavro over the very bytes
+produced (real LSSTCam v10.0 and Operations Rehearsal v7.4 alerts, simulated v11 ones) and plain
+Python over the decoded alerts."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import fastavro
+import numpy as np
+import pytest
+from crafted import real_messages
+from kafka_helpers import consume_all
+
+from alertsieve.alerts.schemas import LocalSchemaStore, unframe
+from alertsieve.filtering.model import AlertFilter, FilterError
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.publish.payloads import ENVELOPE, check_payload
+from alertsieve.publish.versions import filter_version
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.job import run_job
+
+CUT = "diaSource.reliability > 0.85"
+FIELDS = {
+    "snr": "diaSource.snr",
+    "band": "diaSource.band",
+    "flux": "diaSource.psfFlux",
+    "n_history": "coalesce(size(prvDiaSources), 0)",
+    "history_flux": "transform(prvDiaSources, s -> s.psfFlux)",
+    "position": "named_struct('ra', diaSource.ra, 'dec', diaSource.dec)",
+    "moving": "ssSource IS NOT NULL",
+}
+
+
+def chosen(alert: dict) -> dict:
+    """FIELDS, in plain Python."""
+    s, history = alert["diaSource"], alert.get("prvDiaSources")
+    return {
+        "snr": s["snr"], "band": s["band"], "flux": s["psfFlux"], "n_history": len(history or []),
+        "history_flux": None if history is None else [p["psfFlux"] for p in history],
+        "position": {"ra": s["ra"], "dec": s["dec"]}, "moving": alert.get("ssSource") is not None,
+    }  # fmt: skip
+
+
+def same(a, b, text: bool = False) -> bool:
+    """Equal, NaN equal to NaN, at any depth. ``text``: ``a`` was read from JSON, where a
+    single-precision value is written with the digits that tell it from its neighbours (12.3),
+    so it is equal when it rounds to ``b`` in single precision (``b`` being one)."""
+    if isinstance(a, float) and isinstance(b, float):
+        if text and float(np.float32(b)) == b:
+            return float(np.float32(a)) == b or (math.isnan(a) and math.isnan(b))
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k], text) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y, text) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def test_a_fields_payload_is_checked_before_it_runs():
+    base = AlertFilter(name="f", sql="true", origin="here.yaml")
+    with pytest.raises(FilterError, match=r"filter 'f' \(here.yaml\): payload 'fields' needs fields"):
+        check_payload(AlertFilter(name="f", sql="true", origin="here.yaml", payload="fields"))
+    with pytest.raises(FilterError, match=r"'ra' is an envelope field"):
+        check_payload(AlertFilter(name="f", sql="true", payload="fields", fields={"ra": "diaSource.ra"}))
+    with pytest.raises(FilterError, match=r"fields \['snr'\] are given but payload is 'alert'"):
+        check_payload(AlertFilter(name="f", sql="true", fields={"snr": "diaSource.snr"}))
+    with pytest.raises(FilterError, match=r"fields\['x'\] is refused: it contains SELECT"):
+        check_payload(AlertFilter(name="f", sql="true", payload="fields", fields={"x": "(select 1)"}))
+    check_payload(base)
+
+
+def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka, spark, tmp_path, topic_name):
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, visits=1, alerts_per_visit=200, seed=5,
+                                 interval_s=0, stamp_size=16, partitions=2, progress=False, schema_dir=schema_dir)).ok  # fmt: skip
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap})
+    for key, value in real_messages():
+        p.produce(topic_name, value=value, key=key)
+    assert p.flush(30) == 0
+
+    store = LocalSchemaStore(schema_dir)
+    inputs = {}
+    for m in consume_all(bootstrap, topic_name):
+        schema_id, body = unframe(m.value())
+        alert = store.get(schema_id).decode(body)
+        inputs[str(alert["diaSource"]["diaSourceId"])] = (alert, m)
+    passing = {k for k, (a, _) in inputs.items() if a["diaSource"]["reliability"] > 0.85}
+    assert len(passing) > 10 and {str(k) for k, _ in real_messages()} & passing  # real alerts among them
+
+    prefix = f"{topic_name}-"
+    filters = [AlertFilter(name="whole", sql=CUT),
+               AlertFilter(name="small", sql=CUT, payload="fields", fields=FIELDS),
+               AlertFilter(name="small_json", sql=CUT, payload="fields", fields=FIELDS, format="json")]  # fmt: skip
+    cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True, max_offsets_per_trigger=150,
+                    output_prefix=prefix, output_partitions=1, discover_filters=False, code_filters=filters,
+                    sinks=["kafka"], checkpoint=str(tmp_path / "ckpt"), metrics_path=str(tmp_path / "m.jsonl"),
+                    schema_dir=schema_dir, survey="rubin")  # fmt: skip
+    run_job(cfg, spark=spark, console=False)
+    versions = {f.name: filter_version(f) for f in filters}
+
+    def expected_record(name: str, key: str) -> dict:
+        alert, m = inputs[key]
+        s = alert["diaSource"]
+        envelope = {"alert_id": key, "survey": "rubin", "filter": name, "filter_version": versions[name],
+                    "source_topic": topic_name, "source_partition": m.partition(), "source_offset": m.offset(),
+                    "kafka_timestamp_ms": m.timestamp()[1], "mjd": s["midpointMjdTai"], "ra": s["ra"], "dec": s["dec"]}  # fmt: skip
+        return {**envelope, **chosen(alert)}
+
+    for name in ("whole", "small", "small_json"):
+        got = consume_all(bootstrap, f"{prefix}{name}")
+        assert sorted(m.key().decode() for m in got) == sorted(passing), name
+        for m in got:
+            key, headers = m.key().decode(), {k: v.decode() for k, v in m.headers()}
+            _, source = inputs[key]
+            assert headers["filter"] == name and headers["filter_version"] == versions[name]
+            assert (headers["source_partition"], headers["source_offset"]) == (str(source.partition()), str(source.offset()))
+            if name == "whole":
+                assert headers["payload"] == "alert" and "format" not in headers
+                assert m.value() == source.value()
+                continue
+            assert headers["payload"] == "fields" and headers["format"] == ("json" if name == "small_json" else "avro")
+            if name == "small":
+                schema_id, body = unframe(m.value())
+                schema = store.get(schema_id)  # registered by the job in its schema store
+                record = fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(schema.definition))
+            else:
+                record = json.loads(m.value())
+            assert list(record)[: len(ENVELOPE)] == list(ENVELOPE)
+            assert record.pop("processed_at_ms") >= source.timestamp()[1]
+            assert same(record, expected_record(name, key), text=name == "small_json"), (name, key, record)
+        sizes = [len(m.value()) for m in got]
+        if name != "whole":  # a few hundred bytes instead of the alert's
+            assert max(sizes) < 1000 < min(len(inputs[m.key().decode()][1].value()) for m in got)
+
+    counts = [json.loads(m.value()) for m in consume_all(bootstrap, f"{prefix}counts")]
+    assert sum(c["alerts_read"] for c in counts) == len(inputs)
+    for name in versions:
+        assert {c["filters"][name]["version"] for c in counts} == {versions[name]}
+        assert sum(c["filters"][name]["published"] for c in counts) == len(passing)
+    ends = {str(p): o for p, o in _ends(bootstrap, topic_name).items()}
+    ranges = sorted((p, r) for c in counts for p, r in c["input"][topic_name].items())
+    for partition, end in ends.items():  # the batches' ranges tile each partition from 0 to its end
+        spans = [r for p, r in ranges if p == partition]
+        assert spans[0][0] == 0 and spans[-1][1] == end
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+def _ends(bootstrap: str, topic: str) -> dict[int, int]:
+    from alertsieve.kafka.topics import end_offsets
+
+    return end_offsets(bootstrap, topic)
