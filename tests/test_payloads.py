@@ -25,6 +25,7 @@ from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
 
 CUT = "diaSource.reliability > 0.85"
+DOUBTFUL = "diaSource.reliability < 0.2"  # passed by fields filters only: archived without the alert
 FIELDS = {
     "snr": "diaSource.snr",
     "band": "diaSource.band",
@@ -97,11 +98,12 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
     prefix = f"{topic_name}-"
     filters = [AlertFilter(name="whole", sql=CUT),
                AlertFilter(name="small", sql=CUT, payload="fields", fields=FIELDS),
-               AlertFilter(name="small_json", sql=CUT, payload="fields", fields=FIELDS, format="json")]  # fmt: skip
+               AlertFilter(name="small_json", sql=CUT, payload="fields", fields=FIELDS, format="json"),
+               AlertFilter(name="doubtful", sql=DOUBTFUL, payload="fields", fields={"snr": "diaSource.snr"}, format="json")]  # fmt: skip
     cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True, max_offsets_per_trigger=150,
                     output_prefix=prefix, output_partitions=1, discover_filters=False, code_filters=filters,
-                    sinks=["kafka"], checkpoint=str(tmp_path / "ckpt"), metrics_path=str(tmp_path / "m.jsonl"),
-                    schema_dir=schema_dir, survey="rubin")  # fmt: skip
+                    sinks=["kafka", "delta"], checkpoint=str(tmp_path / "ckpt"), delta_path=str(tmp_path / "delta"),
+                    metrics_path=str(tmp_path / "m.jsonl"), schema_dir=schema_dir, survey="rubin")  # fmt: skip
     run_job(cfg, spark=spark, console=False)
     versions = {f.name: filter_version(f) for f in filters}
 
@@ -111,7 +113,7 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
         envelope = {"alert_id": key, "survey": "rubin", "filter": name, "filter_version": versions[name],
                     "source_topic": topic_name, "source_partition": m.partition(), "source_offset": m.offset(),
                     "kafka_timestamp_ms": m.timestamp()[1], "mjd": s["midpointMjdTai"], "ra": s["ra"], "dec": s["dec"]}  # fmt: skip
-        return {**envelope, **chosen(alert)}
+        return {**envelope, **({"snr": s["snr"]} if name == "doubtful" else chosen(alert))}
 
     for name in ("whole", "small", "small_json"):
         got = consume_all(bootstrap, f"{prefix}{name}")
@@ -139,17 +141,39 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
         if name != "whole":  # a few hundred bytes instead of the alert's
             assert max(sizes) < 1000 < min(len(inputs[m.key().decode()][1].value()) for m in got)
 
+    doubtful = {k for k, (a, _) in inputs.items() if a["diaSource"]["reliability"] < 0.2}
+    assert doubtful and not doubtful & passing
     counts = [json.loads(m.value()) for m in consume_all(bootstrap, f"{prefix}counts")]
     assert sum(c["alerts_read"] for c in counts) == len(inputs)
     for name in versions:
         assert {c["filters"][name]["version"] for c in counts} == {versions[name]}
-        assert sum(c["filters"][name]["published"] for c in counts) == len(passing)
+        assert sum(c["filters"][name]["published"] for c in counts) == len(doubtful if name == "doubtful" else passing)
     ends = {str(p): o for p, o in _ends(bootstrap, topic_name).items()}
     ranges = sorted((p, r) for c in counts for p, r in c["input"][topic_name].items())
     for partition, end in ends.items():  # the batches' ranges tile each partition from 0 to its end
         spans = [r for p, r in ranges if p == partition]
         assert spans[0][0] == 0 and spans[-1][1] == end
         assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+    archived = {r["alert_id"]: r for r in spark.read.format("delta").load(str(tmp_path / "delta" / "matches")).collect()}
+    assert set(archived) == passing | doubtful
+    for key, row in archived.items():
+        names = ["doubtful"] if key in doubtful else ["small", "small_json", "whole"]
+        assert row["filters"] == names
+        assert [(v["name"], v["version"]) for v in row["filter_versions"]] == [(n, versions[n]) for n in names]
+        assert sorted(row["fields"]) == [n for n in names if n != "whole"]
+        for name, text in row["fields"].items():
+            record = json.loads(text)
+            record.pop("processed_at_ms")
+            want = expected_record(name, key)
+            assert same(record, want, text=True), (name, key, record)
+        alert = inputs[key][0]
+        if key in doubtful:  # only fields were published: the archive has no alert to decode
+            assert row["message"] is None and row["diaSource"] is None
+        else:
+            assert row["message"] == inputs[key][1].value()
+            assert row["diaSource"]["diaSourceId"] == alert["diaSource"]["diaSourceId"]
 
 
 def _ends(bootstrap: str, topic: str) -> dict[int, int]:

@@ -2,9 +2,12 @@
 
 It reads what the hot path published (every filter's topic and the quarantine topic, with their
 headers) and keeps two Delta tables:
-- ``matches``: one row per alert, with the ``filters`` it passed, where it came from, the fields
-  the filters read, the detection, the alert's scalars, the cutouts the filters ask for and the
-  message as it arrived (``delta_messages``: a backtest decodes it for any filter's fields);
+- ``matches``: one row per alert, with the ``filters`` it passed and their ``filter_versions``
+  ({name, version}), the ``fields`` records of the filters that publish fields ({filter: JSON}),
+  where it came from, the fields the filters read, the detection, the alert's scalars, the
+  cutouts the filters ask for and the message as it arrived (``delta_messages``: a backtest
+  decodes it for any filter's fields). An alert only fields filters passed has its fields and
+  versions but no alert columns: the archive keeps what was published;
 - ``quarantine``: one row per message that could not be decoded, its bytes and the reason.
 
 Exactly once, whatever the hot path or this query replays: rows are MERGEd on where the alert
@@ -15,6 +18,7 @@ later batch than another filter's adds its name to the same row. The hot path ne
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from alertsieve.stream.config import JobConfig
@@ -51,6 +55,8 @@ def source_rows(published, quarantine_topic: str):
         F.col("key").alias("_key"),
         F.col("value").alias("_value"),
         F.when(F.col("topic") != quarantine_topic, _header("filter")).alias("filter"),
+        _header("filter_version").alias("filter_version"),
+        F.coalesce(_header("format"), F.lit("alert")).alias("format"),  # alert, avro or json
         _header("reason").alias("reason"),
     )
 
@@ -60,12 +66,19 @@ def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
     its archived fields, decoded from the original bytes (only the versions the rows carry)."""
     from pyspark.sql import functions as F
 
+    is_alert = F.col("format") == "alert"
+    fields = F.when(~is_alert, F.struct(F.col("filter").alias("key"), fields_json(plan).alias("value")))
     per_alert = rows.where(F.col("filter").isNotNull()).groupBy("_topic", "_partition", "_offset").agg(
         F.array_sort(F.collect_set("filter")).alias("filters"),
-        *[F.first(c).alias(c) for c in ("_timestamp", "_key", "_value")],
+        F.array_sort(F.collect_set(F.struct(F.col("filter").alias("name"), F.col("filter_version").alias("version"))))
+        .alias("filter_versions"),
+        F.map_from_entries(F.collect_list(fields)).alias("fields"),
+        F.first("_timestamp").alias("_timestamp"), F.first("_key").alias("_key"),
+        F.first(F.when(is_alert, F.col("_value")), ignorenulls=True).alias("_value"),  # an alert's own bytes
     )  # fmt: skip
-    kafka_like = per_alert.select(*[F.col(m).alias(src) for m, src in META.items()], "filters")
-    decoded = plan.decoder.decode(kafka_like, plan.archive_paths, keep=("filters",))
+    kept_columns = ("filters", "filter_versions", "fields")
+    kafka_like = per_alert.select(*[F.col(m).alias(src) for m, src in META.items()], *kept_columns)
+    decoded = plan.decoder.decode(kafka_like, plan.archive_paths, keep=kept_columns)
     alert = F.col("alert")
     kept = archived_cutouts(plan)
     if kept and not cfg.delta_cutouts:
@@ -76,6 +89,8 @@ def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
     return (
         decoded.select(
             "filters",
+            "filter_versions",
+            "fields",
             F.col("_key").cast("string").alias("alert_id"),
             *source_columns(),
             F.col("_schema_id").alias("schema_id"),
@@ -87,6 +102,21 @@ def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
         .select("*", "alert.*")
         .drop("alert")
     )
+
+
+def fields_json(plan: JobPlan):
+    """A published fields record as JSON text (an Avro one decoded with its filter's schema)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    text = F.when(F.col("format") == "json", F.col("_value").cast("string"))
+    for name, payload in plan.payloads.items():
+        if payload.avro_schema is not None:
+            body = F.expr("substring(_value, 6)")  # after the Confluent header
+            record = from_avro(body, json.dumps(payload.avro_schema))
+            json_text = F.to_json(record, {"ignoreNullFields": "false"})
+            text = text.when((F.col("format") == "avro") & (F.col("filter") == name), json_text)
+    return text
 
 
 def archived_cutouts(plan: JobPlan) -> list[str]:
@@ -143,11 +173,19 @@ class Archive:
         rows = source_rows(published, self.cfg.quarantine_topic).persist()
         try:
             root = Path(self.cfg.delta_path)
-            # A later filter's match of an alert already archived adds its name, and its cutouts
-            # if it is the first of the alert's filters to want them.
-            update = {"filters": "array_sort(array_union(t.filters, s.filters))"}
-            update |= {f"`{c}`": f"coalesce(t.`{c}`, s.`{c}`)" for c in archived_cutouts(self.plan)}
-            merge_once(matches_table(rows, self.plan, self.cfg, batch_id), str(root / "matches"), update)
+            # A later filter's match of an alert already archived adds its name, version and
+            # fields, and fills what the row lacks: the cutouts if it is the first of the alert's
+            # filters to want them, the alert itself if the earlier ones published fields only.
+            matches = matches_table(rows, self.plan, self.cfg, batch_id)
+            update = {f"`{c}`": f"coalesce(t.`{c}`, s.`{c}`)" for c in matches.columns if c not in KEY}
+            update |= {
+                "`filters`": "array_sort(array_union(t.filters, s.filters))",
+                "`filter_versions`": "array_sort(array_union(coalesce(t.filter_versions, array()), s.filter_versions))",
+                "`fields`": "map_concat(s.fields, map_filter(coalesce(t.fields, map()),"
+                          " (k, v) -> NOT array_contains(map_keys(s.fields), k)))",
+                "`batch_id`": "t.batch_id", "`processed_at`": "t.processed_at",
+            }  # fmt: skip
+            merge_once(matches, str(root / "matches"), update)
             bad = quarantine_table(rows, self.plan, batch_id)
             if not bad.isEmpty():
                 merge_once(bad, str(root / "quarantine"))

@@ -56,6 +56,74 @@ def infer(value: Any) -> pa.DataType:
     return STRING  # Decimal, UUID...: their text
 
 
+_AVRO_PRIMITIVES = {
+    "null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
+    "float": pa.float32(), "double": pa.float64(), "bytes": BINARY, "string": STRING,
+}  # fmt: skip
+_AVRO_LOGICAL = {
+    "timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micros": pa.timestamp("us", tz="UTC"),
+    "local-timestamp-millis": pa.timestamp("ms"), "local-timestamp-micros": pa.timestamp("us"),
+    "date": pa.date32(), "time-millis": pa.time32("ms"), "time-micros": pa.time64("us"),
+    "uuid": STRING, "decimal": STRING,
+}  # fmt: skip
+
+
+def avro_type(schema: Any, names: dict[str, pa.DataType] | None = None, namespace: str = "") -> pa.DataType:
+    """The Arrow type of values fastavro decodes with Avro ``schema``: exact where values alone
+    are not (a field null in every alert read so far still gets its type). Unions of several
+    types are unified; named types are resolved as Avro resolves them."""
+    names = {} if names is None else names
+    if isinstance(schema, str):
+        if schema in _AVRO_PRIMITIVES:
+            return _AVRO_PRIMITIVES[schema]
+        return names.get(schema) or names.get(f"{namespace}.{schema}") or STRING
+    if isinstance(schema, list):
+        return unify_all(avro_type(branch, names, namespace) for branch in schema)
+    if not isinstance(schema, dict):
+        return STRING
+    kind = schema.get("type")
+    if schema.get("logicalType") in _AVRO_LOGICAL:
+        return _AVRO_LOGICAL[schema["logicalType"]]
+    if kind == "record" or kind == "error":
+        name = schema.get("name", "")
+        space = schema.get("namespace", namespace) if "." not in name else name.rsplit(".", 1)[0]
+        fields = [pa.field(f["name"], avro_type(f["type"], names, space)) for f in schema.get("fields", [])]
+        t = pa.struct(fields) if fields else pa.null()
+    elif kind == "array":
+        return pa.list_(avro_type(schema["items"], names, namespace))
+    elif kind == "map":
+        return pa.map_(STRING, avro_type(schema["values"], names, namespace))
+    elif kind == "enum":
+        t = STRING
+    elif kind == "fixed":
+        t = BINARY
+    else:
+        return avro_type(kind, names, namespace)
+    name = schema.get("name", "")
+    space = schema.get("namespace", namespace)
+    names[name] = t
+    if space and "." not in name:
+        names[f"{space}.{name}"] = t
+    return t
+
+
+_record_types: dict[int, tuple[dict, dict[str, pa.DataType]]] = {}
+
+
+def record_types(definition: dict) -> dict[str, pa.DataType]:
+    """The Arrow type of each top-level field of Avro record ``definition`` (cached per schema
+    object: a store hands out the same definition for every alert of a version)."""
+    cached = _record_types.get(id(definition))
+    if cached is not None and cached[0] is definition:
+        return cached[1]
+    t = avro_type(definition)
+    types = {f.name: f.type for f in t} if pa.types.is_struct(t) else {}
+    if len(_record_types) > 256:
+        _record_types.clear()
+    _record_types[id(definition)] = (definition, types)
+    return types
+
+
 def unify(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     """The narrowest type holding values of both ``a`` and ``b`` (see the module doc)."""
     if a == b:
@@ -134,7 +202,9 @@ def coerce(value: Any, t: pa.DataType) -> Any:
     if _string(t):
         if isinstance(value, str):
             return value
-        return json.dumps(jsonable(value), allow_nan=False)
+        if isinstance(value, dict | list | tuple | bytes | bytearray | bool | float):
+            return json.dumps(jsonable(value), allow_nan=False)
+        return str(value)  # int, Decimal, UUID, dates: their text
     if pa.types.is_floating(t):
         return float(value)
     if pa.types.is_integer(t):
@@ -202,15 +272,19 @@ def conform(array: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
     return pa.array([coerce(v, t) for v in array.to_pylist()], type=t)
 
 
-def table_of(rows: list[dict], fixed: pa.Schema | None = None) -> pa.Table:
+def table_of(rows: list[dict], fixed: pa.Schema | None = None,
+             known: list[dict[str, pa.DataType] | None] | None = None) -> pa.Table:  # fmt: skip
     """A table of ``rows`` (dicts, keys may differ): ``fixed`` columns first, typed as given,
-    then every other key in first-seen order, typed by unifying its values."""
+    then every other key in first-seen order, typed by unifying its values' types: those
+    ``known[i]`` gives for row i (from its Avro schema), else inferred from the values."""
     types: dict[str, pa.DataType] = {f.name: f.type for f in fixed} if fixed else {}
     inferred: dict[str, pa.DataType] = {}
-    for row in rows:
+    for i, row in enumerate(rows):
+        given = known[i] if known else None
         for name, value in row.items():
             if name not in types:
-                inferred[name] = unify(inferred.get(name, pa.null()), infer(value))
+                t = given[name] if given and name in given else infer(value)
+                inferred[name] = unify(inferred.get(name, pa.null()), t)
     types.update(inferred)
     columns = {name: to_array([row.get(name) for row in rows], t) for name, t in types.items()}
     return pa.table(columns)

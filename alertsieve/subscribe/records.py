@@ -14,7 +14,7 @@ import json
 import logging
 import weakref
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from alertsieve.alerts import ztf
@@ -47,6 +47,7 @@ class Decoded:
     survey: str | None  # "rubin" or "ztf" when known
     alert_id: str | None  # from the record: Rubin diaSource.diaSourceId, ZTF candid, fields alert_id
     schema_id: int | None = None  # the Confluent id, for framed values
+    schema: dict | None = None  # the Avro writer schema (writers type columns with it)
 
 
 @dataclass
@@ -70,9 +71,14 @@ class Match:
     reason: str | None = None  # why the job quarantined it (quarantine topic only)
     kafka_timestamp_ms: int | None = None
     processed_at_ms: int | None = None
+    #: The record's Avro writer schema when it had one (not in ``as_dict``: large, and the same
+    #: for every alert of a version); the Parquet writers type columns with it.
+    schema: dict | None = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Its attributes but ``schema`` as a dict; the record itself, not a copy (an alert is
+        ~100 KB)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "schema"}
 
 
 def headers_dict(raw: Any) -> dict[str, str]:
@@ -126,16 +132,18 @@ def _decode_framed(value: bytes, store: SchemaStore, what: str) -> tuple[dict, i
         ) from None
 
 
-def _decode_container(value: bytes) -> dict:
+def _decode_container(value: bytes) -> tuple[dict, dict]:
+    """(the alert, its writer schema) of a one-alert container file."""
     import fastavro
 
     try:
-        records = list(fastavro.reader(io.BytesIO(value)))
+        reader = fastavro.reader(io.BytesIO(value))
+        records = list(reader)
     except Exception as e:
         raise SubscribeError(f"a ZTF message that is not a readable Avro container file: {e!r}") from None
     if len(records) != 1:
         raise SubscribeError(f"a ZTF message holds {len(records)} alerts, expected exactly one")
-    return records[0]
+    return records[0], reader.writer_schema
 
 
 def _alert_identity(record: dict) -> tuple[str | None, str | None]:
@@ -165,21 +173,23 @@ def decode(value: bytes, headers: Mapping[str, str] | None, store: SchemaStore) 
                 raise SubscribeError(f"a fields record that is not UTF-8 JSON: {e}") from None
             if not isinstance(record, dict):
                 raise SubscribeError(f"a fields record that is JSON {type(record).__name__}, not an object")
-            schema_id = None
+            schema_id, definition = None, None
         elif fmt == "avro":
-            record, schema_id, _ = _decode_framed(value, store, "a fields record")
+            record, schema_id, schema = _decode_framed(value, store, "a fields record")
+            definition = schema.definition
         else:
             raise SubscribeError(f"a fields record of format {fmt!r}: expected avro or json; is alertsieve up to date?")
         alert_id = record.get("alert_id")
-        return Decoded(record, record.get("survey"), None if alert_id is None else str(alert_id), schema_id)
+        alert_id = None if alert_id is None else str(alert_id)
+        return Decoded(record, record.get("survey"), alert_id, schema_id, definition)
     if value.startswith(ztf.MAGIC):
-        record = _decode_container(value)
+        record, definition = _decode_container(value)
         _, alert_id = _alert_identity(record)
-        return Decoded(record, "ztf", alert_id)
+        return Decoded(record, "ztf", alert_id, None, definition)
     if value[:1] == b"\x00":
-        record, schema_id, _ = _decode_framed(value, store, "an alert")
+        record, schema_id, schema = _decode_framed(value, store, "an alert")
         survey, alert_id = _alert_identity(record)
-        return Decoded(record, survey or "rubin", alert_id, schema_id)
+        return Decoded(record, survey or "rubin", alert_id, schema_id, schema.definition)
     raise SubscribeError(
         f"a record of {len(value)} bytes starting {value[:4]!r} is neither a ZTF Avro container"
         " (Obj\\x01) nor Confluent-framed Avro (0x00): is this an alertsieve output topic?"
@@ -218,7 +228,7 @@ def make_match(topic: str, partition: int, offset: int, key: bytes | str | None,
         source_offset=_int(h.get("source_offset")), record=decoded.record,
         alert_id=decoded.alert_id or key, survey=decoded.survey, reason=h.get("reason"),
         kafka_timestamp_ms=_int(h.get("kafka_timestamp_ms")),
-        processed_at_ms=_int(h.get("processed_at_ms")),
+        processed_at_ms=_int(h.get("processed_at_ms")), schema=decoded.schema,
     )  # fmt: skip
 
 

@@ -28,7 +28,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from alertsieve.subscribe.arrow_types import conform_table, jsonable, table_of, unify_schemas
+from alertsieve.subscribe.arrow_types import (
+    conform_table,
+    jsonable,
+    record_types,
+    table_of,
+    unify_schemas,
+)
 from alertsieve.subscribe.errors import SubscribeError
 from alertsieve.subscribe.records import Match
 
@@ -56,8 +62,11 @@ def row_of(match: Match | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def matches_table(matches: Iterable[Match | Mapping[str, Any]]) -> pa.Table:
-    """The rows of ``matches`` as an Arrow table (meta columns first)."""
-    return table_of([row_of(m) for m in matches], fixed=META)
+    """The rows of ``matches`` as an Arrow table (meta columns first); a :class:`Match` with its
+    Avro schema gets its columns' types from it, others from their values."""
+    matches = list(matches)
+    known = [record_types(m.schema) if isinstance(m, Match) and m.schema else None for m in matches]
+    return table_of([row_of(m) for m in matches], fixed=META, known=known)
 
 
 class _Writer:
