@@ -8,6 +8,7 @@ import sys
 
 from alertsieve.kafka import embedded
 from alertsieve.stream.flags import add_arguments
+from alertsieve.subscribe import command as listen
 
 
 def _cmd_setup(args: argparse.Namespace) -> int:
@@ -223,12 +224,19 @@ def _cmd_filters(args: argparse.Namespace) -> int:
             print(f"{n:>7}  {survey:<6} {kind:<7} {source}")
         return 0
     if args.action == "list":
+        from alertsieve.publish.versions import filter_versions
+
+        versions = filter_versions(filters, args.catalog_dir)
         for f in filters:
             kind = "python" if hasattr(f, "function") else "sql"
             summary = (f.description or "").strip().splitlines()[0] if f.description else ""
+            publishes = "alert" if f.payload == "alert" else f"fields ({f.format}: {', '.join(f.fields)})"
             print(f"{f.name:<22} {kind:<7} {summary}")
+            print(f"{'':<22} {'':<7} version {versions[f.name]}; publishes {publishes}")
             print(f"{'':<22} {'':<7} {f.origin}; params {dict(f.params)}")
         return 0
+    if args.action == "diff":
+        return _filters_diff(args)
     from alertsieve.catalogs.context import load_context
     from alertsieve.filtering.checks import validate
     from alertsieve.filtering.model import FilterError
@@ -253,6 +261,27 @@ def _cmd_filters(args: argparse.Namespace) -> int:
             print(f"FAILED  {e}")
     spark.stop()
     return 1 if failures else 0
+
+
+def _filters_diff(args: argparse.Namespace) -> int:
+    from alertsieve.filtering.backtest import load_alerts
+    from alertsieve.filtering.diff import diff, diff_lines, filter_named
+    from alertsieve.filtering.model import FilterError
+    from alertsieve.spark.session import get_session
+
+    if not args.name or "," in args.name or not args.input or not args.against:
+        raise FilterError("filters diff takes one filter NAME, --input (alerts) and --against PATH"
+                          " (the file or folder holding the filter as it runs now)")  # fmt: skip
+    after = filter_named(args.name, args.filter_path or [])
+    before = filter_named(args.name, [args.against], builtin=False)
+    spark = get_session("alertsieve-filters-diff", conf={"spark.ui.enabled": "false"})
+    try:
+        alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
+        result = diff(spark, before, after, alerts, args.catalog_dir)
+    finally:
+        spark.stop()
+    print("\n".join(diff_lines(result, args.against, after.origin, args.show)))
+    return 0
 
 
 def _night(text: str):
@@ -404,10 +433,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_arguments(arch)
 
     flt = sub.add_parser(
-        "filters", help="list the discovered filters, or check them on simulated alerts"
+        "filters", help="list the discovered filters, check them on sample alerts, or diff a change"
     )
-    flt.add_argument("action", choices=["list", "check"])
-    flt.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
+    flt.add_argument("action", choices=["list", "check", "diff"])
+    flt.add_argument("name", nargs="?", help="comma-separated filter names (default: all); diff: one name")
+    flt.add_argument("--input", action="append", help="diff: alerts to run both versions over (as backtest --input)")
+    flt.add_argument("--against", metavar="PATH",
+                     help="diff: the file or folder holding the filter as it runs now (the new one is discovered)")
+    flt.add_argument("--bootstrap", help="diff: Kafka bootstrap servers, when --input is a topic")
+    flt.add_argument("--schema-dir", help="diff: local schema store directory")
+    flt.add_argument("--show", type=int, default=20, help="diff: alert ids shown of each side (default 20)")
     flt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules and tables")
     flt.add_argument("--names", action="store_true", help="list: every filter's name, one a line")
     flt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
@@ -468,6 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--map", action="store_true", help="FILE is a sky region: a MOC FITS file, or a CSV of nested pixels (ipix) with --order")
     watch.add_argument("--order", type=int, help="HEALPix order of a CSV of pixels")
 
+    listen.add_parser(sub)
+
     demo = sub.add_parser("demo", help="embedded Kafka, simulated visits, the filter job, a summary")
     demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")
     demo.add_argument("--alerts-per-visit", type=int, default=2000, help="default 2000")
@@ -488,6 +525,7 @@ HANDLERS = {
     "demo": _cmd_demo,
     "catalog": _cmd_catalog,
     "watch": _cmd_catalog,
+    "listen": listen.run,
 }
 
 

@@ -68,7 +68,9 @@ _AVRO_LOGICAL = {
 }  # fmt: skip
 
 
-def avro_type(schema: Any, names: dict[str, pa.DataType] | None = None, namespace: str = "") -> pa.DataType:
+def avro_type(
+    schema: Any, names: dict[str, pa.DataType] | None = None, namespace: str = ""
+) -> pa.DataType:
     """The Arrow type of values fastavro decodes with Avro ``schema``: exact where values alone
     are not (a field null in every alert read so far still gets its type). Unions of several
     types are unified; named types are resolved as Avro resolves them."""
@@ -87,7 +89,10 @@ def avro_type(schema: Any, names: dict[str, pa.DataType] | None = None, namespac
     if kind == "record" or kind == "error":
         name = schema.get("name", "")
         space = schema.get("namespace", namespace) if "." not in name else name.rsplit(".", 1)[0]
-        fields = [pa.field(f["name"], avro_type(f["type"], names, space)) for f in schema.get("fields", [])]
+        fields = [
+            pa.field(f["name"], avro_type(f["type"], names, space))
+            for f in schema.get("fields", [])
+        ]
         t = pa.struct(fields) if fields else pa.null()
     elif kind == "array":
         return pa.list_(avro_type(schema["items"], names, namespace))

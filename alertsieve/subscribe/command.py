@@ -53,7 +53,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--group", metavar="ID",
                    help="a consumer group that remembers where reading stopped (default: none)")  # fmt: skip
     p.add_argument("--schema-dir", help="local schema store directory (the job's)")
-    p.add_argument("--schema-registry", metavar="URL", help="Confluent Schema Registry URL (the job's)")
+    p.add_argument(
+        "--schema-registry", metavar="URL", help="Confluent Schema Registry URL (the job's)"
+    )
     p.add_argument("--kafka-conf", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="librdkafka settings, e.g. security.protocol=SASL_SSL sasl.password=env:PW")  # fmt: skip
     return p
@@ -142,7 +144,9 @@ def _run(args: argparse.Namespace) -> int:
 
     seconds = time.monotonic() - started
     by_filter = ", ".join(f"{name} {n}" for name, n in sorted(per_filter.items()))
-    summary = f"{len(received)} matches in {seconds:.1f} s" + (f" ({by_filter})" if by_filter else "")
+    summary = f"{len(received)} matches in {seconds:.1f} s" + (
+        f" ({by_filter})" if by_filter else ""
+    )
     if writer is not None:
         summary += f"; saved to {args.to}"
     if args.cutouts:

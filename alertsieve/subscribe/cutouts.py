@@ -42,7 +42,9 @@ def save_cutouts(record: dict, alert_id: str | int | None, directory: Path | str
         if data is None:
             continue
         if not data.startswith(FITS_START):
-            log.warning("alert %s: %s does not start like a FITS file; written anyway", alert_id, field)
+            log.warning(
+                "alert %s: %s does not start like a FITS file; written anyway", alert_id, field
+            )
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{name}_{field}.fits"
         path.write_bytes(data)

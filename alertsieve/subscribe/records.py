@@ -45,7 +45,9 @@ class Decoded:
 
     record: dict
     survey: str | None  # "rubin" or "ztf" when known
-    alert_id: str | None  # from the record: Rubin diaSource.diaSourceId, ZTF candid, fields alert_id
+    alert_id: (
+        str | None
+    )  # from the record: Rubin diaSource.diaSourceId, ZTF candid, fields alert_id
     schema_id: int | None = None  # the Confluent id, for framed values
     schema: dict | None = None  # the Avro writer schema (writers type columns with it)
 
@@ -140,7 +142,9 @@ def _decode_container(value: bytes) -> tuple[dict, dict]:
         reader = fastavro.reader(io.BytesIO(value))
         records = list(reader)
     except Exception as e:
-        raise SubscribeError(f"a ZTF message that is not a readable Avro container file: {e!r}") from None
+        raise SubscribeError(
+            f"a ZTF message that is not a readable Avro container file: {e!r}"
+        ) from None
     if len(records) != 1:
         raise SubscribeError(f"a ZTF message holds {len(records)} alerts, expected exactly one")
     return records[0], reader.writer_schema
@@ -172,13 +176,17 @@ def decode(value: bytes, headers: Mapping[str, str] | None, store: SchemaStore) 
             except (UnicodeDecodeError, json.JSONDecodeError) as e:
                 raise SubscribeError(f"a fields record that is not UTF-8 JSON: {e}") from None
             if not isinstance(record, dict):
-                raise SubscribeError(f"a fields record that is JSON {type(record).__name__}, not an object")
+                raise SubscribeError(
+                    f"a fields record that is JSON {type(record).__name__}, not an object"
+                )
             schema_id, definition = None, None
         elif fmt == "avro":
             record, schema_id, schema = _decode_framed(value, store, "a fields record")
             definition = schema.definition
         else:
-            raise SubscribeError(f"a fields record of format {fmt!r}: expected avro or json; is alertsieve up to date?")
+            raise SubscribeError(
+                f"a fields record of format {fmt!r}: expected avro or json; is alertsieve up to date?"
+            )
         alert_id = record.get("alert_id")
         alert_id = None if alert_id is None else str(alert_id)
         return Decoded(record, record.get("survey"), alert_id, schema_id, definition)

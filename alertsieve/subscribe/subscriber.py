@@ -57,7 +57,9 @@ def missing_topic_message(topic: str, existing: Iterable[str], what: str = "topi
     similar = sorted(t for t in existing if t.startswith(prefix) and not t.startswith("__"))
     if not similar:
         return f"{what} {topic} does not exist, nor any topic starting {prefix!r}: check the name and --bootstrap"
-    shown = ", ".join(similar[:20]) + (f" and {len(similar) - 20} more" if len(similar) > 20 else "")
+    shown = ", ".join(similar[:20]) + (
+        f" and {len(similar) - 20} more" if len(similar) > 20 else ""
+    )
     return f"{what} {topic} does not exist; topics starting {prefix!r}: {shown}"
 
 
@@ -164,10 +166,15 @@ class Subscriber:
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout)
+                return consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=self.timeout
+                )
             except KafkaException as e:
                 code = e.args[0].code() if e.args else None
-                retriable = code in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+                retriable = code in (
+                    KafkaError.NOT_LEADER_FOR_PARTITION,
+                    KafkaError.LEADER_NOT_AVAILABLE,
+                )
                 if not retriable or time.monotonic() > deadline:
                     raise self._unreachable(e.args[0].str() if e.args else e) from None
                 time.sleep(0.1)
@@ -188,11 +195,23 @@ class Subscriber:
         try:
             metadata = self._metadata(consumer)
             data = {t: self._partitions(metadata, t) for t in self.topics}
-            counts = self._partitions(metadata, self.counts_topic, "counts topic") if self.counts_topic else []
+            counts = (
+                self._partitions(metadata, self.counts_topic, "counts topic")
+                if self.counts_topic
+                else []
+            )
             if self.until_end:  # counts first: see the module doc
-                self.counts_ends = {p: self._watermarks(consumer, self.counts_topic, p)[1] for p in counts}
-            marks = {(t, p): self._watermarks(consumer, t, p) for t, parts in data.items() for p in parts}
-            committed = self._committed(consumer, list(marks)) if self.group_id and not self.from_beginning else {}
+                self.counts_ends = {
+                    p: self._watermarks(consumer, self.counts_topic, p)[1] for p in counts
+                }
+            marks = {
+                (t, p): self._watermarks(consumer, t, p) for t, parts in data.items() for p in parts
+            }
+            committed = (
+                self._committed(consumer, list(marks))
+                if self.group_id and not self.from_beginning
+                else {}
+            )
             assignment = []
             for tp, (low, high) in marks.items():
                 if self.from_beginning:
@@ -225,12 +244,16 @@ class Subscriber:
     @property
     def done(self) -> bool:
         """``until_end``: every partition reached its snapshot end."""
-        return self.ends is not None and all(self._next.get(tp, 0) >= end for tp, end in self.ends.items())
+        return self.ends is not None and all(
+            self._next.get(tp, 0) >= end for tp, end in self.ends.items()
+        )
 
     def _raise_fatal(self) -> None:
         for error in self._errors:
             if error.fatal() or error.code() in _FATAL_CODES:
-                raise SubscribeError(f"Kafka at {self.bootstrap}: {error.str()}; check --kafka-conf")
+                raise SubscribeError(
+                    f"Kafka at {self.bootstrap}: {error.str()}; check --kafka-conf"
+                )
             if error.str() != self._last_warning:  # a broker away repeats itself every second
                 self._last_warning = error.str()
                 log.warning("Kafka at %s: %s", self.bootstrap, error.str())
@@ -239,7 +262,11 @@ class Subscriber:
     def _catch_up_positions(self) -> None:
         """A partition's position can pass its last record (transaction markers, compaction):
         read positions when idle, so ``until_end`` never waits for offsets that hold nothing."""
-        waiting = [TopicPartition(t, p) for (t, p), end in (self.ends or {}).items() if self._next.get((t, p), 0) < end]
+        waiting = [
+            TopicPartition(t, p)
+            for (t, p), end in (self.ends or {}).items()
+            if self._next.get((t, p), 0) < end
+        ]
         if waiting:
             for tp in self._consumer.position(waiting):
                 if tp.offset >= 0:
@@ -277,7 +304,9 @@ class Subscriber:
             yield good
             if good and self.group_id:
                 last = {(m.topic(), m.partition()): m.offset() for m in good}
-                consumer.store_offsets(offsets=[TopicPartition(t, p, o + 1) for (t, p), o in last.items()])
+                consumer.store_offsets(
+                    offsets=[TopicPartition(t, p, o + 1) for (t, p), o in last.items()]
+                )
 
     def batches(self) -> Iterator[list[Match]]:
         """The decoded matches of each poll that returned records (a writer's unit of work)."""
@@ -314,8 +343,12 @@ class Subscriber:
         consumer = self._new_consumer(None)
         try:
             if self.counts_ends is None:
-                parts = self._partitions(self._metadata(consumer), self.counts_topic, "counts topic")
-                self.counts_ends = {p: self._watermarks(consumer, self.counts_topic, p)[1] for p in parts}
+                parts = self._partitions(
+                    self._metadata(consumer), self.counts_topic, "counts topic"
+                )
+                self.counts_ends = {
+                    p: self._watermarks(consumer, self.counts_topic, p)[1] for p in parts
+                }
             return self._read_to(consumer, self.counts_topic, self.counts_ends)
         finally:
             consumer.close()

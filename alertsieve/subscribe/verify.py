@@ -131,7 +131,12 @@ def verify(received: Iterable[Received], counts: Iterable[Mapping[str, Any]],
             stats["distinct"] = len(distinct.get((name, version), ()))
             stats["duplicates"] = stats["received"] - stats["distinct"]
     complete = not any(s["missing"] for v in filters.values() for s in v.values())
-    return {"complete": complete, "batches": len(batches), "filters": filters, "uncounted": uncounted}
+    return {
+        "complete": complete,
+        "batches": len(batches),
+        "filters": filters,
+        "uncounted": uncounted,
+    }
 
 
 def summary_line(report: Mapping[str, Any]) -> str:
