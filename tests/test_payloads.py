@@ -176,6 +176,55 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
             assert row["diaSource"]["diaSourceId"] == alert["diaSource"]["diaSourceId"]
 
 
+    # A subscriber reads all three kinds back with the client, and checks them against the counts.
+    topics = ",".join(f"{prefix}{n}" for n in ("whole", "small", "small_json"))
+    out = tmp_path / "out.parquet"
+    listen = _listen(bootstrap, "--topic", topics, "--from-beginning", "--until-end", "--verify", "--to", str(out),
+                     "--counts-topic", f"{prefix}counts", "--schema-dir", schema_dir)  # fmt: skip
+    assert listen.returncode == 0, listen.stdout[-3000:] + listen.stderr[-3000:]
+    verdict = listen.stdout.splitlines()[-1]
+    assert verdict.startswith(f"verified: complete, {3 * len(passing)} of {3 * len(passing)} counted records received")
+    assert "duplicates" not in verdict and "not counted" not in verdict
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out).to_pylist()
+    assert sorted((r["_filter"], str(r["alert_id"] if r["_payload"] == "fields" else r["diaSource"]["diaSourceId"]))
+                  for r in rows) == sorted((n, k) for n in ("whole", "small", "small_json") for k in passing)  # fmt: skip
+    for r in rows:
+        key = str(r["alert_id"]) if r["_payload"] == "fields" else str(r["diaSource"]["diaSourceId"])
+        assert r["_filter_version"] == versions[r["_filter"]]
+        assert (r["_source_partition"], r["_source_offset"]) == (inputs[key][1].partition(), inputs[key][1].offset())
+        if r["_payload"] == "fields":
+            want = expected_record(r["_filter"], key)
+            got = {k: r[k] for k in want}
+            assert same(got, want, text=r["_filter"] == "small_json"), (r["_filter"], key, got)
+        else:
+            alert = inputs[key][0]
+            assert r["diaSource"]["ra"] == alert["diaSource"]["ra"]
+            # one file holds every version: a field of another version is there, null
+            mine = {k: v for k, v in (r["diaObject"] or {}).items() if alert["diaObject"] and k in alert["diaObject"]}
+            assert same(mine or None, alert["diaObject"])
+
+    # One line and a non-zero exit for a wrong topic, an unknown schema id, bad credentials.
+    wrong = _listen(bootstrap, "--topic", f"{prefix}nope", "--from-beginning", "--until-end")
+    assert wrong.returncode == 2 and f"{prefix}nope" in wrong.stderr and len(wrong.stderr.strip().splitlines()) == 1
+    unknown = _listen(bootstrap, "--topic", f"{prefix}small", "--from-beginning", "--until-end",
+                      "--schema-dir", str(tmp_path / "another-store"))  # fmt: skip
+    assert unknown.returncode == 2 and "schema id" in unknown.stderr, unknown.stderr
+    assert len(unknown.stderr.strip().splitlines()) == 1
+    denied = _listen(bootstrap, "--topic", f"{prefix}whole", "--until-end", "--kafka-conf", "security.protocol=SASL_PLAINTEXT",
+                     "sasl.mechanism=PLAIN", "sasl.username=nobody", "sasl.password=wrong")  # fmt: skip
+    assert denied.returncode == 2 and len(denied.stderr.strip().splitlines()) == 1, denied.stderr
+
+
+def _listen(bootstrap: str, *args: str):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "alertsieve.cli", "listen", "--bootstrap", bootstrap, *args],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
 def _ends(bootstrap: str, topic: str) -> dict[int, int]:
     from alertsieve.kafka.topics import end_offsets
 

@@ -138,7 +138,7 @@ class Subscriber:
             "enable.auto.offset.store": False,  # stored once handed over: at-least-once
             "auto.offset.reset": "earliest" if self.from_beginning else "latest",
             "error_cb": self._errors.append,
-            "log_level": 5,  # librdkafka's notices are not for users; warnings and errors are
+            "log_level": 0,  # librdkafka prints nothing: its errors reach error_cb, and the one-line error
             **security,
         }
 
