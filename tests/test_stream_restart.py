@@ -6,9 +6,19 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 
 import pytest
-from job_helpers import assert_outputs, batches, expected_matches, job_command, rows_read, wait_for
+from job_helpers import (
+    NAMES,
+    assert_outputs,
+    batches,
+    expected_matches,
+    job_command,
+    rows_read,
+    wait_for,
+)
+from kafka_helpers import consume_all
 
 from alertsieve.produce.producer import ProduceConfig, produce
 
@@ -33,3 +43,18 @@ def test_kill_9_mid_stream_then_restart(kafka, spark, topic_name, tmp_path):
                             capture_output=True, text=True, timeout=300)  # fmt: skip
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     assert_outputs(spark, bootstrap, topic_name, tmp_path, expected)
+
+    # A subscriber checks what it got against the counts topic: nothing missing, and the records
+    # the killed batch had published before it was run again counted as duplicates, not hidden.
+    topics = [f"{topic_name}-{name}" for name in NAMES]
+    records = [m for t in topics for m in consume_all(bootstrap, t)]
+    sources = {(m.topic(), *(dict(m.headers())[h] for h in ("source_partition", "source_offset"))) for m in records}
+    duplicates = len(records) - len(sources)
+    listen = subprocess.run([sys.executable, "-m", "alertsieve.cli", "listen", "--bootstrap", bootstrap,
+                             "--topic", ",".join(topics), "--from-beginning", "--until-end", "--verify",
+                             "--counts-topic", f"{topic_name}-counts", "--schema-dir", schema_dir],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert listen.returncode == 0, listen.stdout[-2000:] + listen.stderr[-2000:]
+    verdict = listen.stdout.splitlines()[-1]
+    assert verdict.startswith(f"verified: complete, {len(sources)} of {len(sources)} counted records received"), verdict
+    assert (f"{duplicates} duplicates" in verdict) if duplicates else ("duplicates" not in verdict), verdict
