@@ -133,6 +133,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             from alertsieve.bench.filters import plot_filters_per_job
 
             plot_filters_per_job(result, args.figure)
+    elif args.what == "payloads":
+        from alertsieve.bench.payloads import bench_payloads
+
+        result = bench_payloads(args.bootstrap, alerts=args.alerts, batch=args.batch)
     elif args.what == "xmatch":
         from alertsieve.bench.xmatch import bench_xmatch
 
@@ -464,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
-    bench.add_argument("what", choices=["produce", "stream", "filters", "run", "xmatch", "latency"])
+    bench.add_argument("what", choices=["produce", "stream", "filters", "payloads", "run", "xmatch", "latency"])
     bench.add_argument("--catalog-rows", default="1e5,1e6,1e7", help="xmatch: catalog sizes (default 1e5,1e6,1e7)")
     bench.add_argument("experiments", nargs="*", help="run: experiment files (conf/experiments/)")
     bench.add_argument("--quick", action="store_true", help="run: each file's small 'quick' scale")

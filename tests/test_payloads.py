@@ -75,23 +75,88 @@ def test_a_fields_payload_is_checked_before_it_runs():
     check_payload(base)
 
 
-def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka, spark, tmp_path, topic_name):
-    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
-    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, visits=1, alerts_per_visit=200, seed=5,
-                                 interval_s=0, stamp_size=16, partitions=2, progress=False, schema_dir=schema_dir)).ok  # fmt: skip
+def _inputs(bootstrap: str, topic: str, schema_dir: str, partitions: int = 2) -> dict[str, tuple[dict, object]]:
+    """Simulated and real alerts produced to ``topic``: {alert id: (alert as fastavro decodes
+    it, the Kafka message)}."""
+    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=1, alerts_per_visit=200, seed=5,
+                                 interval_s=0, stamp_size=16, partitions=partitions, progress=False,
+                                 schema_dir=schema_dir)).ok  # fmt: skip
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap})
     for key, value in real_messages():
-        p.produce(topic_name, value=value, key=key)
+        p.produce(topic, value=value, key=key)
     assert p.flush(30) == 0
-
     store = LocalSchemaStore(schema_dir)
     inputs = {}
-    for m in consume_all(bootstrap, topic_name):
+    for m in consume_all(bootstrap, topic):
         schema_id, body = unframe(m.value())
         alert = store.get(schema_id).decode(body)
         inputs[str(alert["diaSource"]["diaSourceId"])] = (alert, m)
+    return inputs
+
+
+def _envelope(inputs: dict, topic: str, name: str, version: str, key: str) -> dict:
+    """A fields record's envelope in plain Python (all but processed_at_ms)."""
+    alert, m = inputs[key]
+    s = alert["diaSource"]
+    return {"alert_id": key, "survey": "rubin", "filter": name, "filter_version": version,
+            "source_topic": topic, "source_partition": m.partition(), "source_offset": m.offset(),
+            "kafka_timestamp_ms": m.timestamp()[1], "mjd": s["midpointMjdTai"], "ra": s["ra"], "dec": s["dec"]}  # fmt: skip
+
+
+def _fields_record(m, store) -> dict:
+    """A published fields record, read with fastavro and the registered schema, or as JSON."""
+    if dict(m.headers())["format"] == b"json":
+        return json.loads(m.value())
+    schema_id, body = unframe(m.value())
+    return fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(store.get(schema_id).definition))
+
+
+@pytest.mark.slow
+def test_real_time_mode_publishes_fields_records(kafka, spark, tmp_path, topic_name):
+    import threading
+    import time
+
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+    inputs = _inputs(bootstrap, topic_name, schema_dir)
+    passing = {k for k, (a, _) in inputs.items() if a["diaSource"]["reliability"] > 0.85}
+    filters = [AlertFilter(name="small", sql=CUT, payload="fields", fields=FIELDS),
+               AlertFilter(name="small_json", sql=CUT, payload="fields", fields=FIELDS, format="json")]  # fmt: skip
+    prefix = f"{topic_name}-"
+    cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, trigger="realtime=5s", timeout_s=300, output_prefix=prefix,
+                    output_partitions=1, discover_filters=False, code_filters=filters, sinks=["kafka"],
+                    checkpoint=str(tmp_path / "ckpt"), metrics_path=None, schema_dir=schema_dir, survey="rubin")  # fmt: skip
+    job = threading.Thread(target=run_job, args=(cfg,), kwargs={"spark": spark, "console": False})
+    job.start()
+    topics = [f"{prefix}{f.name}" for f in filters]
+    deadline = time.monotonic() + 240
+    while sum(sum(_ends(bootstrap, t).values()) for t in topics if _exists(bootstrap, t)) < 2 * len(passing):
+        assert job.is_alive() and time.monotonic() < deadline, "the Real-Time Mode job stopped or did not publish"
+        time.sleep(0.5)
+    for q in spark.streams.active:  # the query runs until stopped: stop it, the job then returns
+        q.stop()
+    job.join(60)
+    store = LocalSchemaStore(schema_dir)
+    for f in filters:
+        got = {m.key().decode(): _fields_record(m, store) for m in consume_all(bootstrap, f"{prefix}{f.name}")}
+        assert set(got) == passing
+        for key, record in got.items():
+            record.pop("processed_at_ms")
+            want = {**_envelope(inputs, topic_name, f.name, filter_version(f), key), **chosen(inputs[key][0])}
+            assert same(record, want, text=f.format == "json"), (f.name, key, record)
+
+
+def _exists(bootstrap: str, topic: str) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    return topic in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+
+
+def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka, spark, tmp_path, topic_name):
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+    inputs = _inputs(bootstrap, topic_name, schema_dir)
+    store = LocalSchemaStore(schema_dir)
     passing = {k for k, (a, _) in inputs.items() if a["diaSource"]["reliability"] > 0.85}
     assert len(passing) > 10 and {str(k) for k, _ in real_messages()} & passing  # real alerts among them
 
@@ -108,12 +173,9 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
     versions = {f.name: filter_version(f) for f in filters}
 
     def expected_record(name: str, key: str) -> dict:
-        alert, m = inputs[key]
-        s = alert["diaSource"]
-        envelope = {"alert_id": key, "survey": "rubin", "filter": name, "filter_version": versions[name],
-                    "source_topic": topic_name, "source_partition": m.partition(), "source_offset": m.offset(),
-                    "kafka_timestamp_ms": m.timestamp()[1], "mjd": s["midpointMjdTai"], "ra": s["ra"], "dec": s["dec"]}  # fmt: skip
-        return {**envelope, **({"snr": s["snr"]} if name == "doubtful" else chosen(alert))}
+        alert = inputs[key][0]
+        chosen_here = {"snr": alert["diaSource"]["snr"]} if name == "doubtful" else chosen(alert)
+        return {**_envelope(inputs, topic_name, name, versions[name], key), **chosen_here}
 
     for name in ("whole", "small", "small_json"):
         got = consume_all(bootstrap, f"{prefix}{name}")
@@ -128,12 +190,7 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
                 assert m.value() == source.value()
                 continue
             assert headers["payload"] == "fields" and headers["format"] == ("json" if name == "small_json" else "avro")
-            if name == "small":
-                schema_id, body = unframe(m.value())
-                schema = store.get(schema_id)  # registered by the job in its schema store
-                record = fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(schema.definition))
-            else:
-                record = json.loads(m.value())
+            record = _fields_record(m, store)  # Avro: with the schema the job registered in its store
             assert list(record)[: len(ENVELOPE)] == list(ENVELOPE)
             assert record.pop("processed_at_ms") >= source.timestamp()[1]
             assert same(record, expected_record(name, key), text=name == "small_json"), (name, key, record)

@@ -101,3 +101,8 @@ class CountsTopic:
         if left:
             log.error("counts of batch %s not acknowledged by %s after 30 s", record["batch_id"], self.topic)
         return record
+
+    def close(self) -> None:
+        """Flush and disconnect (a producer left open complains when the broker goes away)."""
+        self._producer.flush(30)
+        self._producer.close()

@@ -93,6 +93,7 @@ class FilterStream:
                 stop_between_batches(q, 0 if q is queries[0] and self.cfg.realtime else 30)
             self.metrics.flush(queries[0].recentProgress)
             self.spark.streams.removeListener(listener)
+            self.counts.close()
             for key, value in self.session_before.items():
                 self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
         for q in queries:

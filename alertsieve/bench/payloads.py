@@ -1,0 +1,135 @@
+"""`alertsieve bench payloads`: what subscribers' payloads cost the job, and what they weigh.
+
+The ten broker-like filters of ``bench stream`` run three times on the same topic, in one
+session: publishing the original alerts (~100 KB each, cutouts included), a compact Avro fields
+record, and the same fields as JSON. Beside them, Spark's bytes-only read of the same topic (the
+ceiling of any Spark job on it). Each run's marginal rate (batches after the first two) is taken
+as the best of ``repeats`` runs made in turn; the bytes published are read back from the topics.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+from alertsieve.bench.filters import micro_batch_run
+from alertsieve.bench.machine import describe
+from alertsieve.bench.noop import bytes_only_rate
+from alertsieve.bench.stream import bench_filters
+from alertsieve.kafka import embedded
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.config import JobConfig
+
+#: What a subscriber of a transient filter typically reads: where, when, how bright, how sure,
+#: and a glance at the history (Lasair's and Babamul's lite records hold about this much).
+COMPACT_FIELDS = {
+    "diaObjectId": "diaObject.diaObjectId",
+    "band": "diaSource.band",
+    "psfFlux": "diaSource.psfFlux",
+    "psfFluxErr": "diaSource.psfFluxErr",
+    "snr": "diaSource.snr",
+    "reliability": "diaSource.reliability",
+    "n_history": "coalesce(size(prvDiaSources), 0)",
+    "history_flux": "transform(prvDiaSources, s -> s.psfFlux)",
+    "history_mjd": "transform(prvDiaSources, s -> s.midpointMjdTai)",
+}
+PAYLOADS = {"alert": {}, "fields-avro": {"format": "avro"}, "fields-json": {"format": "json"}}
+
+
+def with_payload(filters: list, payload: str) -> list:
+    """The filters publishing ``payload`` (a key of ``PAYLOADS``)."""
+    if payload == "alert":
+        return filters
+    return [replace(f, payload="fields", fields=COMPACT_FIELDS, **PAYLOADS[payload]) for f in filters]
+
+
+def published_bytes(bootstrap: str, topics: list[str]) -> dict:
+    """Records and bytes (values, keys and headers) on ``topics``, read back from the start."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from alertsieve.kafka.topics import end_offsets
+
+    ends = {(t, p): o for t in topics for p, o in end_offsets(bootstrap, t).items() if o}
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False, "fetch.max.bytes": 64 * 2**20})  # fmt: skip
+    consumer.assign([TopicPartition(t, p, 0) for t, p in ends])
+    records = size = 0
+    want = sum(ends.values())
+    deadline = time.monotonic() + 300
+    while records < want and time.monotonic() < deadline:
+        for m in consumer.consume(1000, timeout=1):
+            if m.error() is None:
+                records += 1
+                size += len(m.value() or b"") + len(m.key() or b"") + sum(len(k) + len(v or b"") for k, v in m.headers() or [])
+    consumer.close()
+    return {"records": records, "bytes": size}
+
+
+def bench_payloads(bootstrap: str | None = None, alerts: int = 40_000, batch: int = 10_000, repeats: int = 2) -> dict:
+    from alertsieve.spark.session import get_session
+
+    workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-payloads-"))
+    own_broker = bootstrap is None
+    if own_broker:
+        bootstrap = embedded.start(workdir / "kafka", heap="1g").bootstrap_servers
+    try:
+        topic = f"bench-payloads-{uuid.uuid4().hex[:8]}"
+        produced = produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=alerts // 10_000, alerts_per_visit=10_000,
+                                         interval_s=0, producers=2, partitions=4, progress=False,
+                                         schema_dir=str(workdir / "schemas")))  # fmt: skip
+        if not produced.ok:
+            raise RuntimeError(f"filling the topic lost alerts: {produced.as_dict()}")
+        spark = get_session("alertsieve-bench-payloads", conf={"spark.ui.enabled": "false"})
+
+        def config(label: str, filters: list) -> JobConfig:
+            return JobConfig(bootstrap=bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
+                             discover_filters=False, code_filters=filters, metrics_path=None, output_partitions=1,
+                             output_prefix=f"{topic}-{label}-", sinks=["kafka"], survey="rubin",
+                             checkpoint=str(workdir / f"job-{label}"), schema_dir=str(workdir / "schemas"))  # fmt: skip
+
+        bytes_only = bytes_only_rate(spark, config("bytes", []), produced.acked)
+        filters = bench_filters(10)[0]
+        runs: dict[str, dict] = {}
+        for r in range(repeats):
+            for payload in PAYLOADS:
+                cfg = config(f"{payload}-{r}", with_payload(filters, payload))
+                run = micro_batch_run(spark, cfg, produced.acked)
+                best = runs.get(payload)
+                if best is None or run["marginal_alerts_per_s"] > best["marginal_alerts_per_s"]:
+                    run["output"] = published_bytes(bootstrap, [f.output_topic(cfg.output_prefix) for f in cfg.code_filters])
+                    runs[payload] = run
+                print(f"bench payloads: {payload} run {r + 1} of {repeats} done", file=sys.stderr, flush=True)
+        spark.stop()
+        out = {}
+        for payload, run in runs.items():
+            out[payload] = {
+                "marginal_alerts_per_s": run["marginal_alerts_per_s"],
+                "ratio_to_spark_bytes_only": round(run["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3),
+                "records_published": run["output"]["records"],
+                "bytes_published": run["output"]["bytes"],
+                "bytes_per_10000_alerts": round(run["output"]["bytes"] * 10_000 / produced.acked),
+                "mean_record_bytes": round(run["output"]["bytes"] / max(1, run["output"]["records"]), 1),
+                "startup_to_first_batch_s": run["startup_to_first_batch_s"],
+            }
+        return {
+            "benchmark": "payloads",
+            "machine": describe("embedded, same machine" if own_broker else bootstrap),
+            "topic": {"alerts": produced.acked, "partitions": 4, "mean_alert_kb": round(produced.bytes / produced.acked / 1e3, 1)},
+            "filters": [f.name for f in filters],
+            "fields": COMPACT_FIELDS,
+            "max_offsets_per_trigger": batch,
+            "repeats": repeats,
+            "spark_bytes_only": bytes_only,
+            "payloads": out,
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }  # fmt: skip
+    finally:
+        if own_broker:
+            embedded.stop(workdir / "kafka")
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
