@@ -236,8 +236,9 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
     # A subscriber reads all three kinds back with the client, and checks them against the counts.
     topics = ",".join(f"{prefix}{n}" for n in ("whole", "small", "small_json"))
     out = tmp_path / "out.parquet"
+    stamps = tmp_path / "stamps"
     listen = _listen(bootstrap, "--topic", topics, "--from-beginning", "--until-end", "--verify", "--to", str(out),
-                     "--counts-topic", f"{prefix}counts", "--schema-dir", schema_dir)  # fmt: skip
+                     "--cutouts", str(stamps), "--counts-topic", f"{prefix}counts", "--schema-dir", schema_dir)  # fmt: skip
     assert listen.returncode == 0, listen.stdout[-3000:] + listen.stderr[-3000:]
     verdict = listen.stdout.splitlines()[-1]
     assert verdict.startswith(f"verified: complete, {3 * len(passing)} of {3 * len(passing)} counted records received")
@@ -262,6 +263,39 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
             mine = {k: v for k, v in (r["diaObject"] or {}).items() if alert["diaObject"] and k in alert["diaObject"]}
             assert same(mine or None, alert["diaObject"])
 
+    from astropy.io import fits
+
+    real_passing = passing & {k for k, _ in real_messages()}
+    for key in real_passing:  # the real alerts' stamps, as FITS files equal to the bytes sent
+        for name in ("cutoutDifference", "cutoutScience", "cutoutTemplate"):
+            with fits.open(stamps / f"{key}_{name}.fits") as saved:
+                assert saved[0].data is not None or len(saved) > 1
+            assert (stamps / f"{key}_{name}.fits").read_bytes() == inputs[key][0][name]
+
+    # A topic that lost records (retention, an unclean leader election): made again here with
+    # every record it held but three, and read again: the three are reported missing.
+    import time
+
+    from confluent_kafka import Producer as Republisher
+
+    from alertsieve.kafka.topics import delete_topics
+
+    lost = f"{prefix}small_json"
+    kept = consume_all(bootstrap, lost)[3:]
+    delete_topics(bootstrap, [lost])
+    deadline = time.monotonic() + 60
+    while not _created(bootstrap, lost):  # the deletion completes in the background
+        assert time.monotonic() < deadline, f"{lost} could not be made again"
+        time.sleep(0.2)
+    again = Republisher({"bootstrap.servers": bootstrap})
+    for m in kept:
+        again.produce(lost, value=m.value(), key=m.key(), headers=m.headers())
+    assert again.flush(30) == 0
+    gone = _listen(bootstrap, "--topic", topics, "--from-beginning", "--until-end", "--verify",
+                   "--counts-topic", f"{prefix}counts", "--schema-dir", schema_dir)  # fmt: skip
+    assert gone.returncode == 1, gone.stdout[-2000:] + gone.stderr[-2000:]
+    assert f"verified: INCOMPLETE, 3 of {3 * len(passing)} counted records missing (small_json@" in gone.stdout
+
     # One line and a non-zero exit for a wrong topic, an unknown schema id, bad credentials.
     wrong = _listen(bootstrap, "--topic", f"{prefix}nope", "--from-beginning", "--until-end")
     assert wrong.returncode == 2 and f"{prefix}nope" in wrong.stderr and len(wrong.stderr.strip().splitlines()) == 1
@@ -272,6 +306,15 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
     denied = _listen(bootstrap, "--topic", f"{prefix}whole", "--until-end", "--kafka-conf", "security.protocol=SASL_PLAINTEXT",
                      "sasl.mechanism=PLAIN", "sasl.username=nobody", "sasl.password=wrong")  # fmt: skip
     assert denied.returncode == 2 and len(denied.stderr.strip().splitlines()) == 1, denied.stderr
+
+
+def _created(bootstrap: str, topic: str) -> bool:
+    from alertsieve.kafka.topics import create_topic
+
+    try:
+        return create_topic(bootstrap, topic, 1)
+    except Exception:  # noqa: BLE001 - "marked for deletion" until the broker is done
+        return False
 
 
 def _listen(bootstrap: str, *args: str):
@@ -286,3 +329,58 @@ def _ends(bootstrap: str, topic: str) -> dict[int, int]:
     from alertsieve.kafka.topics import end_offsets
 
     return end_offsets(bootstrap, topic)
+
+
+ZTF_FIELDS = {"magpsf": "candidate.magpsf", "sigmapsf": "candidate.sigmapsf", "fid": "candidate.fid",
+              "rb": "candidate.rb", "n_prv": "coalesce(size(prv_candidates), 0)",
+              "prv_mag": "transform(prv_candidates, c -> c.magpsf)"}  # fmt: skip
+
+
+def test_ztf_alerts_publish_fields_records_as_plain_python_says(kafka, spark, tmp_path, topic_name):
+    from crafted import REAL
+
+    bootstrap = kafka.bootstrap_servers
+    files = sorted(str(p) for p in (REAL / "ztf-3.3").glob("*.avro"))
+    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, replay=files, interval_s=0, partitions=1,
+                                 progress=False)).ok  # fmt: skip
+    inputs = {}
+    for m in consume_all(bootstrap, topic_name):
+        (alert,) = list(fastavro.reader(io.BytesIO(m.value())))  # a container per message, as ZTF sends
+        inputs[str(alert["candid"])] = (alert, m)
+    filters = [AlertFilter(name=f"ztf_{fmt}", sql="candidate.magpsf < 15.5", payload="fields", fields=ZTF_FIELDS,
+                           format=fmt, survey="ztf") for fmt in ("avro", "json")]  # fmt: skip
+    passing = {k for k, (a, _) in inputs.items() if a["candidate"]["magpsf"] < 15.5}
+    assert 0 < len(passing) < len(inputs)
+    prefix = f"{topic_name}-"
+    cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True, output_prefix=prefix,
+                    output_partitions=1, discover_filters=False, code_filters=filters, sinks=["kafka"],
+                    checkpoint=str(tmp_path / "ckpt"), metrics_path=None, schema_dir=str(tmp_path / "schemas"))  # fmt: skip
+    run_job(cfg, spark=spark, console=False)
+    store = LocalSchemaStore(tmp_path / "schemas")
+    for f in filters:
+        got = {m.key().decode(): _fields_record(m, store) for m in consume_all(bootstrap, f"{prefix}{f.name}")}
+        assert set(got) == passing
+        for key, record in got.items():
+            alert, m = inputs[key]
+            c, prv = alert["candidate"], alert["prv_candidates"]
+            want = {"alert_id": key, "survey": "ztf", "filter": f.name, "filter_version": filter_version(f),
+                    "source_topic": topic_name, "source_partition": m.partition(), "source_offset": m.offset(),
+                    "kafka_timestamp_ms": m.timestamp()[1], "mjd": c["jd"] - 2400000.5, "ra": c["ra"], "dec": c["dec"],
+                    "magpsf": c["magpsf"], "sigmapsf": c["sigmapsf"], "fid": c["fid"], "rb": c["rb"],
+                    "n_prv": len(prv or []), "prv_mag": None if prv is None else [p["magpsf"] for p in prv]}  # fmt: skip
+            record.pop("processed_at_ms")
+            assert same(record, want, text=f.format == "json"), (f.name, key, record)
+
+
+def test_a_jobs_settings_choose_a_filters_payload():
+    from alertsieve.stream.config import load_config
+    from alertsieve.stream.plan import select_filters
+
+    cfg = load_config(None, {"topic": "t", "survey": "rubin", "filter_outputs": {
+        "bright_high_snr": {"payload": "fields", "fields": {"snr": "diaSource.snr"}, "format": "json"}}})  # fmt: skip
+    chosen_filters = {f.name: f for f in select_filters(cfg, "rubin")}
+    bright = chosen_filters["bright_high_snr"]
+    assert (bright.payload, dict(bright.fields), bright.format) == ("fields", {"snr": "diaSource.snr"}, "json")
+    assert chosen_filters["new_sources"].payload == "alert"
+    with pytest.raises(FilterError, match=r"filter_outputs names unknown filter\(s\) \['nope'\]"):
+        select_filters(load_config(None, {"topic": "t", "filter_outputs": {"nope": {"payload": "alert"}}}), "rubin")

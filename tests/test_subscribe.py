@@ -12,7 +12,6 @@ import io
 import json
 import math
 from pathlib import Path
-from types import SimpleNamespace
 
 import fastavro
 import numpy as np
@@ -20,7 +19,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from astropy.io import fits
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
 
 from alertsieve.alerts.schemas import LocalSchemaStore, frame
 from alertsieve.subscribe import command, subscriber
@@ -439,182 +437,6 @@ def test_verify_checks_only_the_topics_read():
 # --- the subscriber, over an in-memory Kafka --------------------------------------------------
 
 
-class FakeMessage:
-    def __init__(self, topic, partition, offset, key, value, headers):
-        self._t = (topic, partition, offset, key, value, headers)
-
-    def topic(self):
-        return self._t[0]
-
-    def partition(self):
-        return self._t[1]
-
-    def offset(self):
-        return self._t[2]
-
-    def key(self):
-        return self._t[3]
-
-    def value(self):
-        return self._t[4]
-
-    def headers(self):
-        return self._t[5]
-
-    def error(self):
-        return None
-
-
-class FakeKafka:
-    """Topics -> partitions -> [(key, value, headers)], and the order offsets were asked in.
-    ``late`` records are appended once the first end offset was read, ``later`` ones once the
-    partitions are assigned (a job still publishing while the subscriber opens)."""
-
-    def __init__(self, topics: dict[str, dict[int, list]], late: dict | None = None,
-                 later: dict | None = None):  # fmt: skip
-        self.topics = topics
-        self.late, self.later = late or {}, later or {}
-        self.asked: list[str] = []
-
-    def consumer(self, conf):
-        return FakeConsumer(self, conf)
-
-    def publish(self, records: dict) -> None:
-        for (t, p), added in records.items():
-            self.topics[t][p].extend(added)
-        records.clear()
-
-
-class FakeConsumer:
-    def __init__(self, kafka: FakeKafka, conf: dict):
-        self.kafka, self.conf = kafka, conf
-        self.positions: dict[tuple, int] = {}
-        self.paused: set = set()
-
-    def list_topics(self, timeout=None):
-        topics = {t: SimpleNamespace(error=None, partitions=dict.fromkeys(parts))
-                  for t, parts in self.kafka.topics.items()}  # fmt: skip
-        return SimpleNamespace(topics=topics)
-
-    def get_watermark_offsets(self, tp, timeout=None):
-        self.kafka.asked.append(tp.topic)
-        high = len(self.kafka.topics[tp.topic][tp.partition])
-        self.kafka.publish(self.kafka.late)
-        return 0, high
-
-    def assign(self, tps):
-        for tp in tps:
-            size = len(self.kafka.topics[tp.topic][tp.partition])
-            start = {OFFSET_BEGINNING: 0, OFFSET_END: size}.get(tp.offset, tp.offset)
-            self.positions[(tp.topic, tp.partition)] = start
-        self.kafka.publish(self.kafka.later)
-
-    def consume(self, num, timeout):
-        out = []
-        for (t, p), pos in self.positions.items():
-            log = self.kafka.topics[t][p]
-            while (t, p) not in self.paused and pos < len(log) and len(out) < num:
-                out.append(FakeMessage(t, p, pos, *log[pos]))
-                pos += 1
-            self.positions[(t, p)] = pos
-        return out
-
-    def pause(self, tps):
-        self.paused.update((tp.topic, tp.partition) for tp in tps)
-
-    def position(self, tps):
-        return [
-            TopicPartition(tp.topic, tp.partition, self.positions[(tp.topic, tp.partition)])
-            for tp in tps
-        ]
-
-    def committed(self, tps, timeout=None):
-        return [TopicPartition(tp.topic, tp.partition, -1001) for tp in tps]
-
-    def store_offsets(self, offsets=None, message=None):
-        pass
-
-    def close(self):
-        pass
-
-
-def _record(message: bytes, offset: int, version=VERSION) -> tuple:
-    headers = [(k, v.encode()) for k, v in _headers(offset=offset, version=version).items()]
-    return (b"key", message, headers)
-
-
-@pytest.fixture
-def job_topics(rubin, ztf, monkeypatch) -> FakeKafka:
-    """What a job published: 4 bright matches (two partitions) then their batch's counts. While
-    the subscriber snapshots the ends, the next batch publishes a record (after the counts'
-    snapshot, before the data's: received, not counted yet), then its counts and another record
-    (after both snapshots: not read)."""
-    v10, v74 = rubin[1000], rubin[704]
-    data = {
-        0: [_record(v10[0][0], 1), _record(v74[0][0], 2)],
-        1: [_record(v10[1][0], 3), _record(v10[2][0], 4)],
-    }
-    counts = [(None, json.dumps(_counts(0, 0, 10, 4)).encode(), None), (None, b"not json", None)]
-    kafka = FakeKafka(
-        {"alertsieve-bright": data, "alertsieve-counts": {0: counts}, "alertsieve-faint": {0: []}},
-        late={("alertsieve-bright", 0): [_record(v10[3][0], 12)]},
-        later={("alertsieve-counts", 0): [(None, json.dumps(_counts(1, 10, 20, 2)).encode(), None)],
-               ("alertsieve-bright", 1): [_record(v10[4][0], 13)]},
-    )  # fmt: skip
-    monkeypatch.setattr(subscriber, "Consumer", kafka.consumer)
-    return kafka
-
-
-def test_until_end_snapshots_counts_first_and_stops_at_the_snapshot(store, job_topics, rubin):
-    sub = subscriber.Subscriber("fake:9092", "alertsieve-bright", from_beginning=True, until_end=True,
-                                store=store, counts_topic="alertsieve-counts")  # fmt: skip
-    with sub:
-        got = list(sub)
-        counts = sub.read_counts()
-    assert job_topics.asked[0] == "alertsieve-counts"
-    assert (
-        sub.done and len(job_topics.topics["alertsieve-bright"][1]) == 3
-    )  # offset 2 of [1]: not read
-    assert sorted(m["source_offset"] for m in got) == [1, 2, 3, 4, 12]
-    ids = [
-        rubin[1000][0][1],
-        rubin[704][0][1],
-        rubin[1000][1][1],
-        rubin[1000][2][1],
-        rubin[1000][3][1],
-    ]
-    assert sorted(m["alert_id"] for m in got) == sorted(
-        str(r["diaSource"]["diaSourceId"]) for r in ids
-    )
-    assert [c["batch_id"] for c in counts] == [
-        0
-    ]  # the non-JSON record skipped, batch 1's after the end
-    received = [(m["filter"], m["filter_version"], m["source_topic"], m["source_partition"], m["source_offset"])
-                for m in got]  # fmt: skip
-    report = verify(received, counts, sub.topics)
-    assert report["complete"] and report["uncounted"] == 1
-
-
-def test_frames_are_dataframes_of_the_writers_rows(store, job_topics):
-    with subscriber.Subscriber(
-        "fake:9092", ["alertsieve-bright"], from_beginning=True, until_end=True, store=store
-    ) as sub:
-        frames = list(sub.frames())
-    rows = sum(len(f) for f in frames)
-    # without a counts topic the first snapshot is partition 0's: the late record comes after it
-    assert rows == 4 and list(frames[0].columns[: len(META)]) == META.names
-
-
-def test_a_missing_topic_names_the_topics_with_its_prefix(store, job_topics):
-    with pytest.raises(SubscribeError) as info:
-        subscriber.Subscriber("fake:9092", "alertsieve-brigth", store=store).open()
-    text = str(info.value)
-    assert (
-        "alertsieve-brigth does not exist" in text
-        and "alertsieve-bright, alertsieve-counts, alertsieve-faint" in text
-    )
-
-
 def test_an_unreachable_broker_is_one_line_within_the_timeout(store):
     sub = subscriber.Subscriber("127.0.0.1:1", "x", store=store, timeout=1.0)
     with pytest.raises(SubscribeError, match="cannot reach Kafka at 127.0.0.1:1") as info:
@@ -641,47 +463,12 @@ def _listen(*argv: str) -> int:
     return command.run(parser.parse_args(["listen", *argv]))
 
 
-def test_listen_saves_prints_and_verifies(tmp_path, store, job_topics, capsys):
-    args = ["--bootstrap", "fake:9092", "--topic", "alertsieve-bright", "--from-beginning", "--until-end",
-            "--verify", "--schema-dir", str(store.directory), "--to", str(tmp_path / "m.parquet"),
-            "--cutouts", str(tmp_path / "stamps")]  # fmt: skip
-    assert _listen(*args) == 0
-    out = capsys.readouterr().out
-    assert f"    1  bright@{VERSION}  alert " in out and "(rubin) from alerts[0]@1" in out
-    assert (
-        "5 matches" in out
-        and "verified: complete, 4 of 4" in out
-        and "1 records not counted yet" in out
-    )
-    assert pq.read_table(tmp_path / "m.parquet").num_rows == 5
-    assert len(list((tmp_path / "stamps").glob("*.fits"))) == 15
-
-
-def test_listen_exits_1_when_a_counted_record_is_missing(store, job_topics, capsys):
-    job_topics.topics["alertsieve-bright"][1].pop()
-    args = ["--bootstrap", "fake:9092", "--topic", "alertsieve-bright", "--from-beginning", "--until-end",
-            "--verify", "--schema-dir", str(store.directory)]  # fmt: skip
-    assert _listen(*args) == 1
-    assert "INCOMPLETE, 1 of 4" in capsys.readouterr().out
-
-
-def test_listen_errors_are_one_line_and_exit_2(store, job_topics, capsys):
-    assert (
-        _listen(
-            "--bootstrap",
-            "fake:9092",
-            "--topic",
-            "alertsieve-nope",
-            "--schema-dir",
-            str(store.directory),
-        )
-        == 2
-    )
-    assert _listen("--bootstrap", "fake:9092", "--topic", "alertsieve-bright", "--verify") == 2
-    assert _listen("--bootstrap", "fake:9092", "--topic", "t", "--to", "x.csv") == 2
+def test_listen_errors_before_reading_are_one_line_and_exit_2(capsys):
+    assert _listen("--bootstrap", "127.0.0.1:1", "--topic", "alertsieve-bright", "--verify") == 2
+    assert _listen("--bootstrap", "127.0.0.1:1", "--topic", "t", "--to", "x.csv") == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 3 and all(line.startswith("alertsieve listen: error: ") for line in err)
-    assert "--from-beginning" in err[1]
+    assert len(err) == 2 and all(line.startswith("alertsieve listen: error: ") for line in err)
+    assert "--from-beginning" in err[0]
 
 
 def test_the_counts_topic_is_derived_from_the_prefix():

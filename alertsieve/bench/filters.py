@@ -19,18 +19,15 @@ plain librdkafka read, librdkafka reading and republishing exactly the records t
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from alertsieve.bench.baselines import plain_consume, republish_consume
 from alertsieve.bench.machine import describe
 from alertsieve.bench.noop import bytes_only_rate
 from alertsieve.bench.stream import bench_filters
+from alertsieve.bench.topic import bench_topic
 from alertsieve.filtering.model import AlertFilter
-from alertsieve.kafka import embedded
-from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import FilterStream
 
@@ -107,6 +104,10 @@ def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
         "batch_seconds": [b["batch_seconds"] for b in lines],
         "marginal_alerts_per_s": round(sum(b["input_rows"] for b in steady) / sum(b["batch_seconds"] for b in steady), 1),
         "published": sum(sum(b["matches"].values()) for b in lines),
+        # where the steady batches' time went: add_batch is the one pass (read, decode, filter,
+        # publish); the others are Spark's per-batch bookkeeping
+        "steady_phases_s": {k: round(sum(b["phases_s"].get(k, 0) for b in steady), 2)
+                            for k in sorted({k for b in steady for k in b["phases_s"]})},
         "driver_heap_after_gc_mb": driver_heap_used_mb(spark),
     }  # fmt: skip
 
@@ -117,35 +118,19 @@ def bench_filters_per_job(bootstrap: str | None = None, counts: tuple[int, ...] 
     from alertsieve.bench.latency import latency_run
     from alertsieve.spark.session import get_session
 
-    workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-filters-"))
-    own_broker = bootstrap is None
-    if own_broker:
-        # A thousand output topics per run, three runs: more than the default 512 MB broker holds.
-        bootstrap = embedded.start(workdir / "kafka", heap="2g").bootstrap_servers
-    try:
-        topic = f"bench-filters-{uuid.uuid4().hex[:8]}"
-        produced = produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=alerts // 10_000, alerts_per_visit=10_000,
-                                         interval_s=0, producers=2, partitions=4, progress=False,
-                                         schema_dir=str(workdir / "schemas")))  # fmt: skip
-        if not produced.ok:
-            raise RuntimeError(f"filling the topic lost alerts: {produced.as_dict()}")
+    # A thousand output topics per run, three runs: more than the default 512 MB broker holds.
+    with bench_topic("filters", alerts, bootstrap, heap="2g") as bench:
         spark = get_session("alertsieve-bench-filters", conf={
             "spark.ui.enabled": "false",
             "spark.kafka.consumer.cache.timeout": "10s",
             "spark.kafka.consumer.fetchedData.cache.timeout": "10s",
         })  # fmt: skip
-
-        def config(label: str, filters: list) -> JobConfig:
-            return JobConfig(bootstrap=bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
-                             discover_filters=False, code_filters=filters, metrics_path=None, output_partitions=1,
-                             output_prefix=f"{topic}-{label}-", sinks=["kafka"], survey="rubin",
-                             checkpoint=str(workdir / f"job-{label}"), schema_dir=str(workdir / "schemas"))  # fmt: skip
-
+        bootstrap, topic, produced = bench.bootstrap, bench.topic, bench.produced
         plain = plain_consume(bootstrap, topic)
-        bytes_only = bytes_only_rate(spark, config("bytes", []), produced.acked)
+        bytes_only = bytes_only_rate(spark, bench.job_config("bytes", [], batch), produced.acked)
         runs = []
         for label, filters in [("broker10", bench_filters(10)[0])] + [(f"users{n}", user_filters(n)[0]) for n in counts]:
-            cfg = config(label, filters)
+            cfg = bench.job_config(label, filters, batch)
             run = micro_batch_run(spark, cfg, produced.acked)
             outputs = [f.output_topic(cfg.output_prefix) for f in filters]
             run["kind"] = "broker-like templates" if label == "broker10" else "users' pmod cuts"
@@ -154,14 +139,14 @@ def bench_filters_per_job(bootstrap: str | None = None, counts: tuple[int, ...] 
             run["ratio_to_spark_bytes_only"] = round(run["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3)
             runs.append(run)
             print(f"bench filters: {label} done", file=sys.stderr, flush=True)
-        latency = [latency_run(bootstrap, spark, workdir, "realtime", steady_s=steady_s, burst=burst,
+        latency = [latency_run(bootstrap, spark, bench.workdir, "realtime", steady_s=steady_s, burst=burst,
                                filters=user_filters(n), warmup_s=warmup_s, output_partitions=1) for n in latency_counts]  # fmt: skip
         spark.stop()
         users = {r["filters"]: r for r in runs if r["kind"] == "users' pmod cuts"}
         per_alert = {n: 1 / r["marginal_alerts_per_s"] for n, r in users.items()}
         return {
             "benchmark": "filters per job",
-            "machine": describe("embedded, same machine" if own_broker else bootstrap),
+            "machine": describe("embedded, same machine" if bench.own_broker else bootstrap),
             "topic": {"alerts": produced.acked, "partitions": 4, "mean_alert_kb": round(produced.bytes / produced.acked / 1e3, 1)},
             "max_offsets_per_trigger": batch,
             "plain_read": {"alerts_per_s": round(plain["alerts"] / plain["seconds"], 1)},
@@ -171,12 +156,6 @@ def bench_filters_per_job(bootstrap: str | None = None, counts: tuple[int, ...] 
             "realtime_250_per_s": latency,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }  # fmt: skip
-    finally:
-        if own_broker:
-            embedded.stop(workdir / "kafka")
-        import shutil
-
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def plot_filters_per_job(result: dict, path: str | Path) -> None:

@@ -1,0 +1,66 @@
+"""`alertsieve filters diff`: the alerts a change to a filter adds and drops, over real alerts,
+against fastavro + plain Python over the same files."""
+
+from __future__ import annotations
+
+import fastavro
+import pytest
+from crafted import REAL, REAL_FILES
+
+from alertsieve.cli import main
+from alertsieve.filtering.backtest import load_alerts
+from alertsieve.filtering.diff import diff, diff_lines, filter_named
+from alertsieve.publish.versions import filter_version
+
+BEFORE = "from alertsieve.filtering.model import AlertFilter\nF = AlertFilter(name='doubt', sql='diaSource.reliability > {r}', params={{'r': {r}}})\n"
+AFTER = ("from alertsieve.filtering.model import AlertFilter\n"
+         "F = AlertFilter(name='doubt', sql='diaSource.reliability > {r} OR diaSource.snr > 6.5', params={'r': 0.9})\n")  # fmt: skip
+
+
+def _real_alerts() -> dict[str, dict]:
+    out = {}
+    for name in REAL_FILES:
+        with open(REAL / name, "rb") as f:
+            for alert in fastavro.reader(f):
+                out[str(alert["diaSource"]["diaSourceId"])] = alert
+    return out
+
+
+def test_diff_names_the_alerts_a_change_adds_and_drops(spark, tmp_path):
+    deployed, edited = tmp_path / "deployed", tmp_path / "edited"
+    deployed.mkdir()
+    edited.mkdir()
+    (deployed / "doubt.py").write_text(BEFORE.format(r=0.5))
+    (edited / "doubt.py").write_text(AFTER)
+    before = filter_named("doubt", [deployed], builtin=False)
+    after = filter_named("doubt", [edited], builtin=False)
+
+    alerts = _real_alerts()
+    was = {k for k, a in alerts.items() if a["diaSource"]["reliability"] > 0.5}
+    now = {k for k, a in alerts.items() if a["diaSource"]["reliability"] > 0.9 or a["diaSource"]["snr"] > 6.5}
+    assert now - was and was - now  # the change both adds and drops real alerts
+
+    source = load_alerts(spark, [str(REAL / n) for n in REAL_FILES])
+    d = diff(spark, before, after, source)
+    assert (d.alerts, d.before, d.after) == (len(alerts), len(was), len(now))
+    assert d.added == sorted(now - was) and d.dropped == sorted(was - now)
+    assert (d.before_version, d.after_version) == (filter_version(before), filter_version(after))
+    lines = diff_lines(d, "deployed/", "edited/doubt.py", show=1)
+    assert lines[1] == (f"over {len(alerts)} alerts: {len(was)} matches before, {len(now)} after:"
+                        f" +{len(now - was)} added, -{len(was - now)} dropped, {len(was & now)} in both")  # fmt: skip
+    assert lines[2] == f"+ {sorted(now - was)[0]}"
+
+
+def test_diff_without_against_says_what_it_needs(capsys):
+    assert main(["filters", "diff", "bright_high_snr", "--input", "x.avro"]) == 2
+    err = capsys.readouterr().err
+    assert "--against PATH" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("r", [0.5])
+def test_an_unchanged_filter_has_one_version(tmp_path, r):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "doubt.py").write_text(BEFORE.format(r=r))
+    assert filter_version(filter_named("doubt", [a], builtin=False)) == filter_version(filter_named("doubt", [b], builtin=False))
