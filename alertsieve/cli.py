@@ -244,6 +244,7 @@ def _cmd_filters(args: argparse.Namespace) -> int:
     from alertsieve.catalogs.context import load_context
     from alertsieve.filtering.checks import validate
     from alertsieve.filtering.model import FilterError
+    from alertsieve.publish.payloads import check_payload, record_types
     from alertsieve.spark.session import get_session
     from alertsieve.stream.config import JobConfig
     from alertsieve.stream.plan import filter_reads, lacking_fields, lacking_lines, sample_alerts
@@ -256,7 +257,10 @@ def _cmd_filters(args: argparse.Namespace) -> int:
         decoder = decoders[f.survey or "rubin"]
         try:
             context = load_context(args.catalog_dir, [f], decoder.detection)
-            validate([f], sample_alerts(spark, decoder, context=context))
+            samples = sample_alerts(spark, decoder, context=context)
+            validate([f], samples)
+            check_payload(f)
+            record_types([f], decoder, {f.name: ""}, samples)  # its fields compile on every version
             print(f"ok      {f.name} ({decoder.survey})")
             for line in lacking_lines(lacking_fields(decoder, [f], filter_reads(spark, decoder, [f], context))):
                 print(f"        {line}")

@@ -1,6 +1,7 @@
 """``--watch``: a filter added to a running job publishes to its topic from the next batch on, a
-broken one is refused with its message while the running set goes on, and no alert is lost or
-read twice across the redeployments (Kafka and the Delta archive against plain Python)."""
+broken one is refused with its message while the running set goes on, a changed one publishes
+under its new version, and no alert is lost or read twice across the redeployments (Kafka and the
+Delta archive against plain Python)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ from confluent_kafka.admin import AdminClient
 from job_helpers import JOB_FILTERS, drain_archive, expected_matches, job_command, wait_for
 from kafka_helpers import consume_all
 
+from alertsieve.filtering.model import AlertFilter
+from alertsieve.kafka.topics import end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.publish.versions import filter_version
+
+#: The same cut as JOB_FILTERS["bright"], written the other way round: another version.
+REWRITTEN_BRIGHT = "diaSource.reliability > 0.9 AND diaSource.snr > 50"
 
 
 def _filter_file(path, name: str, sql: str) -> None:
@@ -52,6 +59,11 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka
 
         _filter_file(folder / "broken.py", "broken", "diaSource.no_such_field > 1")
         wait_for(lambda: "watch: change refused" in said(), "the broken filter refused", 120, job)
+        # bright written another way: the same alerts pass, under a new version
+        third = end_offsets(bootstrap, topic_name)
+        (folder / "broken.py").unlink()
+        _filter_file(folder / "bright.py", "bright", REWRITTEN_BRIGHT)
+        wait_for(lambda: "watch: deployed ~bright" in said(), "bright's new version deployed", 120, job)
         _visit(bootstrap, topic_name, 43, schema_dir)
 
         total, expected = expected_matches(bootstrap, topic_name, schema_dir, ("bright", "first_seen"))
@@ -69,7 +81,14 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka
         assert set(got) == want and max(Counter(got).values()) == 1, name  # all, nothing twice
     assert f"{topic_name}-broken" not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
 
-    (folder / "broken.py").unlink()  # the archive plans the job's filters, as the job does
+    versions = {filter_version(AlertFilter(name="bright", sql=sql)): sql
+                for sql in (JOB_FILTERS["bright"][0], REWRITTEN_BRIGHT)}  # fmt: skip
+    assert len(versions) == 2
+    new = filter_version(AlertFilter(name="bright", sql=REWRITTEN_BRIGHT))
+    for m in consume_all(bootstrap, f"{topic_name}-bright"):
+        h = {k: v.decode() for k, v in m.headers()}
+        in_third = int(h["source_offset"]) >= third[int(h["source_partition"])]
+        assert h["filter_version"] in versions and (h["filter_version"] == new) == in_third, h
     drain_archive(bootstrap, topic_name, tmp_path, "--filter-path", str(folder), names=())
     rows = spark.read.format("delta").load(str(tmp_path / "delta" / "matches")).select("filters", "alert_id").collect()
     assert max(Counter(r["alert_id"] for r in rows).values()) == 1  # exactly once

@@ -142,6 +142,13 @@ def quarantine_table(rows, plan: JobPlan, batch_id: int):
     )
 
 
+def _columns(spark, path: str) -> list[str]:
+    """The columns of the Delta table at ``path`` (none if there is no table yet)."""
+    from delta.tables import DeltaTable
+
+    return DeltaTable.forPath(spark, path).toDF().columns if DeltaTable.isDeltaTable(spark, path) else []
+
+
 def merge_once(rows, path: str, on_update: dict[str, str] | None = None) -> None:
     """Insert the rows whose (topic, partition, offset) the table lacks; ``on_update``: columns
     to set where it has them (SQL over ``t``, the table, and ``s``, the rows)."""
@@ -177,15 +184,20 @@ class Archive:
             # fields, and fills what the row lacks: the cutouts if it is the first of the alert's
             # filters to want them, the alert itself if the earlier ones published fields only.
             matches = matches_table(rows, self.plan, self.cfg, batch_id)
-            update = {f"`{c}`": f"coalesce(t.`{c}`, s.`{c}`)" for c in matches.columns if c not in KEY}
-            update |= {
-                "`filters`": "array_sort(array_union(t.filters, s.filters))",
-                "`filter_versions`": "array_sort(array_union(coalesce(t.filter_versions, array()), s.filter_versions))",
-                "`fields`": "map_concat(s.fields, map_filter(coalesce(t.fields, map()),"
+            path = str(root / "matches")
+            # a redeployed job's filters may read fields the table lacks yet: those join it
+            have = set(_columns(self.spark, path))
+            update = {f"`{c}`": f"coalesce(t.`{c}`, s.`{c}`)" if c in have else f"s.`{c}`"
+                      for c in matches.columns if c not in KEY}  # fmt: skip
+            merged = {
+                "filters": "array_sort(array_union(t.filters, s.filters))",
+                "filter_versions": "array_sort(array_union(coalesce(t.filter_versions, array()), s.filter_versions))",
+                "fields": "map_concat(s.fields, map_filter(coalesce(t.fields, map()),"
                           " (k, v) -> NOT array_contains(map_keys(s.fields), k)))",
-                "`batch_id`": "t.batch_id", "`processed_at`": "t.processed_at",
+                "batch_id": "t.batch_id", "processed_at": "t.processed_at",
             }  # fmt: skip
-            merge_once(matches, str(root / "matches"), update)
+            update |= {f"`{c}`": sql for c, sql in merged.items() if c in have}  # an older table lacks some
+            merge_once(matches, path, update)
             bad = quarantine_table(rows, self.plan, batch_id)
             if not bad.isEmpty():
                 merge_once(bad, str(root / "quarantine"))

@@ -121,8 +121,7 @@ class FilterStream:
             except (FilterError, ConfigError) as e:
                 print(f"watch: change refused, the running filters go on: {e}", flush=True)
                 return
-            before = {f.name: str(f.expressions()) for f in self.filters}
-            change = describe_change(before, {f.name: str(f.expressions()) for f in plan.filters})
+            change = describe_change(self.plan.versions, plan.versions)  # ~name: a new version
             create_outputs(self.cfg, plan.filters)
             stop_between_batches(queries[0], 0 if self.cfg.realtime else 30)
             self.metrics.flush(queries[0].recentProgress)  # the old query's batches, by the old filters

@@ -44,7 +44,7 @@ def snapshot(cfg: JobConfig) -> dict[str, tuple[int, int]]:
 
 
 def describe_change(before: dict[str, str], after: dict[str, str]) -> str:
-    """``+added -removed ~changed`` between two {filter name: its expressions} maps."""
+    """``+added -removed ~changed`` between two {filter name: its version} maps."""
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     changed = sorted(n for n in set(before) & set(after) if before[n] != after[n])
@@ -52,4 +52,4 @@ def describe_change(before: dict[str, str], after: dict[str, str]) -> str:
     if len(parts) > SHOWN_CHANGES:  # a table of a thousand users' filters, replaced at once
         parts = [*parts[:SHOWN_CHANGES], f"and {len(parts) - SHOWN_CHANGES} more"
                  f" ({len(added)} added, {len(removed)} removed, {len(changed)} changed)"]  # fmt: skip
-    return " ".join(parts) or "no filter changed (catalogs or parameters only)"
+    return " ".join(parts) or "no filter changed"
