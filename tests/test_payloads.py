@@ -134,6 +134,14 @@ def test_real_time_mode_publishes_fields_records(kafka, spark, tmp_path, topic_n
     while sum(sum(_ends(bootstrap, t).values()) for t in topics if _exists(bootstrap, t)) < 2 * len(passing):
         assert job.is_alive() and time.monotonic() < deadline, "the Real-Time Mode job stopped or did not publish"
         time.sleep(0.5)
+    def counted() -> int:  # alerts the counts topic accounts for, one record per checkpoint interval
+        if not _exists(bootstrap, f"{prefix}counts"):
+            return 0
+        return sum(json.loads(m.value())["alerts_read"] for m in consume_all(bootstrap, f"{prefix}counts"))
+
+    while counted() < len(inputs):
+        assert job.is_alive() and time.monotonic() < deadline, "no counts for the interval that read the alerts"
+        time.sleep(0.5)
     for q in spark.streams.active:  # the query runs until stopped: stop it, the job then returns
         q.stop()
     job.join(60)
@@ -145,6 +153,12 @@ def test_real_time_mode_publishes_fields_records(kafka, spark, tmp_path, topic_n
             record.pop("processed_at_ms")
             want = {**_envelope(inputs, topic_name, f.name, filter_version(f), key), **chosen(inputs[key][0])}
             assert same(record, want, text=f.format == "json"), (f.name, key, record)
+    # counted per checkpoint interval, and checked against what a subscriber received
+    listen = _listen(bootstrap, "--topic", ",".join(topics), "--from-beginning", "--until-end", "--verify",
+                     "--counts-topic", f"{prefix}counts", "--schema-dir", schema_dir)  # fmt: skip
+    assert listen.returncode == 0, listen.stdout[-2000:] + listen.stderr[-2000:]
+    verdict = listen.stdout.splitlines()[-1]
+    assert verdict.startswith(f"verified: complete, {2 * len(passing)} of {2 * len(passing)} counted"), verdict
 
 
 def _exists(bootstrap: str, topic: str) -> bool:
