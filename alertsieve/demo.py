@@ -4,7 +4,8 @@ An embedded broker in a throwaway directory; the filter stream job with the filt
 conf/filter_stream.yaml started first, in micro-batches; two simulated
 Rubin visits (with FITS cutouts) produced while it runs, and a handful of malformed messages; then
 a summary read back from the outputs themselves: matches, quarantine reasons, the latency
-subscribers saw, the archive's rows. Everything started is stopped.
+subscribers saw, what a subscriber receives checked against the counts topic, the archive's rows.
+Everything started is stopped.
 """
 
 from __future__ import annotations
@@ -25,9 +26,24 @@ from alertsieve.spark.session import get_session, stop_session
 from alertsieve.stream.config import load_config
 from alertsieve.stream.job import QUERY_NAME, FilterStream, run_archive, stop_between_batches
 from alertsieve.stream.latency import published_latencies_ms, quantiles_ms
+from alertsieve.subscribe.verify import summary_line
 
 CONFIG = Path(__file__).resolve().parents[1] / "conf" / "filter_stream.yaml"
 MALFORMED = [b"", b"\x00\x00", b"not an alert at all", b"\x00\x00\x00\x30\x39" + b"\x01" * 64]
+
+
+def received_and_verified(bootstrap: str, topics: list[str], counts_topic: str, schema_dir: Path) -> dict:
+    """What a subscriber of every filter's topic receives, checked against the counts topic."""
+    from alertsieve.alerts.schemas import open_store
+    from alertsieve.subscribe.subscriber import Subscriber
+    from alertsieve.subscribe.verify import verify
+
+    with Subscriber(bootstrap, topics, from_beginning=True, until_end=True, store=open_store(directory=schema_dir),
+                    counts_topic=counts_topic) as sub:  # fmt: skip
+        received = [(m.filter, m.filter_version, m.source_topic, m.source_partition, m.source_offset)
+                    for m in sub.matches()]  # fmt: skip
+        counts = sub.read_counts()
+    return {"received": len(received), "report": verify(received, counts, topics)}
 
 
 def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 5.0) -> dict:
@@ -89,9 +105,13 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 
         latency = quantiles_ms(published_latencies_ms(bootstrap, topics))
         print(f"Latency  : {latency['n']} matches published p50 {latency['p50_ms']:.0f} ms, p99"
               f" {latency['p99_ms']:.0f} ms after their alert was produced")  # fmt: skip
+        subscribed = received_and_verified(bootstrap, topics, cfg.counts_topic, workdir / "schemas")
+        print(f"Subscriber: {subscribed['received']} matches read back and decoded (alertsieve listen);"
+              f" {summary_line(subscribed['report'])}")  # fmt: skip
         print(f"Archive  : Delta 'matches' {counts['matches']} alerts (each once, with its filters),"
               f" 'quarantine' {counts['quarantine']} messages")  # fmt: skip
-        ok = seen == expected and quarantined == len(MALFORMED) and counts["quarantine"] == len(MALFORMED)
+        ok = (seen == expected and quarantined == len(MALFORMED) and counts["quarantine"] == len(MALFORMED)
+              and subscribed["report"]["complete"])  # fmt: skip
         print(
             f"Verdict  : {seen} read = {summary.acked} alerts + {len(MALFORMED)} malformed;"
             f" {quarantined} quarantined; {'nothing lost' if ok else 'MISMATCH'}"
