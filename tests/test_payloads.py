@@ -398,3 +398,22 @@ def test_a_jobs_settings_choose_a_filters_payload():
     assert chosen_filters["new_sources"].payload == "alert"
     with pytest.raises(FilterError, match=r"filter_outputs names unknown filter\(s\) \['nope'\]"):
         select_filters(load_config(None, {"topic": "t", "filter_outputs": {"nope": {"payload": "alert"}}}), "rubin")
+
+
+def test_fields_may_read_catalogs_and_features_no_condition_names(spark, field_catalog):
+    """A fields payload reading ``xmatch.*`` joins that catalog although the condition does not
+    name it, and ``features.*`` compile into the record's type."""
+    from alertsieve.catalogs.context import load_context
+    from alertsieve.stream.plan import sample_alerts
+    from alertsieve.stream.surveys import rubin_decoder
+
+    f = AlertFilter(name="near", sql="diaSource.snr > 5", payload="fields",
+                    fields={"field_distance": "xmatch.field.distance_arcsec", "r_rate": "features.r.rate"})  # fmt: skip
+    decoder = rubin_decoder(JobConfig(topic="t", survey="rubin"))
+    context = load_context(field_catalog, [f], decoder.detection)
+    assert [m.name for m in context.catalogs] == ["field"]
+    from alertsieve.publish.payloads import record_types
+
+    record = record_types([f], decoder, {"near": "v"}, sample_alerts(spark, decoder, context=context))["near"]
+    assert [x.name for x in record.fields] == [*ENVELOPE, "field_distance", "r_rate"]
+    assert {x.name: x.dataType.simpleString() for x in record.fields}["field_distance"] == "double"

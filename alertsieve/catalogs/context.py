@@ -74,7 +74,7 @@ def load_context(root: str | Path, filters, detection: str, heap_mb: float | Non
     known = {m.name: m for m in list_catalogs(root)}
     chosen: dict[str, CatalogMeta] = {}
     for f in filters:
-        for expression in f.expressions().values():
+        for expression in [*f.expressions().values(), *f.fields.values()]:  # a fields payload may read them too
             for family, name in sorted(named_catalogs(expression)):
                 meta = known.get(name)
                 if meta is None:
