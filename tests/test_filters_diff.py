@@ -4,7 +4,6 @@ against fastavro + plain Python over the same files."""
 from __future__ import annotations
 
 import fastavro
-import pytest
 from crafted import REAL, REAL_FILES
 
 from alertsieve.cli import main
@@ -57,8 +56,7 @@ def test_diff_without_against_says_what_it_needs(capsys):
     assert "--against PATH" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("r", [0.5])
-def test_an_unchanged_filter_has_one_version(tmp_path, r):
+def test_an_unchanged_filter_has_one_version(tmp_path, r=0.5):
     a, b = tmp_path / "a", tmp_path / "b"
     for d in (a, b):
         d.mkdir()

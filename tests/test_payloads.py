@@ -417,3 +417,15 @@ def test_fields_may_read_catalogs_and_features_no_condition_names(spark, field_c
     record = record_types([f], decoder, {"near": "v"}, sample_alerts(spark, decoder, context=context))["near"]
     assert [x.name for x in record.fields] == [*ENVELOPE, "field_distance", "r_rate"]
     assert {x.name: x.dataType.simpleString() for x in record.fields}["field_distance"] == "double"
+
+
+def test_a_field_that_does_not_compile_is_named_at_start_up(spark):
+    from alertsieve.publish.payloads import record_types
+    from alertsieve.stream.plan import sample_alerts
+    from alertsieve.stream.surveys import rubin_decoder
+
+    f = AlertFilter(name="typo", sql="true", payload="fields", origin="mine.yaml",
+                    fields={"snr": "diaSource.snr", "flux": "diaSource.psfFlx"})  # fmt: skip
+    decoder = rubin_decoder(JobConfig(topic="t", survey="rubin"))
+    with pytest.raises(FilterError, match=r"^filter 'typo' \(mine.yaml\): fields\['flux'\]: .*psfFlx"):
+        record_types([f], decoder, {"typo": "v"}, sample_alerts(spark, decoder))

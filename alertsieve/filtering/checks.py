@@ -81,13 +81,13 @@ def _compiled_together(filters: list[Filter], alerts) -> dict | None:
 
 def _compiled(f: Filter, alerts):
     """One filter's result type, or its compile error with its name and origin."""
-    with _named(f):
+    with named(f):
         return alerts.select(f.evaluate()[0].alias("m")).schema["m"].dataType
 
 
 def _run_on_samples(f: PythonFilter, alerts) -> None:
     """A Python filter compiles its columns and runs on the sample alerts without an error."""
-    with _named(f):
+    with named(f):
         match, error = f.evaluate()
         failure = alerts.select(error.alias("e")).where("e IS NOT NULL").first()
     if failure is not None:
@@ -95,15 +95,16 @@ def _run_on_samples(f: PythonFilter, alerts) -> None:
 
 
 @contextmanager
-def _named(f: Filter):
-    """Spark's compile error, as the first line of its message with the filter's name and origin."""
+def named(f: Filter, part: str = ""):
+    """Spark's compile error, as the first line of its message with the filter's name and origin
+    (and ``part``, the piece of the filter at fault: ``fields['snr']``)."""
     from pyspark.errors import AnalysisException, ParseException
 
     try:
         yield
     except (AnalysisException, ParseException) as e:
         first = str(e).strip().splitlines()[0]
-        raise FilterError(f"filter {f.name!r} ({f.origin}): {first}") from None
+        raise FilterError(f"filter {f.name!r} ({f.origin}): {part + ': ' if part else ''}{first}") from None
 
 
 def _check_expressions(f: Filter) -> None:

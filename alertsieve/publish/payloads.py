@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from alertsieve.filtering.checks import not_an_expression
+from alertsieve.filtering.checks import named, not_an_expression
 from alertsieve.filtering.model import Filter, FilterError
 
 #: The fields every fields record starts with, and their Spark types.
@@ -56,10 +56,9 @@ def check_payload(f: Filter) -> None:
 
 @dataclass(frozen=True)
 class FieldsPayload:
-    """A fields filter's record: its Spark type (envelope then fields), and for Avro the schema
-    and the Confluent header of its registered id."""
+    """A fields filter's record: for Avro, its schema and the Confluent header of its registered
+    id (none for JSON)."""
 
-    record_type: object  # pyspark StructType
     avro_schema: dict | None = None
     header: bytes = b""
 
@@ -121,11 +120,8 @@ def record_types(filters: list[Filter], decoder, versions: Mapping[str, str], al
         pass
     for f in fields:
         for alias, sql in f.fields.items():
-            try:
+            with named(f, f"fields[{alias!r}]"):
                 framed.select(F.expr(sql))
-            except (AnalysisException, ParseException) as e:
-                first = str(e).strip().splitlines()[0]
-                raise FilterError(f"filter {f.name!r} ({f.origin}): fields[{alias!r}]: {first}") from None
     raise FilterError(f"the fields of filters {[f.name for f in fields]} compile one by one but not together")
 
 
@@ -139,14 +135,14 @@ def payloads(filters: list[Filter], types: Mapping[str, object], topic_of, store
         if f.payload != "fields":
             continue
         if f.format == "json":
-            out[f.name] = FieldsPayload(types[f.name])
+            out[f.name] = FieldsPayload()
             continue
         try:
             schema = avro_schema(types[f.name], f"{NAMESPACE}.{_avro_name(f.name)}")
         except FilterError as e:
             raise FilterError(f"filter {f.name!r} ({f.origin}): {e}") from None
         registered = store.register(schema, f"{topic_of(f)}-value")
-        out[f.name] = FieldsPayload(types[f.name], schema, frame(registered.schema_id, b""))
+        out[f.name] = FieldsPayload(schema, frame(registered.schema_id, b""))
     return out
 
 

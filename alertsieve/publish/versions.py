@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+from functools import cache, partial
 from pathlib import Path
 
 from alertsieve.catalogs.context import named_catalogs
@@ -25,10 +26,11 @@ VERSION_DIGITS = 12
 CATALOG_FILES = ("meta.json", "index.parquet")
 
 
-def filter_version(f: Filter, catalog_root: str | Path = "catalogs") -> str:
-    """The filter's version (12 hex digits)."""
+def filter_version(f: Filter, catalog_root: str | Path = "catalogs", fingerprint=None) -> str:
+    """The filter's version (12 hex digits). ``fingerprint(name)``: a catalog's fingerprint
+    (default: ``catalog_fingerprint`` under ``catalog_root``)."""
     digest = hashlib.sha256()
-    for part in _deciding(f, catalog_root):
+    for part in _deciding(f, fingerprint or partial(catalog_fingerprint, catalog_root)):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()[:VERSION_DIGITS]
@@ -36,10 +38,11 @@ def filter_version(f: Filter, catalog_root: str | Path = "catalogs") -> str:
 
 def filter_versions(filters: list[Filter], catalog_root: str | Path = "catalogs") -> dict[str, str]:
     """{name: version} of ``filters``; each catalog file is read once however many filters name it."""
-    return {f.name: filter_version(f, catalog_root) for f in filters}
+    fingerprint = cache(partial(catalog_fingerprint, catalog_root))
+    return {f.name: filter_version(f, catalog_root, fingerprint) for f in filters}
 
 
-def _deciding(f: Filter, catalog_root: str | Path) -> list[str]:
+def _deciding(f: Filter, fingerprint) -> list[str]:
     """What decides the filter's matches, as text, in a fixed order."""
     expressions = f.expressions()
     parts = [type(f).__name__, json.dumps(expressions, sort_keys=True),
@@ -47,7 +50,7 @@ def _deciding(f: Filter, catalog_root: str | Path) -> list[str]:
     if isinstance(f, PythonFilter):
         parts.append(_source(f.function))
     named = sorted({n for e in expressions.values() for n in named_catalogs(e)})
-    parts += [f"{family}.{name}:{catalog_fingerprint(catalog_root, name)}" for family, name in named]
+    parts += [f"{family}.{name}:{fingerprint(name)}" for family, name in named]
     return parts
 
 

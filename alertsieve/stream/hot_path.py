@@ -164,17 +164,16 @@ def output_rows(outcome, cfg: JobConfig):
 
     source = {"source_topic": F.col("_topic"), "source_partition": F.col("_partition"),
               "source_offset": F.col("_offset"), "kafka_timestamp_ms": F.unix_millis(F.col("_timestamp"))}  # fmt: skip
+    match = {"filter": F.col("_filter"), "filter_version": F.col("_version"), **source,
+             "processed_at_ms": F.unix_millis(F.current_timestamp())}  # fmt: skip
     quarantined = F.col("_reason").isNotNull()
     return outcome.where(F.col("_topic_out").isNotNull()).select(
         F.when(quarantined, F.col("_key")).otherwise(F.col("_alert_id").cast("binary")).alias("key"),
         F.coalesce(F.col("_out_value"), F.lit(b"")).alias("value"),
         F.col("_topic_out").alias("topic"),
         F.when(quarantined, headers(reason=F.col("_reason"), **source))
-        .when(F.col("_format").isNotNull(),
-              headers(filter=F.col("_filter"), filter_version=F.col("_version"), payload=F.lit("fields"),
-                      format=F.col("_format"), **source, processed_at_ms=F.unix_millis(F.current_timestamp())))
-        .otherwise(headers(filter=F.col("_filter"), filter_version=F.col("_version"), payload=F.lit("alert"),
-                           **source, processed_at_ms=F.unix_millis(F.current_timestamp())))
+        .when(F.col("_format").isNotNull(), headers(**match, payload=F.lit("fields"), format=F.col("_format")))
+        .otherwise(headers(**match, payload=F.lit("alert")))
         .alias("headers"),
     )  # fmt: skip
 
