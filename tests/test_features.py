@@ -10,7 +10,7 @@ from pathlib import Path
 
 import fastavro
 import pytest
-from oracles import expected_features
+from oracles import assert_features_equal, expected_features
 
 from alertsieve.alerts.replay import read_raw_records
 from alertsieve.alerts.schemas import frame, load_rubin_schema
@@ -71,23 +71,12 @@ def computed(spark):
     return messages, [r["features"].asDict(recursive=True) for r in rows]
 
 
-def _close(got, want, where: str) -> None:
-    if isinstance(want, dict):
-        assert set(got) == set(want), where
-        for k in want:
-            _close(got[k], want[k], f"{where}.{k}")
-    elif want is None or isinstance(want, int):
-        assert got == want, where
-    else:
-        assert got == pytest.approx(want, rel=1e-12, abs=1e-12), where
-
-
 def test_features_equal_numpy_on_real_and_simulated_alerts(computed):
     messages, got = computed
     assert len(got) == len(messages) == 6 + 6 + 60 + 4
     for i, ((version, message), features) in enumerate(zip(messages, got, strict=True)):
         record = fastavro.schemaless_reader(io.BytesIO(message[5:]), load_rubin_schema(version).parsed, None)
-        _close(features, expected_features(record), f"alert {i} (v{version})")
+        assert_features_equal(features, expected_features(record), f"alert {i} (v{version})")
 
 
 def test_the_corpus_exercises_every_feature(computed):

@@ -210,7 +210,7 @@ def framed(definition: dict) -> dict:
 
 def filter_view(decoded, keep: tuple[str, ...] = (), context=None):
     """What filters see: the alert struct's top-level fields as columns (``diaSource.snr``), for
-    Rubin alerts the light-curve ``features`` (``alertsieve.filtering.features``), and the
+    Rubin and ZTF alerts the light-curve ``features`` (``alertsieve.filtering.features``), and the
     catalogs the filters name (``xmatch``, ``watch``: ``alertsieve.catalogs.context``), beside the
     ``keep`` columns of ``decoded``."""
     from pyspark.sql import functions as F

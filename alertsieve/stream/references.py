@@ -24,7 +24,7 @@ from typing import Any
 
 from alertsieve.alerts.view import ViewField
 from alertsieve.catalogs.context import Context, context_types, named_catalogs
-from alertsieve.filtering.features import READ_PATHS, has_history, with_features
+from alertsieve.filtering.features import has_history, read_paths, with_features
 from alertsieve.filtering.sql_text import only_existence, without_strings
 from alertsieve.stream.view_decode import view_type
 
@@ -49,6 +49,7 @@ class ViewReferences:
         self._computed = dict(context_types(whole, context))
         if has_history(whole):
             self._computed["features"] = with_features(whole).schema["features"].dataType
+        self._feature_paths = read_paths(whole)
         self._scan = self._typed(whole)
         self._tops = _by_top(view)
         self._reduced: dict[str, Any] = {}
@@ -69,7 +70,7 @@ class ViewReferences:
     def _typed(self, frame):
         """The view as filters see it. ``features``, ``xmatch`` and ``watch`` stand in as typed
         nulls: computed, they pass whole records through projections and joins, where Spark stops
-        pruning; what they read is known (``READ_PATHS``, the position) and added for the
+        pruning; what they read is known (the features' ``READ_PATHS``, the position) and added for the
         expressions that name them."""
         from pyspark.sql import functions as F
 
@@ -99,7 +100,7 @@ class ViewReferences:
                 if only_existence(expression, top.removesuffix("[]")) and _compiles(self._cut_down(top), expression):
                     used -= {f.path for f in fields[1:]}
         if names_features(expression):
-            used |= set(READ_PATHS)
+            used |= set(self._feature_paths)
         if self.context is not None and named_catalogs(expression):
             used |= {self.context.ra, self.context.dec}
         return used

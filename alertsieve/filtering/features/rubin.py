@@ -1,4 +1,4 @@
-"""Light-curve features, once per alert, in Spark SQL from the alert's own history.
+"""Rubin's light-curve features, once per alert, in Spark SQL from the alert's own history.
 
 Filters name them as ``features.<field>`` (``features.r.rate_sigma > 5``). They are computed from
 the detections an alert carries, the previous ones (``prvDiaSources``) and its own
@@ -16,6 +16,8 @@ Like the features they are plain Spark SQL, so the filters that use them keep Re
 """
 
 from __future__ import annotations
+
+from alertsieve.filtering.features.sql import finite, reduced_chi2_sql, weighted_mean_sql
 
 BANDS = ("u", "g", "r", "i", "z", "y")
 
@@ -59,21 +61,6 @@ DETECTIONS = (
 )  # fmt: skip
 
 
-def _finite(sql: str) -> str:
-    """NaN and infinities as null."""
-    return f"CASE WHEN isnan({sql}) OR abs({sql}) = double('inf') THEN NULL ELSE {sql} END"
-
-
-def _sum(det: str, term: str) -> str:
-    """The sum of ``term`` (over ``d``, one detection) across ``det``: null if any term is."""
-    return f"aggregate({det}, 0D, (a, d) -> a + {term})"
-
-
-def weighted_mean_sql(det: str) -> str:
-    """The inverse-variance weighted mean flux of ``det``, null when an error is zero or missing."""
-    return f"try_divide({_sum(det, 'try_divide(d.flux, d.err * d.err)')}, {_sum(det, 'try_divide(1D, d.err * d.err)')})"
-
-
 def band_sql(band: str) -> str:
     """The struct of one band's features, over ``_det_<band>`` (its detections, oldest first) and
     ``_mean_<band>`` (their weighted mean flux)."""
@@ -81,20 +68,19 @@ def band_sql(band: str) -> str:
     last, prev = f"try_element_at({det}, -1)", f"try_element_at({det}, -2)"
     change = f"({last}.flux - {prev}.flux)"
     days = f"({last}.mjd - {prev}.mjd)"
-    squares = _sum(det, f"try_divide((d.flux - {mean}) * (d.flux - {mean}), d.err * d.err)")
     fields = {
         "n": f"size({det})",
-        "flux": _finite(f"{last}.flux"),
-        "snr": _finite(f"try_divide({last}.flux, {last}.err)"),
-        "days_ago": _finite(f"_now - {last}.mjd"),
-        "rate": _finite(f"try_divide({change}, {days})"),
-        "rate_sigma": _finite(f"try_divide({change}, sqrt({last}.err * {last}.err + {prev}.err * {prev}.err))"),
-        "days_between": _finite(days),
-        "rise": _finite(
+        "flux": finite(f"{last}.flux"),
+        "snr": finite(f"try_divide({last}.flux, {last}.err)"),
+        "days_ago": finite(f"_now - {last}.mjd"),
+        "rate": finite(f"try_divide({change}, {days})"),
+        "rate_sigma": finite(f"try_divide({change}, sqrt({last}.err * {last}.err + {prev}.err * {prev}.err))"),
+        "days_between": finite(days),
+        "rise": finite(
             f"CASE WHEN {last}.flux > 0 AND {prev}.flux > 0"
             f" THEN try_divide(2.5 * log10({last}.flux / {prev}.flux), {days}) END"
         ),
-        "chi2": _finite(f"CASE WHEN size({det}) >= 2 THEN try_divide({squares}, size({det}) - 1) END"),
+        "chi2": reduced_chi2_sql(det, mean),
         # Each detection against the one before it (the first against itself, never a change).
         "sign_changes": f"size(filter({det}, (d, i) -> d.flux * try_element_at({det}, greatest(i, 1)).flux < 0))",
     }
@@ -111,8 +97,8 @@ def features_sql() -> str:
     )
     fields = {
         "n_detections": "size(_det)",
-        "days_since_first": _finite("_now - array_min(transform(_det, d -> d.mjd))"),
-        "g_minus_r": _finite(colour),
+        "days_since_first": finite("_now - array_min(transform(_det, d -> d.mjd))"),
+        "g_minus_r": finite(colour),
         "n_negative": "size(filter(_det, d -> d.flux < 0))",
         **{band: band_sql(band) for band in BANDS},
     }

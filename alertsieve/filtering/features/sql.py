@@ -1,0 +1,31 @@
+"""Spark SQL pieces both surveys' features are built from: text, so the features stay plain SQL
+(no UDF) and a filter that reads them keeps Real-Time Mode.
+
+Detections are arrays of structs (``d``) with an ``err`` field beside the measured value."""
+
+from __future__ import annotations
+
+
+def finite(sql: str) -> str:
+    """NaN and infinities as null: Spark orders NaN above every number, so ``x > 5`` would pass it."""
+    return f"CASE WHEN isnan({sql}) OR abs({sql}) = double('inf') THEN NULL ELSE {sql} END"
+
+
+def total(det: str, term: str) -> str:
+    """The sum of ``term`` (over ``d``, one detection) across ``det``: null if any term is."""
+    return f"aggregate({det}, 0D, (a, d) -> a + {term})"
+
+
+def weighted_mean_sql(det: str, value: str = "flux") -> str:
+    """The inverse-variance weighted mean of ``d.<value>`` over ``det``, null when an error is
+    zero or missing."""
+    return (
+        f"try_divide({total(det, f'try_divide(d.{value}, d.err * d.err)')},"
+        f" {total(det, 'try_divide(1D, d.err * d.err)')})"
+    )
+
+
+def reduced_chi2_sql(det: str, mean: str, value: str = "flux") -> str:
+    """The reduced chi-square of ``d.<value>`` about ``mean`` (2 or more detections, else null)."""
+    squares = total(det, f"try_divide((d.{value} - {mean}) * (d.{value} - {mean}), d.err * d.err)")
+    return finite(f"CASE WHEN size({det}) >= 2 THEN try_divide({squares}, size({det}) - 1) END")
