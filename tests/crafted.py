@@ -19,8 +19,9 @@ from alertsieve.alerts.replay import read_raw_records
 from alertsieve.alerts.schemas import frame, load_rubin_schema
 
 REAL = Path(__file__).parent / "data" / "real"
-#: The real alerts of tests/data/real and their schema versions.
-REAL_FILES = {"rubin-lsstcam-v10_0.avro": "10.0", "rubin-opsrehearsal-v7_4.avro": "7.4"}
+#: The real Rubin files of tests/data/real and their schema versions; ``-b`` holds the two real
+#: LSSTCam alerts with long histories (16 and 22 earlier detections).
+REAL_FILES = {"rubin-lsstcam-v10_0.avro": "10.0", "rubin-opsrehearsal-v7_4.avro": "7.4", "rubin-lsstcam-v10_0-b.avro": "10.0"}
 #: Edited copies get ids from here on, so that no two alerts of a stream share one.
 EDITED_IDS = 9_000_000_000_000_000_000
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import fastavro
 import pytest
+from crafted import REAL, REAL_FILES
 from oracles import assert_features_equal, expected_features
 
 from alertsieve.alerts.replay import read_raw_records
@@ -22,7 +23,6 @@ from alertsieve.stream.references import referenced_paths
 from alertsieve.stream.source import message_frame
 from alertsieve.stream.surveys import rubin_decoder
 
-REAL = Path(__file__).parent / "data" / "real"
 IDS = {"7.4": 704, "10.0": 1000, "11.1": 1101}
 READ = ["diaSource.midpointMjdTai", "diaSource.psfFlux", "diaSource.psfFluxErr", "diaSource.band",
         "prvDiaSources[].midpointMjdTai", "prvDiaSources[].psfFlux", "prvDiaSources[].psfFluxErr",
@@ -31,7 +31,7 @@ READ = ["diaSource.midpointMjdTai", "diaSource.psfFlux", "diaSource.psfFluxErr",
 
 def _messages() -> list[tuple[str, bytes]]:
     out = []
-    for name, version in (("rubin-lsstcam-v10_0.avro", "10.0"), ("rubin-opsrehearsal-v7_4.avro", "7.4")):
+    for name, version in REAL_FILES.items():
         out += [(version, frame(IDS[version], r.body)) for r in read_raw_records(REAL / name)]
     sim = AlertSimulator(SimulationConfig(schema_version="11.1", stamp_size=0, seed=8, max_history=30))
     schema = load_rubin_schema("11.1")
@@ -73,7 +73,7 @@ def computed(spark):
 
 def test_features_equal_numpy_on_real_and_simulated_alerts(computed):
     messages, got = computed
-    assert len(got) == len(messages) == 6 + 6 + 60 + 4
+    assert len(got) == len(messages) == 6 + 6 + 2 + 60 + 4
     for i, ((version, message), features) in enumerate(zip(messages, got, strict=True)):
         record = fastavro.schemaless_reader(io.BytesIO(message[5:]), load_rubin_schema(version).parsed, None)
         assert_features_equal(features, expected_features(record), f"alert {i} (v{version})")
@@ -83,7 +83,7 @@ def test_the_corpus_exercises_every_feature(computed):
     """Not a vacuous comparison: the real alerts carry histories, and rates, significances and
     colours come out non-null for some of them."""
     messages, got = computed
-    real = got[:12]
+    real = got[:14]
     assert max(f["n_detections"] for f in real) > 1
     assert any(f[b]["rate_sigma"] is not None for f in got for b in BANDS)
     assert got[-4]["g_minus_r"] == pytest.approx(-2.5 * math.log10(2500 / 4000))
