@@ -98,7 +98,12 @@ def arrival_metrics() -> list:
 
 def outcome_metrics(plan: JobPlan) -> list:
     """Counted on the outcome rows (one per match, quarantined message or Python filter error):
-    quarantined, matches per filter and the first error of each Python filter.
+    quarantined, the first and last quarantine reasons in sort order, matches per filter and the
+    first error of each Python filter.
+
+    The reasons are two declarative aggregates (Real-Time Mode runs them; a UDF it would not):
+    every quarantined message's reason sorts between them, so it starts with what they share,
+    which is enough to diagnose a batch that quarantined everything (``alertsieve.stream.diagnosis``).
 
     Matches per filter are one aggregate, however many filters: the list of the matched
     filters' indices, one int per published record (``metrics.matches_by_filter`` counts them).
@@ -110,6 +115,8 @@ def outcome_metrics(plan: JobPlan) -> list:
     matched = F.when(index >= 0, index)
     out = [
         F.sum((index == QUARANTINED).cast("long")).alias("quarantined_rows"),
+        F.min("_reason").alias("reason_min"),  # null on every row but the quarantined ones
+        F.max("_reason").alias("reason_max"),
         F.collect_list(matched).alias(MATCHES),
     ]
     for i, f in enumerate(plan.filters):

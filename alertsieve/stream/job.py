@@ -14,6 +14,7 @@ from alertsieve.filtering.model import FilterError, PythonFilter
 from alertsieve.publish.counts import CountsTopic, Published
 from alertsieve.stream.archive import Archive, archive_topics
 from alertsieve.stream.config import ConfigError, JobConfig, check_writable
+from alertsieve.stream.diagnosis import Diagnoser
 from alertsieve.stream.hot_path import MAX_MESSAGE_BYTES, codegen_conf, hot_path, sink_options
 from alertsieve.stream.metrics import MetricsLog, make_listener
 from alertsieve.stream.plan import plan_job
@@ -40,9 +41,11 @@ class FilterStream:
         self.session_before = {k: spark.conf.get(k, None) for k in codegen_conf(self.plan)}
         self.counts = CountsTopic(cfg.bootstrap, cfg.counts_topic, cfg.kafka_conf, published(self.plan, cfg),
                                   cfg.quarantine_topic)  # fmt: skip
+        decoder = self.plan.decoder  # a batch that quarantines everything is diagnosed for these
+        diagnoser = Diagnoser(decoder.survey, decoder.wire_format, detected=cfg.survey == "auto")
         self.metrics = MetricsLog(cfg.metrics_path, [f.name for f in self.filters], python,
                                   console=console if console is not None else sys.stdout,
-                                  query_name=QUERY_NAME, on_batch=self._count)  # fmt: skip
+                                  query_name=QUERY_NAME, on_batch=self._count, diagnose=diagnoser)  # fmt: skip
 
     def _count(self, stats, progress: dict) -> None:
         self.counts.write(progress, stats.input_rows, stats.quarantined_rows, stats.matches)

@@ -5,6 +5,9 @@ query listener hands them over when the batch is done.
 
 Fields of a ``batch`` line:
   batch_id, input_rows, decoded_rows, quarantined_rows, matches {filter: n};
+  reason_min, reason_max: the first and last quarantine reasons of the batch in sort order (equal
+  when one reason covers every quarantined message; null when none was quarantined): what the
+  diagnosis of a batch that quarantined everything is made of (``alertsieve.stream.diagnosis``);
   filter_errors {filter: message} (Python filters that failed in this batch: no output from the
   rows they failed on; matches counts what each filter published);
   batch_seconds (Spark's trigger execution time), rows_per_s (input_rows / batch_seconds);
@@ -25,6 +28,7 @@ subscribers see it, by reading the output topics back (``alertsieve.bench``).
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 import time
@@ -33,6 +37,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,6 +55,8 @@ class BatchStats:
     timestamps: str = "log_append_time"
     phases_s: dict[str, float] = field(default_factory=dict)
     filter_errors: dict[str, str] = field(default_factory=dict)
+    reason_min: str | None = None
+    reason_max: str | None = None
     kind: str = "batch"
 
     @property
@@ -104,10 +112,13 @@ class MetricsLog:
 
     def __init__(self, path: str | Path | None, filters: list[str], python_filters: set[str] = frozenset(),
                  console: TextIO | None = sys.stdout, query_name: str | None = None,
-                 on_batch: Callable[[BatchStats, dict], None] | None = None):  # fmt: skip
+                 on_batch: Callable[[BatchStats, dict], None] | None = None,
+                 diagnose: Callable[[BatchStats], str | None] | None = None):  # fmt: skip
         """``on_batch(stats, progress)``: called once per batch after its line is written (the
-        counts topic)."""
+        counts topic). ``diagnose(stats)``: the line to add about a batch that quarantined every
+        message, or None (``alertsieve.stream.diagnosis.Diagnoser``)."""
         self.on_batch = on_batch
+        self.diagnose = diagnose
         self.path = Path(path) if path else None
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -129,8 +140,16 @@ class MetricsLog:
             if stats.batch_id in self._done:
                 return
             self._done.add(stats.batch_id)
+            diagnosis = self.diagnose(stats) if self.diagnose else None
         if self.console:
             print(console_line(stats), file=self.console, flush=True)
+        if diagnosis:
+            # Beside the batch's console line, where the person running the job looks; logged
+            # instead for a job with no console (once, not twice on a terminal). The job goes on.
+            if self.console:
+                print(diagnosis, file=self.console, flush=True)
+            else:
+                log.warning("%s", diagnosis)
         self._write(stats, progress)
         if self.on_batch:
             self.on_batch(stats, progress)
@@ -201,6 +220,8 @@ def batch_stats(
             _snake(k): round(v / 1e3, 3) for k, v in durations.items() if k != "triggerExecution"
         },
         filter_errors=errors,
+        reason_min=seen.get("reason_min"),
+        reason_max=seen.get("reason_max"),
         timestamps=timestamps,
         latency_s=latency_from_timestamps(
             output_time, {"q01": q[0], "q05": q[1], "q50": q[2], "min": seen.get("ts_min")}
