@@ -60,6 +60,11 @@ def test_visits_follow_the_cadence(kafka, topic_name):
     assert all(r.started_at >= r.scheduled_at for r in summary.reports)  # and never early
 
 
+#: Made-up schemas with each survey's fields (replay knows a survey by its fields, not a name).
+_CANDIDATE = {"type": "record", "name": "candidate", "fields": [
+    {"name": n, "type": t} for n, t in
+    (("jd", "double"), ("fid", "int"), ("magpsf", "float"), ("sigmapsf", "float"), ("isdiffpos", "string"))
+]}  # fmt: skip
 ZTF_LIKE = {
     "type": "record",
     "name": "alert",
@@ -67,10 +72,22 @@ ZTF_LIKE = {
     "fields": [
         {"name": "objectId", "type": "string"},
         {"name": "candid", "type": "long"},
-        {"name": "magpsf", "type": "float"},
+        {"name": "candidate", "type": _CANDIDATE},
+        {"name": "prv_candidates", "type": ["null", {"type": "array", "items": "candidate"}]},
         {"name": "cutout", "type": ["null", "bytes"]},
     ],
 }
+RUBIN_LIKE = {
+    "type": "record",
+    "name": "alert",
+    "namespace": "elsewhere",
+    "fields": [
+        {"name": "diaSourceId", "type": "long"},
+        {"name": "diaSource", "type": {"type": "record", "name": "source", "fields": [
+            {"name": "midpointMjdTai", "type": "double"}, {"name": "psfFlux", "type": "float"}]}},
+        {"name": "cutout", "type": ["null", "bytes"]},
+    ],
+}  # fmt: skip
 
 
 def _ztf_records(n: int, start: int = 0) -> list[dict]:
@@ -78,11 +95,21 @@ def _ztf_records(n: int, start: int = 0) -> list[dict]:
         {
             "objectId": f"ZTF26aa{i:05d}",
             "candid": 10_000 + i,
-            "magpsf": 18.5 + i / 64,
+            "candidate": {"jd": 2461000.5 + i, "fid": 1 + i % 3, "magpsf": 18.5 + i / 64, "sigmapsf": 0.125,
+                          "isdiffpos": "t"},
+            "prv_candidates": None,
             "cutout": bytes([i % 256]) * 50,
         }
         for i in range(start, start + n)
-    ]
+    ]  # fmt: skip
+
+
+def _rubin_records(n: int) -> list[dict]:
+    return [
+        {"diaSourceId": 10_000 + i, "diaSource": {"midpointMjdTai": 61000.5 + i, "psfFlux": 1000.0 + i},
+         "cutout": bytes([i % 256]) * 50}
+        for i in range(n)
+    ]  # fmt: skip
 
 
 def _replay_folder(tmp_path, schema: dict, records: list[dict]):
@@ -105,8 +132,8 @@ def _replay(kafka, topic_name, tmp_path, folder) -> None:
 
 
 def test_replayed_files_are_sent_confluent_framed_byte_for_byte(kafka, topic_name, tmp_path):
-    other = {**ZTF_LIKE, "namespace": "elsewhere"}  # not ZTF's schema: Rubin's wire format
-    records = _ztf_records(120)
+    other = RUBIN_LIKE  # Rubin's fields under another name: Rubin's wire format
+    records = _rubin_records(120)
     _replay(kafka, topic_name, tmp_path, _replay_folder(tmp_path, other, records))
 
     def body_of(rec: dict) -> bytes:  # independent: encode each record on its own
@@ -114,7 +141,7 @@ def test_replayed_files_are_sent_confluent_framed_byte_for_byte(kafka, topic_nam
         fastavro.schemaless_writer(buf, fastavro.parse_schema(other), rec)
         return buf.getvalue()
 
-    want = {str(r["candid"]): body_of(r) for r in records}
+    want = {str(r["diaSourceId"]): body_of(r) for r in records}
     got = {}
     for m in consume_all(kafka.bootstrap_servers, topic_name):
         schema_id, body = unframe(m.value())

@@ -66,12 +66,6 @@ def writer_of(message: bytes) -> tuple[str, dict]:
     return schema_fingerprint(raw), json.loads(raw)
 
 
-def is_ztf_schema(definition: dict) -> bool:
-    """ZTF's alert schema is the record ``alert`` in namespace ``ztf`` (every version)."""
-    name = definition.get("name", "")
-    return name == "ztf.alert" or (name == "alert" and definition.get("namespace") == "ztf")
-
-
 def one_alert_container(schema_json: bytes, body: bytes) -> bytes:
     """A ZTF Kafka message: an uncompressed container file of one alert whose header holds
     ``schema_json`` as given (so its fingerprint is that of the file it came from)."""

@@ -77,14 +77,20 @@ class AlertSource:
 
 def _messages_from_files(paths: list[str], schema_dir: str | None) -> list[tuple[str, bytes]]:
     """(key, message) of every alert in the files, as its survey sends it (see produce --replay)."""
-    from alertsieve.alerts.replay import avro_files, read_raw_records, wire_message
-    from alertsieve.alerts.ztf import is_ztf_schema
+    from alertsieve.alerts.replay import (
+        avro_files,
+        read_raw_records,
+        survey_of_schema,
+        wire_message,
+        writer_schema,
+    )
 
     store = open_store(None, schema_dir)
     out = []
     for path in avro_files(paths):
+        ztf = survey_of_schema(writer_schema(path), path) == "ztf"
         for raw in read_raw_records(path):
-            schema_id = None if is_ztf_schema(raw.writer_schema) else store.register(raw.writer_schema).schema_id
+            schema_id = None if ztf else store.register(raw.writer_schema).schema_id
             out.append((raw.key, wire_message(raw, schema_id)))
     if not out:
         raise FilterError(f"no alerts in {paths}")

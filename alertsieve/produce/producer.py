@@ -364,12 +364,11 @@ def _schema_ids(cfg: ProduceConfig) -> Any:
         if cfg.schema_registry:
             return store.register(schema.definition, subject).schema_id
         return schema.schema_id
-    from alertsieve.alerts.replay import avro_files, writer_schema
-    from alertsieve.alerts.ztf import is_ztf_schema
+    from alertsieve.alerts.replay import avro_files, survey_of_schema, writer_schema
 
     writers = {str(p): writer_schema(p) for p in avro_files(cfg.replay)}
     return {
-        path: None if is_ztf_schema(w) else store.register(w, subject).schema_id
+        path: None if survey_of_schema(w, path) == "ztf" else store.register(w, subject).schema_id
         for path, w in writers.items()
     }
 
