@@ -33,7 +33,10 @@ from alertsieve.stream.decode import Decoder, filter_view
 from alertsieve.stream.plan import filter_paths, filter_reads, sample_alerts, view_paths
 from alertsieve.stream.surveys import make_decoder
 
-ALERTS_PER_NIGHT = 10_000_000
+#: Alerts a night each survey sends, for a rate's "per night": Rubin's ~10 million (design
+#: brief; DMTN-102), ZTF's about a million (0.6-1.2 million routinely, Patterson et al. 2019,
+#: PASP 131, 018001).
+ALERTS_PER_NIGHT = {"rubin": 10_000_000, "ztf": 1_000_000}
 
 
 @dataclass
@@ -46,6 +49,7 @@ class BacktestRow:
     nights: dict[date, int] = field(default_factory=dict)  # observing night -> matches
     night_alerts: dict[date, int] = field(default_factory=dict)  # observing night -> alerts
     archived: bool = False  # the alerts are an archive's matches, not a sample of the stream
+    alerts_per_night: int = ALERTS_PER_NIGHT["rubin"]  # the survey's whole stream a night
 
     @property
     def rate(self) -> float:
@@ -53,10 +57,11 @@ class BacktestRow:
 
     @property
     def per_night(self) -> int:
-        """Alerts a night: the rate at Rubin's 10 million, or over an archive its mean a night."""
+        """Alerts a night: the rate at the survey's whole stream a night, or over an archive its
+        mean a night."""
         if self.archived:
             return round(self.matches / len(self.night_alerts)) if self.night_alerts else 0
-        return round(self.rate * ALERTS_PER_NIGHT)
+        return round(self.rate * self.alerts_per_night)
 
 
 @dataclass
@@ -263,6 +268,7 @@ def backtest(spark, filters: list[Filter], alerts: AlertSource, catalog_dir: str
             {r["_night"]: int(r[f"m{i}"] or 0) for r in by_night if r["_night"] is not None},
             nights,
             alerts.archived,
+            ALERTS_PER_NIGHT[alerts.decoder.survey],
         )
         for i, f in enumerate(filters)
     ]
@@ -278,8 +284,8 @@ def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
         flag = ""
         if r.errors:
             flag, ok = f"  ERROR in {r.errors} batch(es): {r.first_error}", False
-        elif (r.per_night > max_rate * ALERTS_PER_NIGHT) if archived else (r.rate > max_rate):
-            limit = f"{round(max_rate * ALERTS_PER_NIGHT):,} a night" if archived else f"{max_rate:.1%}"
+        elif (r.per_night > max_rate * r.alerts_per_night) if archived else (r.rate > max_rate):
+            limit = f"{round(max_rate * r.alerts_per_night):,} a night" if archived else f"{max_rate:.1%}"
             flag, ok = f"  WARNING: above {limit}", False
         lines.append(
             f"{r.name:<24} {r.matches:>8} {r.alerts:>8} {_percent(r.rate):>8} {r.per_night:>10,}{flag}"
