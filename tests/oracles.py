@@ -165,9 +165,9 @@ def _extragalactic(
 
 
 def contributed_oracles() -> dict[str, Callable[[dict], bool]]:
-    """{contributed filter: its science in plain Python, over one alert as fastavro decodes it}.
+    """{contributed Rubin filter: its science in plain Python, over one alert as fastavro decodes it}.
     Only the filters' declared parameter values are read from them (data); their code is not run."""
-    params = {f.name: dict(f.params) for f in discover(entry_points=False)}
+    params = {f.name: dict(f.params) for f in discover(entry_points=False) if f.survey == "rubin"}
     science = {
         "bright_high_snr": _bright_high_snr,
         "new_sources": _new_source,

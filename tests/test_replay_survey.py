@@ -16,6 +16,7 @@ from typing import Any
 
 import fastavro
 import pytest
+from crafted import spark_export
 
 from alertsieve.alerts.replay import (
     ReplayError,
@@ -47,39 +48,6 @@ def ztf_alerts() -> tuple[dict, list[dict]]:
     schemas, records = zip(*(_read(p) for p in ZTF), strict=True)
     assert len(set(schemas)) == 1
     return json.loads(schemas[0]), [r for rs in records for r in rs]
-
-
-def spark_export(schema: dict) -> dict:
-    """``schema`` as Spark's Avro writer puts it: the alert record ``topLevelRecord``, each nested
-    record named after its field in its parent's namespace (a named type used twice is written
-    twice), fields in reverse order, unions flipped (a null default where null comes first, as
-    Avro requires, none otherwise), no docs or custom attributes."""
-
-    def walk(node: Any, name: str, namespace: str) -> Any:
-        if isinstance(node, list):
-            return [walk(branch, name, namespace) for branch in reversed(node)]
-        if isinstance(node, str):
-            return node  # a primitive: expand_schema wrote every named type out in full
-        if node["type"] == "array":
-            return {"type": "array", "items": walk(node["items"], name, namespace)}
-        if node["type"] != "record":
-            return node  # a primitive with a logical type (Rubin's timestamps)
-        full = f"{namespace}.{name}" if namespace else name
-        fields = []
-        for f in reversed(node["fields"]):
-            kind = walk(f["type"], f["name"], full)
-            null_first = isinstance(kind, list) and kind[0] == "null"
-            fields.append(
-                {"name": f["name"], "type": kind, **({"default": None} if null_first else {})}
-            )
-        return {
-            "type": "record",
-            "name": name,
-            **({"namespace": namespace} if namespace else {}),
-            "fields": fields,
-        }
-
-    return walk(fastavro.schema.expand_schema(schema), "topLevelRecord", "")
 
 
 def _field(record: dict, name: str) -> Any:
