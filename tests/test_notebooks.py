@@ -59,7 +59,8 @@ def test_02_explore_alerts(monkeypatch):
     out = text_of(book)
     assert "6 real alerts, LSSTCam v10.0" in out and "300 alerts of schema" in out
     assert "star_arcsec" in out and "ngc_arcmin" in out  # features and catalog matches, per real alert
-    assert images_in(book) == 3  # real beside simulated, a real light curve, real cutouts
+    assert "visits_a_night" in out  # real histories against the simulator's
+    assert images_in(book) == 4  # real beside simulated, a real light curve, histories, real cutouts
 
 
 @pytest.mark.slow

@@ -107,3 +107,39 @@ def plot_cutouts(alert: dict, axes=None):
         ax.set_title(name.removeprefix("cutout"))
         ax.axis("off")
     return axes
+
+
+#: Detections closer than this in time belong to one night's run of visits (days).
+SAME_NIGHT_DAYS = 0.3
+
+
+def history_table(alerts: list[dict]):
+    """One row per Rubin alert with an earlier detection: how its history is laid out in time and
+    bands, what a filter reading light curves meets (detections, bands, nights, visits a night,
+    the span, the shortest and longest gaps between detections, flux errors against fluxes,
+    negative fluxes, forced photometry)."""
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for alert in alerts:
+        curve = light_curve(alert)
+        if len(curve) < 2:
+            continue
+        gaps = np.diff(curve["mjd"].to_numpy())
+        nights = 1 + int(np.sum(gaps > SAME_NIGHT_DAYS))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            relative = (curve["flux_err_njy"] / curve["flux_njy"].abs()).median()
+        rows.append({
+            "detections": len(curve),
+            "bands": "".join(sorted(set(curve["band"]), key="ugrizy".index)),
+            "nights": nights,
+            "visits_a_night": round(len(curve) / nights, 1),
+            "span_days": round(float(curve["mjd"].iloc[-1] - curve["mjd"].iloc[0]), 2),
+            "shortest_gap_min": round(float(gaps.min()) * 1440, 1),
+            "longest_gap_days": round(float(gaps.max()), 2),
+            "median_err_over_flux": round(float(relative), 3),
+            "negative": int((curve["flux_njy"] < 0).sum()),
+            "forced": len(alert.get("prvDiaForcedSources") or []),
+        })  # fmt: skip
+    return pd.DataFrame(rows)

@@ -201,8 +201,26 @@ def _detected(
     )
 
 
-def _past_epochs(rng: np.random.Generator, visit: Visit, n: int, span_days: float) -> np.ndarray:
-    return np.sort(visit.mjd - rng.uniform(0.5, span_days, size=n))
+#: Visits of one field in one night: a run of 1 to this many, in one band, a few to ~40 minutes
+#: apart. Rubin's survey takes a field twice a night, 15-60 minutes apart, to link moving objects
+#: (Ivezic et al. 2019, ApJ 873, 111, sec. 3.1); the two long real LSSTCam histories
+#: (tests/data/real/rubin-lsstcam-v10_0-b.avro) show runs of 1-8 visits within 30 minutes, in one
+#: band a night, nights days apart. Assumption: the run's length is uniform from 1 to 4.
+MAX_VISITS_A_NIGHT = 4
+VISIT_GAP_MINUTES = (1.0, 40.0)
+
+
+def _past_visits(rng: np.random.Generator, visit: Visit, n: int, span_days: float) -> list[tuple[float, str]]:
+    """``n`` earlier visits of the field, oldest first, as (MJD, band): runs within a night in
+    one band, on nights from half a day to ``span_days`` before ``visit``."""
+    visits: list[tuple[float, str]] = []
+    while len(visits) < n:
+        t = visit.mjd - rng.uniform(0.5, max(span_days, 0.5))
+        band = str(BANDS[int(rng.integers(1, 6))])
+        for _ in range(int(rng.integers(1, MAX_VISITS_A_NIGHT + 1))):
+            visits.append((t, band))
+            t -= rng.uniform(*VISIT_GAP_MINUTES) / 1440
+    return sorted(visits[:n])
 
 
 def _series(
@@ -210,14 +228,10 @@ def _series(
     visit: Visit,
     ra: float,
     dec: float,
-    epochs: np.ndarray,
+    visits: list[tuple[float, str]],
     flux_at: Callable[[float], float],
 ) -> list[Detection]:
-    bands = rng.choice(list(BANDS[1:]), size=len(epochs))
-    return [
-        _detection(rng, visit, ra, dec, float(t), str(b), flux_at(float(t)))
-        for t, b in zip(epochs, bands, strict=True)
-    ]
+    return [_detection(rng, visit, ra, dec, t, b, flux_at(t)) for t, b in visits]
 
 
 def _magnitude(rng: np.random.Generator, bright: float, faint: float, slope: float) -> float:
@@ -366,11 +380,11 @@ def _draw(
     source.source_id = (visit.visit_id << 20) | alert_index
     history = [
         d
-        for d in _series(rng, visit, ra, dec, _past_epochs(rng, visit, hist_n, span), flux_at)
+        for d in _series(rng, visit, ra, dec, _past_visits(rng, visit, hist_n, span), flux_at)
         if d.snr >= DETECTION_SIGMA
     ]
     forced = _series(
-        rng, visit, ra, dec, _past_epochs(rng, visit, forced_n, min(span, 30.0)), flux_at
+        rng, visit, ra, dec, _past_visits(rng, visit, forced_n, min(span, 30.0)), flux_at
     )
     template_flux = 0.0 if population == "solar_system" else mag_to_flux(template_mag)
     return AlertTruth(
