@@ -1,5 +1,5 @@
 """ZTF light-curve features in Spark SQL on the 124 real ZTF alerts with histories (and edited
-copies reaching what they do not: NaN and zero errors, a colour), against numpy over the
+copies reaching what they do not: NaN and zero errors, a colour, a null magnitude), against numpy over the
 fastavro-decoded records (``oracles.expected_ztf_features``)."""
 
 from __future__ import annotations
@@ -40,9 +40,13 @@ def _message(schema_json: bytes, schema: dict, alert: dict) -> bytes:
 def _edge_cases(alerts: list[dict]) -> list[dict]:
     """Edited copies of real alerts reaching what the real ones may not: a NaN sigmapsf in the
     history and a zero one (null, never NaN), a g detection 0.2 d after an r one (a colour),
-    and a candidate fainter than its reference (negative: out of the band features)."""
-    rich = [a for a in alerts if sum(h["candid"] is not None for h in a["prv_candidates"] or []) >= 3][:4]
-    nan_err, zero_err, colour, negative = (copy.deepcopy(a) for a in rich)
+    a candidate fainter than its reference (negative: out of the band features), and a detection
+    without a magnitude (null: no amplitude, no chi2)."""
+    rich = [a for a in alerts if sum(h["candid"] is not None for h in a["prv_candidates"] or []) >= 3][:5]
+    nan_err, zero_err, colour, negative, no_mag = (copy.deepcopy(a) for a in rich)
+    first = next(h for h in no_mag["prv_candidates"] if h["candid"] is not None)
+    first.update(fid=no_mag["candidate"]["fid"], isdiffpos="t", magpsf=None)
+    no_mag["candidate"]["isdiffpos"] = "t"
     for alert, err in ((nan_err, float("nan")), (zero_err, 0.0)):
         last = [h for h in alert["prv_candidates"] if h["candid"] is not None][-1]
         last.update(fid=alert["candidate"]["fid"], isdiffpos="t", sigmapsf=err, jd=alert["candidate"]["jd"] - 1)
@@ -51,7 +55,7 @@ def _edge_cases(alerts: list[dict]) -> list[dict]:
     last.update(fid=2, isdiffpos="t", magpsf=18.5, jd=colour["candidate"]["jd"] - 0.2)
     colour["candidate"].update(fid=1, isdiffpos="t", magpsf=18.0)
     negative["candidate"]["isdiffpos"] = "f"
-    return [nan_err, zero_err, colour, negative]
+    return [nan_err, zero_err, colour, negative, no_mag]
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +74,7 @@ def computed(spark):
 
 def test_ztf_features_equal_numpy_on_every_real_history(computed):
     alerts, got = computed
-    assert len(got) == len(HISTORIES) + 4 == 128
+    assert len(got) == len(HISTORIES) + 5 == 129
     for i, (alert, features) in enumerate(zip(alerts, got, strict=True)):
         assert_features_equal(features, expected_ztf_features(alert), f"alert {i} (candid {alert['candid']})")
 
@@ -89,7 +93,7 @@ def test_the_real_histories_exercise_every_feature(computed):
 
 def test_nan_and_zero_errors_give_nulls_and_a_colour_is_g_minus_r(computed):
     _, got = computed
-    nan_err, zero_err, colour, negative = got[-4:]
+    nan_err, zero_err, colour, negative, no_mag = got[-5:]
     for f in (nan_err, zero_err):
         band = next(b for b in "gri" if f[b]["days_ago"] == 0)
         assert f[band]["chi2"] is None  # no weighted mean without every error
@@ -100,6 +104,8 @@ def test_nan_and_zero_errors_give_nulls_and_a_colour_is_g_minus_r(computed):
     assert zero_err[band]["rise_sigma"] == pytest.approx(zero_err[band]["rise"] / zero_err[band]["mag_err"])
     assert colour["g_minus_r"] == pytest.approx(18.0 - 18.5) and colour["g"]["days_ago"] == 0
     assert all(negative[b]["days_ago"] != 0 for b in "gri") and negative["n_negative"] >= 1
+    band = next(b for b in "gri" if no_mag[b]["days_ago"] == 0)
+    assert no_mag[band]["amplitude"] is None and no_mag[band]["chi2"] is None and no_mag[band]["n"] >= 2
 
 
 def test_a_filter_on_ztf_features_decodes_only_the_seven_history_fields(spark):

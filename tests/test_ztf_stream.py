@@ -15,6 +15,7 @@ from kafka_helpers import consume_all
 from ztf_oracles import ztf_oracles
 
 from alertsieve.alerts.ztf import header
+from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
@@ -61,3 +62,55 @@ def test_a_spark_export_of_real_ztf_alerts_is_replayed_and_filtered_as_plain_pyt
         assert sum(b["matches"][name] for b in lines) == len(want), name
         assert {r["alert_id"] for r in archived if name in r["filters"]} == want, name
     assert set(lines[0]["matches"]) == set(expected)  # the job ran the ZTF filters only
+
+
+def _exported_messages(messages: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """The same alerts as ZTF-framed messages under the Spark export's writer schema: a schema
+    the job does not ship, known only from the messages."""
+    from alertsieve.alerts.ztf import one_alert_container
+
+    schema = spark_export(json.loads(header(messages[0][1])["avro.schema"]))
+    text, parsed = json.dumps(schema).encode(), fastavro.parse_schema(schema)
+    out = []
+    for key, message in messages:
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, parsed, next(fastavro.reader(io.BytesIO(message))))
+        out.append((key, one_alert_container(text, body.getvalue())))
+    return out
+
+
+def test_a_ztf_schema_is_learned_from_the_newest_and_the_quarantined_messages(kafka, spark, tmp_path, topic_name):
+    """A writer schema that is not among the topic's first messages: learned at start-up from its
+    newest ones; one in the middle is quarantined ("restart the job to read it"), and the restart
+    learns it from the quarantine topic."""
+    from confluent_kafka import Producer
+
+    bootstrap = kafka.bootstrap_servers
+    real = ztf_messages()[:30]
+    exported = _exported_messages(real[12:18])
+
+    def run(topic: str, messages: list[tuple[str, bytes]], checkpoint: str) -> list[dict]:
+        create_topic(bootstrap, topic, 1)
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for key, value in messages:
+            producer.produce(topic, key=key, value=value)
+        assert producer.flush(30) == 0
+        cfg = JobConfig(bootstrap=bootstrap, topic=topic, survey="ztf", available_now=True, sinks=["kafka"],
+                        output_prefix=f"{topic_name}-", output_partitions=1, discover_filters=False,
+                        code_filters=[AlertFilter(name="bright", sql="candidate.magpsf < 17")], checkpoint=str(tmp_path / checkpoint),
+                        metrics_path=None)  # fmt: skip
+        return run_job(cfg, spark=spark, console=False)
+
+    middle = [*real[:12], *exported, *real[18:]]  # the first and newest messages: 3.3 only
+    lines = run(topic_name, middle, "a")
+    assert sum(b["quarantined_rows"] for b in lines) == len(exported)
+    quarantine = {m.key().decode(): dict(m.headers()) for m in consume_all(bootstrap, f"{topic_name}-quarantine")}
+    assert set(quarantine) == {k for k, _ in exported}
+    assert all(b"was not seen at start-up: restart the job to read it" in h["reason"] for h in quarantine.values())
+
+    lines = run(topic_name, [], "b")  # restarted (afresh): the quarantined messages told the schema
+    assert sum(b["input_rows"] for b in lines) == len(middle) and sum(b["quarantined_rows"] for b in lines) == 0
+
+    newest = [*real[:12], *exported]  # the new schema at the end only
+    lines = run(f"{topic_name}-newest", newest, "c")
+    assert sum(b["input_rows"] for b in lines) == len(newest) and sum(b["quarantined_rows"] for b in lines) == 0

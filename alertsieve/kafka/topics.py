@@ -142,10 +142,11 @@ def topics_with_prefix(bootstrap: str, prefix: str, extra: dict | None = None) -
 
 
 def head_messages(bootstrap: str, topics: list[str] | str, limit: int = 20,
-                  extra: dict | None = None, timeout: float = 10.0) -> list[bytes]:  # fmt: skip
+                  extra: dict | None = None, timeout: float = 10.0, newest: bool = False) -> list[bytes]:  # fmt: skip
     """Up to ``limit`` message values from the start of ``topics`` (a list, or a regex of topic
-    names), a few from every partition: what a job looks at before it starts (which survey, which
-    ZTF schemas). Commits nothing; an empty or missing topic gives []."""
+    names), or with ``newest`` from their ends, a few from every partition: what a job looks at
+    before it starts (which survey, which ZTF schemas). Commits nothing; an empty or missing
+    topic gives []."""
     import re
     import time
 
@@ -166,8 +167,9 @@ def head_messages(bootstrap: str, topics: list[str] | str, limit: int = 20,
             for p in metadata[t].partitions:
                 low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=timeout)
                 if high > low:
-                    assigned.append(TopicPartition(t, p, OFFSET_BEGINNING))
-                    remaining[(t, p)] = min(high - low, max(1, limit // 4))
+                    n = min(high - low, max(1, limit // 4))
+                    assigned.append(TopicPartition(t, p, high - n if newest else OFFSET_BEGINNING))
+                    remaining[(t, p)] = n
         if not assigned:
             return []
         consumer.assign(assigned)

@@ -58,9 +58,9 @@ class JobPlan:
 
 def plan_job(spark, cfg: JobConfig) -> JobPlan:
     """Everything a bad setting or filter can break, checked before the stream starts."""
-    head = head_messages(cfg.bootstrap, cfg.topic and [cfg.topic] or cfg.topic_pattern,
-                         extra=cfg.kafka_conf)  # fmt: skip
-    decoder = make_decoder(cfg, head)
+    topics = cfg.topic and [cfg.topic] or cfg.topic_pattern
+    head = head_messages(cfg.bootstrap, topics, extra=cfg.kafka_conf)
+    decoder = make_decoder(cfg, head, seen=newest_messages(cfg, topics))
     filters = select_filters(cfg, decoder.survey)
     context = load_context(cfg.catalog_dir, filters, decoder.detection, driver_heap_mb(spark))
     samples = sample_alerts(spark, decoder, head, context)
@@ -218,6 +218,15 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
     if missing:
         raise FilterError(f"--filters names unknown filter(s) {missing}; known: {sorted(by_name)}")
     return [by_name[n] for n in cfg.filters]
+
+
+def newest_messages(cfg: JobConfig, topics: list[str] | str) -> list[bytes]:
+    """The newest messages of the input and of the quarantine topic, for the ZTF writer schemas a
+    job learns at start-up beside the first messages': a schema ZTF began to send after the
+    topic's start is among the newest, and one a running job quarantined ("restart the job to
+    read it") is on the quarantine topic, its original bytes."""
+    newest = head_messages(cfg.bootstrap, topics, extra=cfg.kafka_conf, newest=True)
+    return newest + head_messages(cfg.bootstrap, [cfg.quarantine_topic], extra=cfg.kafka_conf, newest=True)
 
 
 def sample_alerts(spark, decoder: Decoder, head: list[bytes] = (), context: Context | None = None):

@@ -93,7 +93,8 @@ def rubin_decoder(cfg: JobConfig, store: SchemaStore | None = None, view_also: l
 
 
 def ztf_decoder(head: list[bytes]) -> Decoder:
-    """The ZTF schemas shipped with alertsieve and those the topic's first messages carry."""
+    """The ZTF schemas shipped with alertsieve and those ``head`` carries (messages the job looked
+    at before it started: the topic's first and newest, and the quarantined ones)."""
     raw = {schema_fingerprint(p.read_bytes()): p.read_bytes() for p in sorted(ztf_schema_dir().glob("*.avsc"))}
     for message in head:
         if message.startswith(MAGIC):
@@ -117,7 +118,10 @@ def ztf_decoder(head: list[bytes]) -> Decoder:
                    night_offset=2440587.5, mjd_offset=2400000.5)  # fmt: skip
 
 
-def make_decoder(cfg: JobConfig, head: list[bytes], view_also: list[str] = ()) -> Decoder:
-    """The decoder of the job's survey; ``head``: the topic's first messages (may be empty);
+def make_decoder(cfg: JobConfig, head: list[bytes], view_also: list[str] = (), seen: list[bytes] = ()) -> Decoder:
+    """The decoder of the job's survey; ``head``: the topic's first messages (may be empty), which
+    tell the survey; ``seen``: more messages whose ZTF writer schemas are learned too;
     ``view_also``: Rubin versions the view covers beyond those read."""
-    return ztf_decoder(head) if survey_of(cfg, head) == "ztf" else rubin_decoder(cfg, view_also=view_also)
+    if survey_of(cfg, head) == "ztf":
+        return ztf_decoder([*head, *seen])
+    return rubin_decoder(cfg, view_also=view_also)

@@ -90,7 +90,7 @@ def band_sql(band: str) -> str:
         "rise_sigma": finite(f"try_divide({gained}, sqrt({last}.err * {last}.err + {prev}.err * {prev}.err))"),
         "chi2": reduced_chi2_sql(det, mean, "mag"),
         "amplitude": finite(
-            f"CASE WHEN size({det}) >= 2"
+            f"CASE WHEN size({det}) >= 2 AND NOT exists({det}, d -> d.mag IS NULL)"  # array_max skips nulls
             f" THEN array_max(transform({det}, d -> d.mag)) - array_min(transform({det}, d -> d.mag)) END"
         ),
     }
