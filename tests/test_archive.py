@@ -10,15 +10,25 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from job_helpers import archive_command, assert_outputs, expected_matches, job_command, wait_for
+from job_helpers import (
+    JOB_FILTERS,
+    NAMES,
+    archive_command,
+    assert_outputs,
+    expected_matches,
+    wait_for,
+)
 
+from alertsieve.filtering.model import AlertFilter
 from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.job import run_job
 
-PER_BATCH = 30
+PER_BATCH = 60
 
 
 def _archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
-    """Thirty records a batch, a batch a second: about ten batches (of ~280 records) to be killed among."""
+    """Sixty records a batch, a batch a second: about ten batches (of ~560 records: every match twice) to be killed among."""
     args = archive_command(bootstrap, topic, workdir, *extra)
     args[args.index("--max-offsets-per-trigger") + 1] = str(PER_BATCH)
     return [*args, "--archive-trigger", "1"]
@@ -36,10 +46,12 @@ def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(kafka,
                                  interval_s=0, stamp_size=0, seed=71, progress=False,
                                  schema_dir=schema_dir)).ok  # fmt: skip
     total, expected = expected_matches(bootstrap, topic_name, schema_dir)
-    for _ in range(2):  # the hot path twice from scratch: every match is on Kafka twice
-        hot = subprocess.run(job_command(bootstrap, topic_name, tmp_path, "--available-now", "--sink", "kafka"),
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
-        assert hot.returncode == 0, hot.stderr[-2000:]
+    hot = JobConfig(bootstrap=bootstrap, topic=topic_name, output_prefix=f"{topic_name}-", sinks=["kafka"],
+                    available_now=True, max_offsets_per_trigger=100, discover_filters=False, metrics_path=None,
+                    checkpoint=str(tmp_path / "ckpt"), schema_dir=schema_dir,
+                    code_filters=[AlertFilter(name=n, sql=JOB_FILTERS[n][0]) for n in NAMES])  # fmt: skip
+    for _ in range(2):  # the hot path twice from scratch (in this process): every match is on Kafka twice
+        run_job(hot, spark=spark, console=False)
         shutil.rmtree(tmp_path / "ckpt")
     published = sum(len(v) for v in expected.values()) * 2
 
