@@ -28,7 +28,7 @@ PER_BATCH = 60
 
 
 def _archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
-    """Sixty records a batch, a batch a second: about ten batches (of ~560 records: every match twice) to be killed among."""
+    """Sixty records a batch, a batch a second: several batches (every match is published twice) to be killed among."""
     args = archive_command(bootstrap, topic, workdir, *extra)
     args[args.index("--max-offsets-per-trigger") + 1] = str(PER_BATCH)
     return [*args, "--archive-trigger", "1"]
