@@ -78,8 +78,9 @@ def test_a_ztf_writer_schema_not_seen_at_start_up():
     first = "a ZTF container whose writer schema (sha256 0a1b) was not seen at start-up: restart the job to read it"
     last = first.replace("0a1b", "9f8e")
     assert diagnose(_stats(first, last), "ztf", "container") == (
-        f"{_head('a ZTF container whose writer schema (sha256 ...')} | likely: restart the job: it"
-        " learns ZTF's writer schemas from schemas/ztf/ and the topic's first messages at start-up"
+        f"{_head('a ZTF container whose writer schema (sha256 ...')} | likely: restart the job: at"
+        " start-up it learns ZTF's writer schemas from schemas/ztf/, the topic's first and newest"
+        " messages and the quarantined ones (which keep their bytes on the quarantine topic)"
     )
 
 

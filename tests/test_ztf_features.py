@@ -115,11 +115,3 @@ def test_a_filter_on_ztf_features_decodes_only_the_seven_history_fields(spark):
     paths = referenced_paths(spark, decoder.view, ["features.r.rise > 0.3 AND features.n_detections >= 3"])
     assert sorted(paths) == sorted(READ_PATHS)
 
-
-def test_docs_list_every_ztf_feature():
-    """docs/filters.md lists the ZTF FEATURES as they are (a row each)."""
-    from alertsieve.filtering.features.ztf import FEATURES
-
-    text = (Path(__file__).parents[1] / "docs" / "filters.md").read_text()
-    for path, unit, meaning in FEATURES:
-        assert f"| `{path}` | {unit or '-'} | {meaning} |" in text

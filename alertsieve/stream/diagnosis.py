@@ -42,8 +42,8 @@ FIXES = [
         "the producer compresses its containers: have it write them uncompressed (codec null),"
         " as ZTF sends them"),
     Fix("container", r"a ZTF container whose writer schema",
-        "restart the job: it learns ZTF's writer schemas from schemas/ztf/ and the topic's first"
-        " messages at start-up"),
+        "restart the job: at start-up it learns ZTF's writer schemas from schemas/ztf/, the topic's"
+        " first and newest messages and the quarantined ones (which keep their bytes on the quarantine topic)"),
     Fix("container", r"undecodable Avro body in a container",
         "the containers do not match their own header's schema: the files are corrupt or truncated"),
     Fix("confluent", r"magic byte is 0x4f,",
