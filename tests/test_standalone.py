@@ -1,5 +1,7 @@
-"""The same job on a Spark standalone cluster (a master and two workers started with pyspark's
-spark-class) gives the same outputs as in local mode."""
+"""The job on a Spark standalone cluster (a master and two workers started with pyspark's
+spark-class): its executors run on both workers, and its Kafka topics and Delta tables hold
+exactly what plain Python over the fastavro-decoded alerts selects, the undecodable messages
+quarantined."""
 
 from __future__ import annotations
 
@@ -8,64 +10,49 @@ import sys
 
 import pytest
 from confluent_kafka import Producer
-from kafka_helpers import consume_all
-from oracles import FILTERS
+from job_helpers import JOB_FILTERS, NAMES, assert_outputs, expected_matches
 
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.spark import standalone
+
+JUNK = (b"", b"\x01garbage", b"\x00\x00\x00\x10\x92junk")
 
 
 def _run_job(kafka, topic: str, out, master: str) -> None:
     args = [sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", kafka.bootstrap_servers,
             "--topic", topic, "--available-now", "--master", master, "--max-offsets-per-trigger", "200",
-            "--output-prefix", f"{out.name}-", "--checkpoint", str(out / "ckpt"),
+            "--output-prefix", f"{topic}-", "--checkpoint", str(out / "ckpt"),
             "--delta-path", str(out / "delta"), "--no-discover"]  # fmt: skip
-    for name in ("bright", "first_seen", "solar_system"):
-        args += ["--sql", f"{name}={FILTERS[name][0]}"]
+    for name in NAMES:
+        args += ["--sql", f"{name}={JOB_FILTERS[name][0]}"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
-def _outputs(spark, kafka, out) -> dict:
-    matches = spark.read.format("delta").load(str(out / "delta" / "matches"))
-    quarantine = spark.read.format("delta").load(str(out / "delta" / "quarantine"))
-    return {
-        "delta": sorted(
-            (sorted(r["filters"]), r["alert_id"])
-            for r in matches.select("filters", "alert_id").collect()
-        ),
-        "quarantine": sorted(
-            (r["offset"], r["reason"]) for r in quarantine.select("offset", "reason").collect()
-        ),
-        "kafka": {
-            name: sorted(
-                m.key().decode() for m in consume_all(kafka.bootstrap_servers, f"{out.name}-{name}")
-            )
-            for name in ("bright", "first_seen", "solar_system")
-        },
-    }
-
-
 @pytest.mark.slow
-def test_standalone_cluster_matches_local_mode(kafka, spark, topic_name, tmp_path):
-    assert produce(ProduceConfig(bootstrap=kafka.bootstrap_servers, topic=topic_name, visits=1,
-                                 alerts_per_visit=300, interval_s=0, stamp_size=16, seed=41,
-                                 progress=False)).ok  # fmt: skip
-    p = Producer({"bootstrap.servers": kafka.bootstrap_servers})
-    for value in (b"", b"\x01garbage", b"\x00\x00\x00\x10\x92junk"):
+def test_a_standalone_cluster_publishes_and_archives_what_plain_python_selects(kafka, spark, topic_name, tmp_path):
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, visits=1, alerts_per_visit=300,
+                                 interval_s=0, stamp_size=16, seed=41, progress=False,
+                                 schema_dir=schema_dir)).ok  # fmt: skip
+    total, expected = expected_matches(bootstrap, topic_name, schema_dir)
+    assert total == 300 and all(expected.values())
+    p = Producer({"bootstrap.servers": bootstrap})
+    for value in JUNK:
         p.produce(topic_name, value=value)
     assert p.flush(30) == 0
 
-    local, remote = tmp_path / "local", tmp_path / "cluster"
-    _run_job(kafka, topic_name, local, "local[2]")
+    out = tmp_path / "cluster"
     cluster = standalone.start(tmp_path / "spark-cluster", workers=2, cores=1, memory="1g")
     try:
         assert cluster.alive_workers() == 2
-        _run_job(kafka, topic_name, remote, cluster.master_url)
+        _run_job(kafka, topic_name, out, cluster.master_url)
         app_logs = list((tmp_path / "spark-cluster").glob("work-*/app-*"))
         assert len(app_logs) == 2  # the job really ran executors on both workers
     finally:
         cluster.stop()
-    got_local, got_cluster = _outputs(spark, kafka, local), _outputs(spark, kafka, remote)
-    assert len(got_local["delta"]) > 0 and len(got_local["quarantine"]) == 3
-    assert got_cluster == got_local
+    published = assert_outputs(spark, bootstrap, topic_name, out, expected)
+    assert set(published.values()) == {1}  # one run, no restart: each match once on Kafka too
+    quarantine = spark.read.format("delta").load(str(out / "delta" / "quarantine")).collect()
+    assert sorted(bytes(r["value"] or b"") for r in quarantine) == sorted(JUNK)
+    assert all(r["reason"] for r in quarantine)
