@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from importlib.resources import files
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -28,7 +29,8 @@ from alertsieve.stream.job import QUERY_NAME, FilterStream, run_archive, stop_be
 from alertsieve.stream.latency import published_latencies_ms, quantiles_ms
 from alertsieve.subscribe.verify import summary_line
 
-CONFIG = Path(__file__).resolve().parents[1] / "conf" / "filter_stream.yaml"
+#: The demo's job settings (``conf/``, installed as the package ``alertsieve_conf``).
+CONFIG = Path(str(files("alertsieve_conf") / "filter_stream.yaml"))
 MALFORMED = [b"", b"\x00\x00", b"not an alert at all", b"\x00\x00\x00\x30\x39" + b"\x01" * 64]
 
 

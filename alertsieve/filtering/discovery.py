@@ -1,5 +1,6 @@
-"""Where filters come from: the repository's ``filters/``, folders or files named in the
-configuration, and installed packages that declare the ``alertsieve.filters`` entry points.
+"""Where filters come from: installed packages that declare the ``alertsieve.filters`` entry
+points (alertsieve's own, ``contributed``: the package ``alertsieve_filters``, which is the
+repository's ``filters/``), and folders or files named in the configuration.
 
 A folder holds filter modules (``*.py``: filters, or lists of them, at module level) and filter
 tables (``*.yaml``: many SQL filters as rows, ``alertsieve.filtering.tables``)."""
@@ -17,11 +18,31 @@ from alertsieve.filtering.tables import load_filter_table
 TABLE_SUFFIXES = (".yaml", ".yml")
 
 ENTRY_POINT_GROUP = "alertsieve.filters"
+#: The entry point of the filters alertsieve ships (pyproject.toml).
+CONTRIBUTED = "contributed"
 
 
-def builtin_filter_dir() -> Path:
-    """The repository's own ``filters/`` folder (contributed filters)."""
-    return Path(__file__).resolve().parents[2] / "filters"
+def builtin_filter_dir() -> Path | None:
+    """The folder of the contributed filters, where alertsieve is installed (a checkout's
+    ``filters/`` in an editable install, the wheel's ``alertsieve_filters`` otherwise): the
+    package its ``contributed`` entry point names. None when the entry point is not installed."""
+    from importlib.metadata import entry_points
+    from importlib.util import find_spec
+
+    ep = next((e for e in entry_points(group=ENTRY_POINT_GROUP) if e.name == CONTRIBUTED), None)
+    spec = find_spec(ep.value) if ep is not None else None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def looked_in(paths: Iterable[Path | str] = (), builtin: bool = True, entry_points: bool = True) -> str:
+    """Where ``discover`` looks, for a message that found nothing."""
+    places = [str(builtin_filter_dir() or f"(no {CONTRIBUTED!r} entry point installed)")] if builtin else []
+    places += [str(p) for p in paths]
+    if entry_points:
+        places.append(f"packages declaring the {ENTRY_POINT_GROUP!r} entry points")
+    return ", ".join(places) or "nowhere (filter discovery is off and no --filter-path is given)"
 
 
 def _filters_in(namespace: dict, origin: str) -> list[Filter]:
@@ -75,11 +96,10 @@ def filter_files(folder: Path) -> list[Path]:
 def discover(
     paths: Iterable[Path | str] = (), builtin: bool = True, entry_points: bool = True
 ) -> list[Filter]:
-    """Filters from ``filters/``, from extra folders or files, and from installed packages that
-    declare the ``alertsieve.filters`` entry-point group."""
-    sources: list[Path] = (
-        [builtin_filter_dir()] if builtin and builtin_filter_dir().is_dir() else []
-    )
+    """Filters from the contributed folder (``builtin``), from extra folders or files, and from
+    the other installed packages that declare the ``alertsieve.filters`` entry-point group."""
+    contributed = builtin_filter_dir() if builtin else None
+    sources: list[Path] = [contributed] if contributed is not None else []
     sources += [Path(p) for p in paths]
     found: list[Filter] = []
     for source in sources:
@@ -95,6 +115,8 @@ def discover(
         from importlib.metadata import entry_points as installed
 
         for ep in installed(group=ENTRY_POINT_GROUP):
+            if ep.name == CONTRIBUTED:  # a folder of modules: read above, as ``builtin``
+                continue
             try:
                 target = ep.load()
             except Exception as e:  # noqa: BLE001

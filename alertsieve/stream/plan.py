@@ -12,7 +12,7 @@ from alertsieve.alerts.view import ViewField, missing_in, version_order
 from alertsieve.catalogs.context import Context, load_context
 from alertsieve.catalogs.store import describe
 from alertsieve.filtering.checks import validate
-from alertsieve.filtering.discovery import discover
+from alertsieve.filtering.discovery import discover, looked_in
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.filtering.sql_text import mentions, minds_null
 from alertsieve.kafka.topics import head_messages
@@ -211,6 +211,11 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
         if f.output_topic(cfg.output_prefix) in reserved:
             raise FilterError(f"filter {f.name!r} ({f.origin}) would publish to {f.output_topic(cfg.output_prefix)},"
                               f" the job's {reserved[f.output_topic(cfg.output_prefix)]} topic; rename it or set its topic")  # fmt: skip
+    if not filters:
+        where = looked_in(cfg.filter_paths, cfg.discover_filters, cfg.discover_filters)
+        raise FilterError(f"no filter for {survey} alerts to run: looked in {where}, and the settings name"
+                          " none (sql_filters, --sql); add a filter module there, or give --filter-path DIR"
+                          " or --sql NAME=CONDITION")  # fmt: skip
     if not cfg.filters:
         return filters
     by_name = {f.name: f for f in filters}

@@ -21,7 +21,8 @@ SHOWN_CHANGES = 20  # filters named in the console line of a deployment
 
 def watched_files(cfg: JobConfig) -> list[Path]:
     """The files a change of which changes the job's filters or catalogs."""
-    folders = ([builtin_filter_dir()] if cfg.discover_filters else []) + [Path(p) for p in cfg.filter_paths]
+    contributed = builtin_filter_dir() if cfg.discover_filters else None
+    folders = ([contributed] if contributed is not None else []) + [Path(p) for p in cfg.filter_paths]
     files: list[Path] = []
     for folder in folders:
         if folder.is_dir():

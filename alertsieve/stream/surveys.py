@@ -11,7 +11,6 @@ and those of the topic's first messages, by the SHA-256 of their JSON.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from alertsieve.alerts.schemas import (
     SchemaStore,
@@ -33,9 +32,13 @@ from alertsieve.stream.config import ConfigError, JobConfig
 from alertsieve.stream.decode import Decoder, framed
 
 
-def ztf_schema_dir() -> Path:
-    """The repository's ``schemas/ztf/``: ZTF writer schemas exactly as ZTF's headers hold them."""
-    return Path(__file__).resolve().parents[2] / "schemas" / "ztf"
+def shipped_ztf_schemas() -> list[bytes]:
+    """The ZTF writer schemas alertsieve ships (``schemas/ztf/``, installed as the package
+    ``alertsieve_schemas``), exactly as ZTF's headers hold them."""
+    from importlib.resources import files
+
+    folder = files("alertsieve_schemas") / "ztf"
+    return [p.read_bytes() for p in sorted(folder.iterdir(), key=lambda p: p.name) if p.name.endswith(".avsc")]
 
 
 def detect_survey(messages: list[bytes]) -> str | None:
@@ -95,7 +98,7 @@ def rubin_decoder(cfg: JobConfig, store: SchemaStore | None = None, view_also: l
 def ztf_decoder(head: list[bytes]) -> Decoder:
     """The ZTF schemas shipped with alertsieve and those ``head`` carries (messages the job looked
     at before it started: the topic's first and newest, and the quarantined ones)."""
-    raw = {schema_fingerprint(p.read_bytes()): p.read_bytes() for p in sorted(ztf_schema_dir().glob("*.avsc"))}
+    raw = {schema_fingerprint(text): text for text in shipped_ztf_schemas()}
     for message in head:
         if message.startswith(MAGIC):
             try:
