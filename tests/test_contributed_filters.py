@@ -300,7 +300,7 @@ def f(alerts, **_):
 @pytest.mark.parametrize(
     ("columns", "body", "message"),
     [
-        ({"snr": "diaSource.snrr"}, "return alerts['snr'] > 1", "[FIELD_NOT_FOUND]"),
+        ({"snr": "diaSource.snrr"}, "return alerts['snr'] > 1", "no field diaSource.snrr; did you mean diaSource.snr?"),
         (
             {"snr": "diaSource.snr"},
             "return alerts['snr'] * 2",

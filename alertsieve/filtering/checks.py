@@ -3,6 +3,8 @@ is read, with the filter's name, where it came from, and what to change."""
 
 from __future__ import annotations
 
+import difflib
+import logging
 import re
 from contextlib import contextmanager
 
@@ -73,7 +75,8 @@ def _compiled_together(filters: list[Filter], alerts) -> dict | None:
     if not filters:
         return {}
     try:
-        schema = alerts.select(*[f.evaluate()[0].alias(f"_{i}") for i, f in enumerate(filters)]).schema
+        with _pyspark_quiet():
+            schema = alerts.select(*[f.evaluate()[0].alias(f"_{i}") for i, f in enumerate(filters)]).schema
     except (AnalysisException, ParseException):
         return None
     return {f.name: schema[f"_{i}"].dataType for i, f in enumerate(filters)}
@@ -101,10 +104,61 @@ def named(f: Filter, part: str = ""):
     from pyspark.errors import AnalysisException, ParseException
 
     try:
-        yield
+        with _pyspark_quiet():
+            yield
     except (AnalysisException, ParseException) as e:
-        first = str(e).strip().splitlines()[0]
+        first = readable(str(e).strip().splitlines()[0], " ".join(f.expressions().values()))
         raise FilterError(f"filter {f.name!r} ({f.origin}): {part + ': ' if part else ''}{first}") from None
+
+
+#: pyspark logs each analysis error it raises, at ERROR with the whole message (a struct's
+#: two hundred field names), before the caller sees it: the checks report it themselves.
+_PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+@contextmanager
+def _pyspark_quiet():
+    """pyspark's error loggers silenced while a filter is compiled (restored after)."""
+    from pyspark.logger import PySparkLogger
+
+    loggers = [PySparkLogger.getLogger(name) for name in _PYSPARK_ERROR_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+_NO_STRUCT_FIELD = re.compile(r"\[FIELD_NOT_FOUND\] No such struct field `([^`]+)` in (.*)")
+_UNRESOLVED = re.compile(
+    r"\[UNRESOLVED_COLUMN\.WITH_SUGGESTION\] .* with name ((?:`[^`]+`\.?)+) cannot be resolved\."
+    r" Did you mean one of the following\? \[(.*?)\]"
+)
+
+
+def readable(first: str, expression: str) -> str:
+    """Spark's first line about a name it cannot resolve, as "no field X; did you mean Y?": the
+    closest names by edit distance among those Spark lists (a struct's fields, or its own
+    suggestions for a top-level name); other errors as Spark words them."""
+    found = _NO_STRUCT_FIELD.match(first)
+    if found:
+        missing, names = found.group(1), re.findall(r"`([^`]+)`", found.group(2))
+        path = re.search(rf"((?:\w+\.)*){re.escape(missing)}\b", expression)
+        parent = path.group(1) if path else ""
+        close = difflib.get_close_matches(missing, names, n=3, cutoff=0.6)
+        guess = " or ".join(f"{parent}{c}" for c in close)
+        return f"no field {parent}{missing}" + (f"; did you mean {guess}?" if close else f" (the record has {len(names)} fields)")
+    found = _UNRESOLVED.match(first)
+    if found:
+        parts = re.findall(r"`([^`]+)`", found.group(1))
+        suggestions = re.findall(r"`([^`]+)`", found.group(2))
+        close = difflib.get_close_matches(parts[0], suggestions, n=1, cutoff=0.6)
+        name = ".".join(parts)
+        return f"no field {name}" + (f"; did you mean {'.'.join([close[0], *parts[1:]])}?" if close else "")
+    return first
 
 
 def _check_expressions(f: Filter) -> None:
