@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
+from alertsieve.settings import SettingsError
 from alertsieve.stream.flags import add_arguments
 from alertsieve.subscribe import command as listen
 
@@ -342,7 +344,7 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
                 print(describe(meta))
         return 0
     if not (args.name and args.file):
-        raise ValueError(f"{args.command} add needs NAME and FILE")
+        raise SettingsError(f"{args.command} add needs NAME and FILE")
     if args.command == "catalog":
         meta = add_catalog(args.catalog_dir, args.name, args.file, args.ra, args.dec, args.radius)
     elif args.map:
@@ -541,10 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return HANDLERS[args.command](args)
-    except (
-        RuntimeError,
-        ValueError,
-    ) as e:  # our errors: KafkaLocalError, ProduceError, SchemaError, ...
+    except AlertsieveError as e:  # ours, explained in the message; anything else is a bug: its traceback
         print(f"alertsieve {args.command}: error: {e}", file=sys.stderr)
         return 2
 

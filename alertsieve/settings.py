@@ -15,6 +15,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from alertsieve.errors import AlertsieveError
+
 #: Keys whose values are never printed: settings errors and the job's settings line mask them.
 SECRET_WORDS = ("password", "secret", "jaas", "token", "key.pem", "keystore")
 
@@ -24,7 +26,7 @@ def masked(mapping: dict[str, Any]) -> dict[str, Any]:
     return {k: ("***" if any(w in str(k).lower() for w in SECRET_WORDS) else v) for k, v in mapping.items()}
 
 
-class SettingsError(ValueError):
+class SettingsError(AlertsieveError, ValueError):
     """A settings file or flag that cannot work, one line per problem: where, key, value, fix."""
 
 

@@ -23,11 +23,12 @@ from typing import Literal
 import fastavro
 
 from alertsieve.alerts.schemas import frame, rubin_version_of
+from alertsieve.errors import AlertsieveError
 
 AVRO_MAGIC = b"Obj\x01"
 
 
-class ReplayError(ValueError):
+class ReplayError(AlertsieveError, ValueError):
     """A path that is not a readable Avro container file (or a folder of them), or whose records
     are no survey's alerts."""
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import fastavro
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.paths import cache_dir
 
 MAGIC = 0
@@ -29,11 +30,11 @@ LOCAL_ID_BASE = 1 << 20
 CUTOUTS = ("cutoutDifference", "cutoutScience", "cutoutTemplate")
 
 
-class SchemaError(ValueError):
+class SchemaError(AlertsieveError, ValueError):
     """An unknown schema version or id, or an unusable schema."""
 
 
-class WireFormatError(ValueError):
+class WireFormatError(AlertsieveError, ValueError):
     """Bytes that are not a Confluent-framed Avro message."""
 
 

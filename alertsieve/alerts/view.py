@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alertsieve.alerts.schemas import load_rubin_schema
+from alertsieve.errors import AlertsieveError
 
 #: Numeric types in the order Avro promotes them: a field that is an int in one version and a
 #: long in another is a long in the view (and so on up to double).
@@ -20,7 +21,7 @@ WIDENING = ("int", "long", "float", "double")
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 
 
-class ViewError(ValueError):
+class ViewError(AlertsieveError, ValueError):
     """Versions whose schemas disagree in a way no widening can reconcile."""
 
 

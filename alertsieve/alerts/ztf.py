@@ -16,6 +16,8 @@ import hashlib
 import io
 import json
 
+from alertsieve.errors import AlertsieveError
+
 MAGIC = b"Obj\x01"
 
 #: The container header as an Avro record: enough to read a message's metadata (its schema).
@@ -27,7 +29,7 @@ HEADER_FIELDS = [
 HEADER_SCHEMA = {"type": "record", "name": "alertsieve_container_header", "fields": HEADER_FIELDS}
 
 
-class ContainerError(ValueError):
+class ContainerError(AlertsieveError, ValueError):
     """A message that is not a one-alert, uncompressed Avro container file."""
 
 

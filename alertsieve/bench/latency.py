@@ -22,6 +22,7 @@ from pathlib import Path
 
 from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.bench.stream import bench_filters
+from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic, create_topics, end_offsets
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
@@ -105,7 +106,7 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
     try:
         while not any(q.name == "alertsieve_filter_stream" for q in spark.streams.active):
             if not runner.is_alive():
-                raise RuntimeError("the job stopped before its query started (see its error above)")
+                raise AlertsieveError("the job stopped before its query started (see its error above)")
             time.sleep(0.5)
         send_at_rate(bootstrap, topic, pool, int(rate * warmup_s), rate)  # warm-up: JIT, connections
         start = end_offsets(bootstrap, topic)

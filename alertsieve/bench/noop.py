@@ -8,6 +8,7 @@ from __future__ import annotations
 import tempfile
 import time
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import filter_view
@@ -27,7 +28,7 @@ def _noop_seconds(frame, checkpoint: str) -> tuple[float, float]:
     query.awaitTermination()
     wall = time.perf_counter() - start
     if query.exception():
-        raise RuntimeError(f"noop query failed: {query.exception()}")
+        raise AlertsieveError(f"noop query failed: {query.exception()}")
     batches = [p for p in query.recentProgress if p["numInputRows"]]
     return sum(p["durationMs"]["triggerExecution"] for p in batches) / 1e3, wall
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from alertsieve.bench.baselines import seeds_way_produce
 from alertsieve.bench.machine import describe
+from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
@@ -44,7 +45,7 @@ def _ours(
         )
     )
     if not summary.ok:
-        raise RuntimeError(f"benchmark run lost alerts: {summary.as_dict()}")
+        raise AlertsieveError(f"benchmark run lost alerts: {summary.as_dict()}")
     (visit_s,) = summary.visit_seconds()
     row = _rate(summary.acked, summary.bytes, visit_s)
     row["serialize_s_per_producer"] = [round(r.serialize_s, 3) for r in summary.reports]

@@ -38,13 +38,14 @@ from alertsieve.bench.experiments import (
 from alertsieve.bench.machine import describe
 from alertsieve.bench.resources import ResourceSampler
 from alertsieve.bench.stream import bench_filters
+from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, delete_topics, end_offsets, topics_with_prefix
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.metrics import batch_reaching, read_lines
 
 
-class PointFailed(RuntimeError):
+class PointFailed(AlertsieveError, RuntimeError):
     """A point that could not be measured; the reason goes into its result line."""
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from alertsieve.bench.experiments import load_results
+from alertsieve.errors import AlertsieveError
 
 #: What each figure panel shows: (headline field, label)
 TIMES = [("produce_s", "produce a visit"), ("filtered_s", "visit fully filtered")]
@@ -106,7 +107,7 @@ def plot_experiment(frame, experiment: str, out_dir: str | Path | None = None):
 
     part = frame[frame["experiment"] == experiment]
     if part.empty:
-        raise ValueError(f"no successful results for experiment {experiment!r}")
+        raise AlertsieveError(f"no successful results for experiment {experiment!r}")
     dimension = part["dimension"].iloc[0]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     _panel(axes[0], part, dimension, TIMES, "seconds per visit")
@@ -132,7 +133,7 @@ def plot_rate(frame, out_dir: str | Path | None = None):
 
     part = frame[frame["experiment"] == "rate"]
     if part.empty:
-        raise ValueError("no successful results for experiment 'rate'")
+        raise AlertsieveError("no successful results for experiment 'rate'")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for trigger, group in part.groupby("trigger"):
         group = group.sort_values("sent_alerts_per_s")

@@ -21,6 +21,7 @@ from alertsieve.alerts.schemas import LocalSchemaStore
 from alertsieve.bench.baselines import plain_consume, seeds_way_consume
 from alertsieve.bench.machine import describe
 from alertsieve.bench.noop import decode_over_bytes
+from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka import embedded
 from alertsieve.produce.producer import ProduceConfig, produce
@@ -232,7 +233,7 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
                           interval_s=0, producers=2, progress=False, seed=100 + v, schema_dir=str(store_dir))
         )  # fmt: skip
         if not summary.ok:
-            raise RuntimeError(f"live visit {v} lost alerts: {summary.as_dict()}")
+            raise AlertsieveError(f"live visit {v} lost alerts: {summary.as_dict()}")
         firsts.append(min(r.started_at for r in summary.reports))
         ends.append(end_offsets(bootstrap, topic))
     deadline = time.time() + 90
@@ -299,7 +300,7 @@ def bench_stream(
                           interval_s=0, producers=2, partitions=4, progress=False, schema_dir=str(store_dir))
         )  # fmt: skip
         if not produced.ok:
-            raise RuntimeError(f"filling the topic lost alerts: {produced.as_dict()}")
+            raise AlertsieveError(f"filling the topic lost alerts: {produced.as_dict()}")
         mean_kb = produced.bytes / produced.acked / 1e3
 
         plain = plain_consume(bootstrap, topic)

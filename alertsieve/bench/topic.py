@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.produce.producer import ProduceConfig, ProduceSummary, produce
 from alertsieve.stream.config import JobConfig
@@ -45,7 +46,7 @@ def bench_topic(name: str, alerts: int, bootstrap: str | None = None, heap: str 
                                          interval_s=0, producers=2, partitions=4, progress=False,
                                          schema_dir=str(workdir / "schemas")))  # fmt: skip
         if not produced.ok:
-            raise RuntimeError(f"filling the topic lost alerts: {produced.as_dict()}")
+            raise AlertsieveError(f"filling the topic lost alerts: {produced.as_dict()}")
         yield BenchTopic(bootstrap, topic, produced, workdir, own_broker)
     finally:
         if own_broker:

@@ -14,11 +14,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from alertsieve.errors import AlertsieveError
+
 Payload = Literal["alert", "fields"]
 Format = Literal["avro", "json"]
 
 
-class FilterError(ValueError):
+class FilterError(AlertsieveError, ValueError):
     """A filter that cannot run: named, located, and with the fix where we know it."""
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from alertsieve.errors import AlertsieveError
+
 SECURITY_KEYS = {"security.protocol", "sasl.mechanism", "sasl.mechanisms", "sasl.username",
                  "sasl.password", "ssl.ca.location"}  # fmt: skip
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -20,7 +22,7 @@ PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
-class SecurityConfigError(ValueError):
+class SecurityConfigError(AlertsieveError, ValueError):
     """Kafka security settings that cannot work together, with the fix."""
 
 

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import broker_security
 from alertsieve.kafka.broker_security import SecureListener
 from alertsieve.localhost import HOST, free_port, pid_alive, port_free
@@ -29,7 +30,7 @@ STATE_FILE = "cluster.json"
 MIN_JAVA = 17
 
 
-class KafkaLocalError(RuntimeError):
+class KafkaLocalError(AlertsieveError, RuntimeError):
     """A problem starting or stopping the embedded cluster, worded for the person at the shell."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from alertsieve.alerts.schemas import frame, load_rubin_schema, open_store
+from alertsieve.errors import AlertsieveError
 from alertsieve.kafka.client_security import librdkafka_conf
 from alertsieve.kafka.topics import create_topic
 
@@ -40,7 +41,7 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
 }
 
 
-class ProduceError(RuntimeError):
+class ProduceError(AlertsieveError, RuntimeError):
     """The producer could not start (bad input, unreachable broker)."""
 
 

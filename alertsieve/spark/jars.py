@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.paths import cache_dir
 
 KAFKA_VERSION = "4.1.2"
@@ -43,7 +44,7 @@ SPARK_OVERRIDES = (
 )
 
 
-class JarFetchError(RuntimeError):
+class JarFetchError(AlertsieveError, RuntimeError):
     """Raised when Ivy cannot resolve or download an artifact set."""
 
 

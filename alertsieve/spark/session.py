@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.spark.jars import spark_connector_jars
 from alertsieve.spark.submit import spark_defaults_file
 
@@ -73,7 +74,7 @@ CONNECTOR_CLASSES = {
 }
 
 
-class ConnectorsMissing(RuntimeError):
+class ConnectorsMissing(AlertsieveError, RuntimeError):
     """spark-submit was run without the connector jars on its classpath."""
 
 

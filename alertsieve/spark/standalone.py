@@ -14,10 +14,11 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.localhost import HOST, free_port, pid_alive
 
 
-class StandaloneError(RuntimeError):
+class StandaloneError(AlertsieveError, RuntimeError):
     pass
 
 

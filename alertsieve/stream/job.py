@@ -10,6 +10,7 @@ import sys
 import time
 from contextlib import contextmanager
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import FilterError, PythonFilter
 from alertsieve.publish.counts import CountsTopic, Published
 from alertsieve.stream.archive import Archive, archive_topics
@@ -24,6 +25,9 @@ QUERY_NAME = "alertsieve_filter_stream"
 PYTHON_ROWS_PER_PARTITION = 1000  # ~100 MB of alerts queued per task beside a Python filter
 
 
+
+class JobFailed(AlertsieveError, RuntimeError):
+    """A query of the job stopped with an error (Spark's message follows)."""
 class FilterStream:
     """One running job: its plan, its queries and their metrics."""
 
@@ -101,7 +105,7 @@ class FilterStream:
                 self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
         for q in queries:
             if q.exception():
-                raise RuntimeError(f"the {q.name} query failed: {q.exception()}")
+                raise JobFailed(f"the {q.name} query failed: {q.exception()}")
         return self.metrics.written
 
 
@@ -261,7 +265,7 @@ def run_archive(cfg: JobConfig, spark=None) -> dict[str, int]:
     finally:
         stop_between_batches(query)
     if query.exception():
-        raise RuntimeError(f"the archive query failed: {query.exception()}")
+        raise JobFailed(f"the archive query failed: {query.exception()}")
     return archive_counts(spark, cfg)
 
 
