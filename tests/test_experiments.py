@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.experiments import (
     ExperimentError,
     Point,
@@ -21,7 +22,6 @@ from alertsieve.bench.experiments import (
 )
 from alertsieve.bench.runner import VISIT_SEED, run_experiments
 from alertsieve.bench.scaling import comparison_table, fit_line, results_frame
-from alertsieve.bench.stream import bench_filters
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
 SPEC = {

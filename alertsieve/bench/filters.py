@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 from alertsieve.bench.baselines import plain_consume, republish_consume
+from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.machine import describe
 from alertsieve.bench.noop import bytes_only_rate
-from alertsieve.bench.stream import bench_filters
 from alertsieve.bench.topic import bench_topic
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.stream.config import JobConfig

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 from alertsieve.alerts.schemas import load_rubin_schema
-from alertsieve.bench.stream import bench_filters
+from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic, create_topics, end_offsets

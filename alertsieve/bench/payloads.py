@@ -15,10 +15,10 @@ import time
 import uuid
 from dataclasses import replace
 
+from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.filters import micro_batch_run
 from alertsieve.bench.machine import describe
 from alertsieve.bench.noop import bytes_only_rate
-from alertsieve.bench.stream import bench_filters
 from alertsieve.bench.topic import bench_topic
 
 #: What a subscriber of a transient filter typically reads beside the envelope (which alert,

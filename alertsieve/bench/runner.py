@@ -24,6 +24,7 @@ import psutil
 import yaml
 from tqdm import tqdm
 
+from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.experiments import (
     Experiment,
     Point,
@@ -37,7 +38,6 @@ from alertsieve.bench.experiments import (
 )
 from alertsieve.bench.machine import describe
 from alertsieve.bench.resources import ResourceSampler
-from alertsieve.bench.stream import bench_filters
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, delete_topics, end_offsets, topics_with_prefix
