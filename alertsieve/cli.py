@@ -366,7 +366,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _sky_table_parser(sub, command: str, what: str, file_help: str) -> argparse.ArgumentParser:
     """``catalog`` and ``watch``: the same verbs, name, file, position columns and folder."""
     parser = sub.add_parser(command, help=what)
-    parser.add_argument("action", choices=["add", "list"])
+    parser.add_argument("action", choices=["add", "list"], help="add one from FILE, or list those there are")
     parser.add_argument("name", nargs="?", help=f"its name in SQL ({'xmatch' if command == 'catalog' else 'watch'}.NAME)")
     parser.add_argument("file", nargs="?", help=file_help)
     parser.add_argument("--ra", default="ra", help="column of right ascension, degrees (default ra)")
@@ -387,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--kafka", action="store_true", help="the Kafka broker")
 
     kafka = sub.add_parser("kafka", help="run an embedded Kafka cluster on 127.0.0.1")
-    kafka.add_argument("action", choices=["start", "stop", "status"])
+    kafka.add_argument("action", choices=["start", "stop", "status"], help="start a cluster, stop it, or print its status (JSON)")
     kafka.add_argument("--brokers", type=int, default=1, help="number of brokers (default 1)")
     kafka.add_argument("--port", type=int, help="first broker port (default: a free one)")
     kafka.add_argument(
@@ -398,9 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     prod = sub.add_parser("produce", help="send simulated visits (or replay Avro files) to Kafka")
     prod.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
-    prod.add_argument("--topic", required=True)
-    prod.add_argument("--visits", type=int, default=1)
-    prod.add_argument("--alerts-per-visit", type=int, default=10_000)
+    prod.add_argument("--topic", required=True, help="the topic to send to")
+    prod.add_argument("--visits", type=int, default=1, help="simulated visits to send (default 1)")
+    prod.add_argument("--alerts-per-visit", type=int, default=10_000, help="alerts in each visit (default 10,000)")
     prod.add_argument(
         "--interval", type=float, default=39.0, help="seconds between visits (0: back to back)"
     )
@@ -416,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prod.add_argument("--history", type=int, default=10, help="max previous detections per alert")
     prod.add_argument("--schema-version", help="Rubin schema, e.g. 11.1 (default: latest shipped)")
-    prod.add_argument("--seed", type=int, default=0)
+    prod.add_argument("--seed", type=int, default=0, help="the simulation's seed: the same seed, the same alerts")
     prod.add_argument("--replay", nargs="+", metavar="PATH", help="Avro container files or folders")
     prod.add_argument("--metrics", help="append per-visit metrics (JSON lines) to this file")
     prod.add_argument("--ack-journal", metavar="DIR",
@@ -425,9 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--schema-registry", help="Confluent Schema Registry URL (default: local store)"
     )
     prod.add_argument("--schema-dir", help="local schema store directory")
-    prod.add_argument("--linger-ms", type=int)
-    prod.add_argument("--batch-size", type=int)
-    prod.add_argument("--compression", choices=["none", "lz4", "zstd", "snappy", "gzip"])
+    prod.add_argument("--linger-ms", type=int, help="librdkafka linger.ms (default: the producer's)")
+    prod.add_argument("--batch-size", type=int, help="librdkafka batch.size in bytes (default: the producer's)")
+    prod.add_argument("--compression", choices=["none", "lz4", "zstd", "snappy", "gzip"], help="compression of the Kafka batches")
     prod.add_argument("--kafka-conf", action="append", default=[], metavar="KEY=VALUE",
                       help="any librdkafka producer setting (repeatable)")  # fmt: skip
     prod.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -445,7 +445,8 @@ def build_parser() -> argparse.ArgumentParser:
     flt = sub.add_parser(
         "filters", help="list the discovered filters, check them on sample alerts, or diff a change"
     )
-    flt.add_argument("action", choices=["list", "check", "diff"])
+    flt.add_argument("action", choices=["list", "check", "diff"],
+                     help="list them, check them on sample alerts, or diff one against a deployed copy")
     flt.add_argument("name", nargs="?", help="comma-separated filter names (default: all); diff: one name")
     flt.add_argument("--input", action="append", help="diff: alerts to run both versions over (as backtest --input)")
     flt.add_argument("--against", metavar="PATH",
@@ -474,7 +475,8 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
-    bench.add_argument("what", choices=["produce", "stream", "filters", "payloads", "run", "xmatch", "latency"])
+    bench.add_argument("what", choices=["produce", "stream", "filters", "payloads", "run", "xmatch", "latency"],
+                       help="which benchmark (docs/benchmarks.md); run: the experiment files given")
     bench.add_argument("--catalog-rows", default="1e5,1e6,1e7", help="xmatch: catalog sizes (default 1e5,1e6,1e7)")
     bench.add_argument("experiments", nargs="*", help="run: experiment files (conf/experiments/)")
     bench.add_argument("--quick", action="store_true", help="run: each file's small 'quick' scale")

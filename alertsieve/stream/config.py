@@ -51,9 +51,10 @@ class JobConfig(BaseModel):
         "trigger_seconds": "the trigger is 'trigger: SECONDS' or 'trigger: realtime[=DURATION]' (like --trigger)",
     }
 
-    bootstrap: str = Field("127.0.0.1:9092", examples=["127.0.0.1:9092"],
-                           json_schema_extra=_flag("--bootstrap", example="HOST:PORT"))  # fmt: skip
-    topic: str | None = Field(None, examples=["alerts"], json_schema_extra=_flag("--topic"))
+    bootstrap: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers (input and outputs)",
+                           examples=["127.0.0.1:9092"], json_schema_extra=_flag("--bootstrap", example="HOST:PORT"))  # fmt: skip
+    topic: str | None = Field(None, description="the input topic (or topic_pattern)", examples=["alerts"],
+                              json_schema_extra=_flag("--topic"))  # fmt: skip
     topic_pattern: str | None = Field(
         None, description="a regex of topics to read", examples=["alerts-.*"],
         json_schema_extra=_flag("--topic-pattern"),
@@ -99,8 +100,9 @@ class JobConfig(BaseModel):
         examples=[["~/my-filters"]], json_schema_extra=_flag("--filter-path", cli="append", example="DIR"),
     )  # fmt: skip
     filter_params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, examples=[{"bright_high_snr": {"min_snr": 100}}]
-    )
+        default_factory=dict, description="per filter: parameters to override (typed by the filter's defaults)",
+        examples=[{"bright_high_snr": {"min_snr": 100}}],
+    )  # fmt: skip
     filter_outputs: dict[str, FilterOutput] = Field(
         default_factory=dict, description="per filter: payload (alert|fields), fields {alias: SQL}, format (avro|json)",
         examples=[{"bright_high_snr": {"payload": "fields", "fields": {"snr": "diaSource.snr"}, "format": "json"}}],
@@ -115,21 +117,23 @@ class JobConfig(BaseModel):
     )  # fmt: skip
     sinks: list[Literal["kafka", "delta"]] = Field(
         default_factory=lambda: ["kafka", "delta"], min_length=1,
+        description="kafka: a topic per filter; delta: the archive query beside it (reads those topics)",
         examples=[["kafka", "delta"]], json_schema_extra=_flag("--sink", cli="csv", example="kafka,delta"),
     )  # fmt: skip
-    output_prefix: str = Field("alertsieve-", examples=["alertsieve-"],
-                               json_schema_extra=_flag("--output-prefix"))  # fmt: skip
-    output_partitions: int = Field(4, gt=0, examples=[4])
-    delta_path: str = Field("data/delta", examples=["data/delta"],
-                            json_schema_extra=_flag("--delta-path"))  # fmt: skip
-    delta_cutouts: bool = Field(False, examples=[True])
+    output_prefix: str = Field("alertsieve-", description="output topics are <prefix><filter>, <prefix>quarantine, <prefix>counts",
+                               examples=["alertsieve-"], json_schema_extra=_flag("--output-prefix"))  # fmt: skip
+    output_partitions: int = Field(4, gt=0, description="partitions of the output topics the job creates", examples=[4])
+    delta_path: str = Field("data/delta", description="the archive's Delta tables (matches, quarantine)",
+                            examples=["data/delta"], json_schema_extra=_flag("--delta-path"))  # fmt: skip
+    delta_cutouts: bool = Field(False, description="keep every match's cutouts in the archive (else only for filters with cutouts=True)",
+                                examples=[True])  # fmt: skip
     delta_messages: bool = Field(
         True, description="keep each match's message as it arrived (column message): what"
         " 'alertsieve backtest --input DELTA_PATH' decodes to run any filter over the archive",
         examples=[False],
     )  # fmt: skip
-    checkpoint: str = Field("checkpoints/filter_stream", examples=["checkpoints/filter_stream"],
-                            json_schema_extra=_flag("--checkpoint"))  # fmt: skip
+    checkpoint: str = Field("checkpoints/filter_stream", description="the hot path's checkpoint (the archive's: <checkpoint>-archive)",
+                            examples=["checkpoints/filter_stream"], json_schema_extra=_flag("--checkpoint"))  # fmt: skip
     metrics_path: str | None = Field(
         "data/metrics/filter_stream.jsonl", description="append per-batch metrics (JSON lines) here",
         examples=["data/metrics/filter_stream.jsonl"], json_schema_extra=_flag("--metrics"),
@@ -149,15 +153,22 @@ class JobConfig(BaseModel):
         examples=[["7.4", "10.0", "11.1"]],
         json_schema_extra=_flag("--schema-versions", cli="csv", example="7.4,10.0,11.1"),
     )  # fmt: skip
-    wire_format: Literal["confluent", "plain"] = Field("confluent", examples=["confluent"])
-    writer_schema_version: str | None = Field(None, examples=["11.1"])
-    schema_registry: str | None = Field(None, examples=["http://registry:8081"])
-    schema_dir: str | None = Field(None, examples=["~/.cache/alertsieve/schemas"])
+    wire_format: Literal["confluent", "plain"] = Field(
+        "confluent", description="Rubin: confluent (0x00, schema id, body) or plain (a bare body of writer_schema_version)",
+        examples=["confluent"],
+    )  # fmt: skip
+    writer_schema_version: str | None = Field(None, description="with wire_format plain: the producer's Rubin version",
+                                              examples=["11.1"])  # fmt: skip
+    schema_registry: str | None = Field(None, description="a Confluent Schema Registry to resolve schema ids (else the local store)",
+                                        examples=["http://registry:8081"])  # fmt: skip
+    schema_dir: str | None = Field(None, description="the local schema store (default ~/.cache/alertsieve/schemas)",
+                                   examples=["~/.cache/alertsieve/schemas"])  # fmt: skip
     master: str | None = Field(
         None, description="Spark master (default: spark-submit's, else local[*])",
         examples=["local[2]"], json_schema_extra=_flag("--master"),
     )  # fmt: skip
-    spark_conf: dict[str, str] = Field(default_factory=dict, examples=[{"spark.driver.memory": "6g"}])
+    spark_conf: dict[str, str] = Field(default_factory=dict, description="Spark settings for the job's session",
+                                       examples=[{"spark.driver.memory": "6g"}])  # fmt: skip
     timeout_s: float | None = Field(
         None, gt=0, description="stop a continuous run after this many seconds",
         examples=[600], json_schema_extra=_flag("--timeout", example="600"),

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         if kind == "true":
             kwargs.update(action="store_const", const=True)
         elif kind == "false":
-            kwargs.update(action="store_const", const=False)
+            kwargs.update(action="store_const", const=False, help=f"not: {info.description}")
         elif kind in ("append", "pairs", "sql"):
             kwargs.update(action="append", metavar=_metavar(kind))
         else:
