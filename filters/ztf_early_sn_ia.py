@@ -45,11 +45,10 @@ Null fails every cut but ``drb``; NaN fails every cut (``NOT isnan`` where ``>``
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.filtering.ztf_conditions import (
     ZTF_CLEAN,
-    ZTF_FINITE_POSITION,
     ZTF_NEAR_SSO,
+    ZTF_OFF_THE_PLANE,
     ZTF_POSITIVE,
     ZTF_PS1_STAR,
-    ZTF_SIN_B,
     ZTF_THIS_BAND,
 )
 
@@ -64,7 +63,7 @@ FILTER = AlertFilter(
             ZTF_POSITIVE,
             f"NOT {ZTF_NEAR_SSO}",
             f"NOT {ZTF_PS1_STAR}",
-            f"abs({ZTF_SIN_B}) > sin(radians({{min_abs_b}})) AND {ZTF_FINITE_POSITION}",
+            ZTF_OFF_THE_PLANE,
             "candidate.jd - candidate.jdstarthist < {max_age_days}",
             "features.prediscovery_days - features.days_since_first < {max_gap_days}",
             "features.prediscovery_limit > candidate.magpsf AND NOT isnan(candidate.magpsf)",

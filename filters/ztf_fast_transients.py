@@ -47,11 +47,10 @@ ZTF21acobels are minutes apart); the third is a known asteroid, detected once. Z
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.filtering.ztf_conditions import (
     ZTF_CLEAN,
-    ZTF_FINITE_POSITION,
     ZTF_NEAR_SSO,
+    ZTF_OFF_THE_PLANE,
     ZTF_POSITIVE,
     ZTF_PS1_STAR,
-    ZTF_SIN_B,
     ZTF_THIS_BAND,
 )
 
@@ -71,7 +70,7 @@ FILTER = AlertFilter(
             "candidate.classtar > {min_classtar} AND NOT isnan(candidate.classtar)",
             "(candidate.drb IS NULL OR (candidate.drb > {min_drb} AND NOT isnan(candidate.drb)))",
             f"NOT {ZTF_PS1_STAR}",
-            f"abs({ZTF_SIN_B}) > sin(radians({{min_abs_b}})) AND {ZTF_FINITE_POSITION}",
+            ZTF_OFF_THE_PLANE,
             f"NOT {ZTF_NEAR_SSO}",
             ZTF_CLEAN,
             ZTF_POSITIVE,

@@ -115,6 +115,8 @@ ZTF_SIN_B = (
 )
 #: The candidate's coordinates are numbers.
 ZTF_FINITE_POSITION = "NOT isnan(candidate.ra) AND NOT isnan(candidate.dec)"
+#: Farther than the filter's parameter ``min_abs_b`` (degrees) from the Galactic plane.
+ZTF_OFF_THE_PLANE = f"abs({ZTF_SIN_B}) > sin(radians({{min_abs_b}})) AND {ZTF_FINITE_POSITION}"
 
 #: The per-band feature struct of this candidate's band (``fid`` 1, 2, 3 = g, r, i): where a
 #: filter compares this detection with the band's previous one, never across bands (a colour
