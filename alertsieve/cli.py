@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from alertsieve import logs
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.settings import SettingsError
@@ -247,29 +248,28 @@ def _cmd_filters(args: argparse.Namespace) -> int:
     from alertsieve.filtering.checks import validate
     from alertsieve.filtering.model import FilterError
     from alertsieve.publish.payloads import check_payload, record_types
-    from alertsieve.spark.session import get_session
+    from alertsieve.spark.session import command_session
     from alertsieve.stream.config import JobConfig
     from alertsieve.stream.plan import filter_reads, lacking_fields, lacking_lines, sample_alerts
     from alertsieve.stream.surveys import rubin_decoder, ztf_decoder
 
-    spark = get_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"})
     decoders = {"rubin": rubin_decoder(JobConfig(topic="alerts", survey="rubin")), "ztf": ztf_decoder([])}
     failures = 0
-    for f in filters:
-        decoder = decoders[f.survey or "rubin"]
-        try:
-            context = load_context(args.catalog_dir, [f], decoder.detection)
-            samples = sample_alerts(spark, decoder, context=context)
-            validate([f], samples)
-            check_payload(f)
-            record_types([f], decoder, {f.name: ""}, samples)  # its fields compile on every version
-            print(f"ok      {f.name} ({decoder.survey})")
-            for line in lacking_lines(lacking_fields(decoder, [f], filter_reads(spark, decoder, [f], context))):
-                print(f"        {line}")
-        except FilterError as e:
-            failures += 1
-            print(f"FAILED  {e}")
-    spark.stop()
+    with command_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"}) as spark:
+        for f in filters:
+            decoder = decoders[f.survey or "rubin"]
+            try:
+                context = load_context(args.catalog_dir, [f], decoder.detection)
+                samples = sample_alerts(spark, decoder, context=context)
+                validate([f], samples, decoder.view)
+                check_payload(f)
+                record_types([f], decoder, {f.name: ""}, samples)  # its fields compile on every version
+                print(f"ok      {f.name} ({decoder.survey})")
+                for line in lacking_lines(lacking_fields(decoder, [f], filter_reads(spark, decoder, [f], context))):
+                    print(f"        {line}")
+            except FilterError as e:
+                failures += 1
+                print(f"FAILED  {e}")
     return 1 if failures else 0
 
 
@@ -277,19 +277,16 @@ def _filters_diff(args: argparse.Namespace) -> int:
     from alertsieve.filtering.backtest import load_alerts
     from alertsieve.filtering.diff import diff, diff_lines, filter_named
     from alertsieve.filtering.model import FilterError
-    from alertsieve.spark.session import get_session
+    from alertsieve.spark.session import command_session
 
     if not args.name or "," in args.name or not args.input or not args.against:
         raise FilterError("filters diff takes one filter NAME, --input (alerts) and --against PATH"
                           " (the file or folder holding the filter as it runs now)")  # fmt: skip
     after = filter_named(args.name, args.filter_path or [])
     before = filter_named(args.name, [args.against], builtin=False)
-    spark = get_session("alertsieve-filters-diff", conf={"spark.ui.enabled": "false"})
-    try:
+    with command_session("alertsieve-filters-diff", conf={"spark.ui.enabled": "false"}) as spark:
         alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
         result = diff(spark, before, after, alerts, args.catalog_dir)
-    finally:
-        spark.stop()
     print("\n".join(diff_lines(result, args.against, after.origin, args.show)))
     return 0
 
@@ -306,17 +303,14 @@ def _night(text: str):
 
 def _cmd_backtest(args: argparse.Namespace) -> int:
     from alertsieve.filtering.backtest import backtest, for_survey, load_alerts, report
-    from alertsieve.spark.session import get_session
+    from alertsieve.spark.session import command_session
 
     filters = _chosen_filters(args.filter, args.filter_path)
-    spark = get_session("alertsieve-backtest", conf={"spark.ui.enabled": "false"})
-    try:
+    with command_session("alertsieve-backtest", conf={"spark.ui.enabled": "false"}) as spark:
         alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
         filters = for_survey(filters, alerts.decoder.survey, ", ".join(args.input), named=bool(args.filter))
         rows = backtest(spark, filters, alerts, args.catalog_dir, args.since, args.until)
         text, ok = report(rows, args.max_rate)
-    finally:
-        spark.stop()
     print(text)
     return 0 if ok else 1
 
@@ -430,7 +424,6 @@ def build_parser() -> argparse.ArgumentParser:
     prod.add_argument("--compression", choices=["none", "lz4", "zstd", "snappy", "gzip"], help="compression of the Kafka batches")
     prod.add_argument("--kafka-conf", action="append", default=[], metavar="KEY=VALUE",
                       help="any librdkafka producer setting (repeatable)")  # fmt: skip
-    prod.add_argument("--quiet", action="store_true", help="no progress bar")
 
     filt = sub.add_parser(
         "filter", help="run the filter stream job (same as jobs/filter_stream.py)"
@@ -481,7 +474,6 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("experiments", nargs="*", help="run: experiment files (conf/experiments/)")
     bench.add_argument("--quick", action="store_true", help="run: each file's small 'quick' scale")
     bench.add_argument("--results", help="run: results folder (default results/, results/quick/)")
-    bench.add_argument("--quiet", action="store_true", help="run: no progress bar")
     bench.add_argument("--bootstrap", help="an existing Kafka (default: start an embedded one)")
     bench.add_argument("--alerts", type=int, default=10_000, help="alerts per run (default 10000)")
     bench.add_argument("--seeds-alerts", type=int, default=1_000,
@@ -520,7 +512,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="embedded Kafka, simulated visits, the filter job, a summary")
     demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")
     demo.add_argument("--alerts-per-visit", type=int, default=2000, help="default 2000")
+    for command in sub.choices.values():
+        _add_verbosity(command)
     return parser
+
+
+def _add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """Every command's ``-v``/``-q``: how much of the library's log it shows."""
+    said = parser.add_mutually_exclusive_group()
+    said.add_argument("-v", "--verbose", action="store_true", help="also debug lines, each with its time and logger")
+    said.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only; no progress bar")
+
+
+def _verbosity(args: argparse.Namespace) -> int:
+    return logs.QUIET if args.quiet else logs.VERBOSE if args.verbose else logs.NORMAL
 
 
 HANDLERS = {
@@ -543,6 +548,7 @@ HANDLERS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logs.configure(_verbosity(args))
     try:
         return HANDLERS[args.command](args)
     except AlertsieveError as e:  # ours, explained in the message; anything else is a bug: its traceback

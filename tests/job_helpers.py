@@ -4,6 +4,7 @@ evaluation of the same filters over the alerts as fastavro decodes them from the
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -45,6 +46,16 @@ def drain_archive(bootstrap: str, topic: str, workdir: Path, *extra: str, names:
     done = subprocess.run(archive_command(bootstrap, topic, workdir, "--available-now", *extra, names=names),
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+#: A frame of a Java stack trace, as log4j and py4j print them.
+JAVA_FRAME = re.compile(r"^\s+at [\w$.]+\([\w$.]*(:\d+)?\)", re.M)
+
+
+def assert_reads_as_success(output: str) -> None:
+    """What a run that succeeded prints: no ERROR line and no Java stack trace (either would read
+    as a failure to the person who ran it)."""
+    assert not re.search(r"\bERROR\b", output) and not JAVA_FRAME.search(output), output[-3000:]
 
 
 def batches(workdir: Path) -> list[dict]:

@@ -51,7 +51,7 @@ def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(kafka,
                     checkpoint=str(tmp_path / "ckpt"), schema_dir=schema_dir,
                     code_filters=[AlertFilter(name=n, sql=JOB_FILTERS[n][0]) for n in NAMES])  # fmt: skip
     for _ in range(2):  # the hot path twice from scratch (in this process): every match is on Kafka twice
-        run_job(hot, spark=spark, console=False)
+        run_job(hot, spark=spark)
         shutil.rmtree(tmp_path / "ckpt")
     published = sum(len(v) for v in expected.values()) * 2
 

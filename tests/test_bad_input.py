@@ -73,7 +73,7 @@ def test_bad_input_corpus(kafka, spark, topic_name, tmp_path):
                     discover_filters=False, code_filters=[AlertFilter(name="bright", sql=BRIGHT)],
                     delta_path=str(tmp_path / "delta"), checkpoint=str(tmp_path / "ckpt"),
                     metrics_path=str(tmp_path / "m.jsonl"), schema_dir=schema_dir)  # fmt: skip
-    run_job(cfg, spark=spark, console=False)
+    run_job(cfg, spark=spark)
     metrics = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
 
     # The counts add up: 203 good alerts decoded, 7 bad ones quarantined, nothing else.

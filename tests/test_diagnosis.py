@@ -4,7 +4,6 @@ and ``alertsieve.stream.surveys`` write them. The last test runs the real job (i
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 
@@ -132,33 +131,25 @@ def _progress(batch_id: int, rows: int, quarantined: int, reason: str) -> dict:
                                                "reason_min": reason, "reason_max": reason}}}  # fmt: skip
 
 
-def test_the_job_prints_the_diagnosis_after_the_batch_line_or_logs_it_without_a_console(tmp_path, caplog):
-    console = io.StringIO()
+def test_the_job_logs_the_diagnosis_as_a_warning_after_the_batch_line(tmp_path, caplog):
     reason = CONTAINER.format("000003e8")
-    log = MetricsLog(tmp_path / "m.jsonl", ["a"], console=console, query_name="hot",
-                     diagnose=Diagnoser("ztf", "container"))  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="alertsieve.stream.metrics"):
+    log = MetricsLog(tmp_path / "m.jsonl", ["a"], query_name="hot", diagnose=Diagnoser("ztf", "container"))
+    with caplog.at_level(logging.INFO, logger="alertsieve.stream.metrics"):
         log.add_progress(_progress(0, 5, 5, reason))
         log.add_progress(_progress(1, 5, 4, reason))  # one decoded: no diagnosis
     want = f"batch 0: every message was quarantined (5 of 5): {reason} | likely: {ZTF_FIX}"
-    lines = console.getvalue().splitlines()
-    assert (
-        len(lines) == 3
-        and lines[0].startswith("batch 0: 5 alerts (5 quarantined)")
-        and lines[1] == want
-    )
-    assert not [r for r in caplog.records if r.levelno == logging.WARNING]  # printed, not twice
-    quiet = MetricsLog(None, ["a"], console=None, query_name="hot", diagnose=Diagnoser("ztf", "container"))
-    with caplog.at_level(logging.WARNING, logger="alertsieve.stream.metrics"):
-        quiet.add_progress(_progress(0, 5, 5, reason))
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [want]
+    said = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert len(said) == 3 and said[1] == (logging.WARNING, want), said
+    assert said[0][0] == said[2][0] == logging.INFO
+    assert said[0][1].startswith("batch 0: 5 alerts (5 quarantined)")
+    assert said[2][1].startswith("batch 1: 5 alerts (4 quarantined)")
     first = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[0])
     assert (first["reason_min"], first["reason_max"]) == (reason, reason)
 
 
-def test_a_ztf_job_fed_only_rubin_messages_says_so_in_its_first_batch(kafka, spark, tmp_path, topic_name):
+def test_a_ztf_job_fed_only_rubin_messages_says_so_in_its_first_batch(kafka, spark, tmp_path, topic_name, caplog):
     """The real job (``survey: ztf``) on a topic of Rubin's real alerts, Confluent-framed: one
-    available-now batch, the one-line diagnosis on its console, and every message
+    available-now batch, the one-line diagnosis in its log, and every message
     on the quarantine topic with its reason. Integration: a broker and Spark."""
     bootstrap = kafka.bootstrap_servers
     create_topics(bootstrap, [topic_name], 1)
@@ -172,14 +163,14 @@ def test_a_ztf_job_fed_only_rubin_messages_says_so_in_its_first_batch(kafka, spa
                     sinks=["kafka"], output_prefix=f"{topic_name}-", output_partitions=1,
                     discover_filters=False, code_filters=[AlertFilter(name="bright", sql="candidate.magpsf < 15.5")],
                     checkpoint=str(tmp_path / "ckpt"), metrics_path=str(tmp_path / "m.jsonl"))  # fmt: skip
-    console = io.StringIO()
-    written = run_job(cfg, spark=spark, console=console)
+    with caplog.at_level(logging.INFO, logger="alertsieve.stream.metrics"):
+        written = run_job(cfg, spark=spark)
 
     n = len(sent)
     want = (f"batch 0: every message was quarantined ({n} of {n}): not an Avro container file"
             f" (starts with 0x0000000... | likely: {ZTF_FIX}")  # fmt: skip
     assert [b["batch_id"] for b in written] == [0] and written[0]["quarantined_rows"] == n
-    assert want in console.getvalue().splitlines()
+    assert (logging.WARNING, want) in [(r.levelno, r.getMessage()) for r in caplog.records]
     quarantined = {
         m.key().decode(): dict(m.headers()) for m in consume_all(bootstrap, cfg.quarantine_topic)
     }

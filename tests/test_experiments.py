@@ -5,6 +5,7 @@ an independent count of the filters' matches over the same simulated alerts."""
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -17,12 +18,12 @@ from alertsieve.bench.experiments import (
     done_keys,
     load_results,
     parse_experiment,
-    quantiles,
     results_file,
 )
 from alertsieve.bench.runner import VISIT_SEED, run_experiments
 from alertsieve.bench.scaling import comparison_table, fit_line, results_frame
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+from alertsieve.stream.latency import quantiles
 
 SPEC = {
     "name": "producers",
@@ -108,9 +109,12 @@ def test_resume_skips_only_successful_points_and_last_result_wins(tmp_path):
     assert sorted((r["key"], r["n"]) for r in load_results(tmp_path)) == [("a", 2), ("b", 1)]
 
 
-def test_quantiles_of_a_known_list():
-    q = quantiles([float(x) for x in range(1, 101)])
-    assert q == {"n": 100, "p50": 51.0, "p95": 96.0, "p99": 100.0, "max": 100.0}
+def test_quantiles_interpolate_between_ranks_as_the_standard_library_does():
+    values = [float(x) ** 1.5 for x in range(1, 101)]
+    cuts = statistics.quantiles(values, n=100, method="inclusive")  # the 99 cut points
+    q = quantiles(values)
+    assert q == {"n": 100, "p50": round(cuts[49], 3), "p95": round(cuts[94], 3), "p99": round(cuts[98], 3),
+                 "max": 1000.0}  # fmt: skip
     assert quantiles([]) == {"n": 0, "p50": None, "p95": None, "p99": None, "max": None}
 
 

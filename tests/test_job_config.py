@@ -68,7 +68,7 @@ def test_documented_flags_exist_and_each_sets_a_setting():
                   "--max-offsets-per-trigger", "--starting-offsets", "--delta-path", "--metrics",
                   "--kafka-conf", "--filter-path", "--no-discover", "--master", "--timeout"}  # fmt: skip
     assert documented <= set(flags)
-    setting_flags = {f: d for f, d in flags.items() if f not in ("--help", "--config")}
+    setting_flags = {f: d for f, d in flags.items() if f not in ("--help", "--config", "--verbose", "--quiet")}
     assert set(setting_flags.values()) <= set(JobConfig.model_fields)
 
 
@@ -369,3 +369,34 @@ def test_a_misspelled_name_gets_the_closest_names(first, expression, want):
     from alertsieve.filtering.checks import readable
 
     assert readable(first, expression) == want
+
+
+def _versions_with_diasource_field(name: str) -> list[str]:
+    """The Rubin schema versions (7.0 on) whose diaSource record has field ``name``, read from
+    the schema files themselves."""
+    from alertsieve.alerts.schemas import load_rubin_schema, view_versions
+
+    def has(definition: dict) -> bool:
+        source = next(f for f in definition["fields"] if f["name"] == "diaSource")
+        return any(f["name"] == name for f in source["type"]["fields"])
+
+    return [v for v in view_versions() if has(load_rubin_schema(v).definition)]
+
+
+def test_a_misspelled_field_is_answered_with_the_versions_that_have_the_closest(spark):
+    """The view holds every version's fields; a field renamed between versions (is_negative in
+    7.3-7.4, isNegative from 8.0) is suggested with the versions that carry each spelling."""
+    from alertsieve.alerts.schemas import view_versions
+    from alertsieve.stream.plan import sample_alerts
+    from alertsieve.stream.surveys import rubin_decoder
+
+    decoder = rubin_decoder(JobConfig(topic="alerts", survey="rubin"))
+    typo = AlertFilter(name="f", sql="NOT diaSource.isNegativ", origin="f.yaml")
+    with pytest.raises(FilterError) as err:
+        validate([typo], sample_alerts(spark, decoder), decoder.view)
+    camel, snake = _versions_with_diasource_field("isNegative"), _versions_with_diasource_field("is_negative")
+    assert camel and snake and len(camel) + len(snake) < len(view_versions())  # some versions have neither
+    assert str(err.value) == (
+        f"filter 'f' (f.yaml): no field diaSource.isNegativ; did you mean diaSource.isNegative (only in versions"
+        f" {', '.join(camel)}) or diaSource.is_negative (only in versions {', '.join(snake)})?"
+    )

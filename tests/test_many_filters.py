@@ -102,7 +102,7 @@ def test_many_filters_publish_exactly_what_plain_python_selects(kafka, spark, tm
                     schema_dir=schema_dir, survey="rubin")  # fmt: skip
     assert N > WHOLE_STAGE_MAX_FILTERS
     before = spark.conf.get("spark.sql.codegen.wholeStage")
-    run_job(cfg, spark=spark, console=False)
+    run_job(cfg, spark=spark)
     assert spark.conf.get("spark.sql.codegen.wholeStage") == before  # the session is left as found
 
     got: dict[str, list[str]] = {name: [] for name in expected}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+from alertsieve.bench.experiments import visit_done_times
 from alertsieve.stream.metrics import (
     MetricsLog,
     latency_from_timestamps,
     read_metrics,
-    visit_done_times,
 )
 
 
@@ -37,7 +37,7 @@ def _progress(batch_id: int, rows: int, name: str = "hot") -> dict:
 
 
 def test_batches_come_from_progress_reports_once_each(tmp_path):
-    log = MetricsLog(tmp_path / "m.jsonl", ["a", "b"], {"b"}, console=None, query_name="hot")
+    log = MetricsLog(tmp_path / "m.jsonl", ["a", "b"], {"b"}, query_name="hot")
     log.add_progress(_progress(0, 10))
     log.add_progress(_progress(0, 10))  # the listener's report and the final flush: once
     log.add_progress(_progress(1, 0))  # an empty batch: no line
@@ -83,3 +83,22 @@ def test_the_console_names_the_busiest_filters_of_many():
     assert line.startswith(", ".join(f"f{i}={i}" for i in range(999, 999 - CONSOLE_FILTERS, -1)))
     shown = sum(range(999, 999 - CONSOLE_FILTERS, -1))
     assert line.endswith(f" and {sum(range(1000)) - shown} more in {999 - CONSOLE_FILTERS} other filters")
+
+
+def test_a_batch_line_reads_as_its_trigger(caplog):
+    """A micro-batch's line gives its duration, rate and latency; a Real-Time Mode epoch's, which
+    lasts its checkpoint interval whatever the job does, only what it read and matched."""
+    import logging
+
+    lines = {}
+    for realtime in (False, True):
+        log = MetricsLog(None, ["a", "b"], {"b"}, query_name="hot", realtime=realtime)
+        with caplog.at_level(logging.INFO, logger="alertsieve.stream.metrics"):
+            caplog.clear()
+            log.add_progress(_progress(0, 10))
+        lines[realtime] = [r.getMessage() for r in caplog.records]
+    end = 1_795_514_400.0 + 2.0
+    assert lines[False] == [f"batch 0: 10 alerts (1 quarantined) in 2.00s = 5/s; latency p50"
+                            f" {end - 1_795_514_397.0:.2f}s max {end - 1_795_514_390.0:.2f}s; matches: a=2, b=7"
+                            " | FILTER ERRORS: b"]  # fmt: skip
+    assert lines[True] == ["epoch 0: 10 alerts (1 quarantined); matches: a=2, b=7 | FILTER ERRORS: b"]

@@ -127,7 +127,7 @@ def test_real_time_mode_publishes_fields_records(kafka, spark, tmp_path, topic_n
     cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, trigger="realtime=5s", timeout_s=300, output_prefix=prefix,
                     output_partitions=1, discover_filters=False, code_filters=filters, sinks=["kafka"],
                     checkpoint=str(tmp_path / "ckpt"), metrics_path=None, schema_dir=schema_dir, survey="rubin")  # fmt: skip
-    job = threading.Thread(target=run_job, args=(cfg,), kwargs={"spark": spark, "console": False})
+    job = threading.Thread(target=run_job, args=(cfg,), kwargs={"spark": spark})
     job.start()
     topics = [f"{prefix}{f.name}" for f in filters]
     deadline = time.monotonic() + 240
@@ -183,7 +183,7 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
                     output_prefix=prefix, output_partitions=1, discover_filters=False, code_filters=filters,
                     sinks=["kafka", "delta"], checkpoint=str(tmp_path / "ckpt"), delta_path=str(tmp_path / "delta"),
                     metrics_path=str(tmp_path / "m.jsonl"), schema_dir=schema_dir, survey="rubin")  # fmt: skip
-    run_job(cfg, spark=spark, console=False)
+    run_job(cfg, spark=spark)
     versions = {f.name: filter_version(f) for f in filters}
 
     def expected_record(name: str, key: str) -> dict:
@@ -369,7 +369,7 @@ def test_ztf_alerts_publish_fields_records_as_plain_python_says(kafka, spark, tm
     cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True, output_prefix=prefix,
                     output_partitions=1, discover_filters=False, code_filters=filters, sinks=["kafka"],
                     checkpoint=str(tmp_path / "ckpt"), metrics_path=None, schema_dir=str(tmp_path / "schemas"))  # fmt: skip
-    run_job(cfg, spark=spark, console=False)
+    run_job(cfg, spark=spark)
     store = LocalSchemaStore(tmp_path / "schemas")
     for f in filters:
         got = {m.key().decode(): _fields_record(m, store) for m in consume_all(bootstrap, f"{prefix}{f.name}")}

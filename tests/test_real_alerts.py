@@ -63,7 +63,7 @@ def _run(kafka, spark, tmp: Path, topic: str, filters: dict, **settings) -> tupl
         delta_path=str(tmp / "delta"), checkpoint=str(tmp / "ckpt"),
         metrics_path=str(tmp / "metrics.jsonl"), **settings,
     )  # fmt: skip
-    run_job(cfg, spark=spark, console=False)
+    run_job(cfg, spark=spark)
     metrics = [json.loads(x) for x in (tmp / "metrics.jsonl").read_text().splitlines()]
     return cfg, [m for m in metrics if m["kind"] == "batch"]
 

@@ -96,7 +96,7 @@ def run(kafka, spark, tmp_path_factory, field_catalog) -> Run:
         delta_path=str(tmp / "delta"), checkpoint=str(tmp / "ckpt"),
         metrics_path=str(tmp / "metrics.jsonl"), schema_dir=schema_dir, catalog_dir=str(field_catalog),
     )  # fmt: skip
-    run_job(cfg, spark=spark, console=False)
+    run_job(cfg, spark=spark)
     metrics = [json.loads(x) for x in (tmp / "metrics.jsonl").read_text().splitlines()]
     return Run(topic, prefix, good, raw, dict(enumerate(r for _, r in bad)), expected, metrics,
                str(tmp / "delta"), cfg)  # fmt: skip
@@ -197,7 +197,7 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
         filter_paths=[str(tmp_path / "extra")], delta_path=str(tmp_path / "delta"),
         checkpoint=str(tmp_path / "ckpt"), schema_dir=run.cfg.schema_dir,
     )  # fmt: skip
-    lines = run_job(cfg, spark=spark, console=False)
+    lines = run_job(cfg, spark=spark)
     expected = contributed_filters_in_plain_python(alerts)
     assert all(len(v) > 0 for v in expected.values()), {k: len(v) for k, v in expected.items()}
     table = spark.read.format("delta").load(str(tmp_path / "delta" / "matches"))

@@ -12,6 +12,7 @@ import pytest
 from job_helpers import (
     NAMES,
     assert_outputs,
+    assert_reads_as_success,
     batches,
     expected_matches,
     job_command,
@@ -42,6 +43,7 @@ def test_kill_9_mid_stream_then_restart(kafka, spark, topic_name, tmp_path):
     second = subprocess.run(job_command(bootstrap, topic_name, tmp_path, "--available-now"),
                             capture_output=True, text=True, timeout=300)  # fmt: skip
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    assert_reads_as_success(second.stdout + second.stderr)  # the restart recovers without alarm
     assert_outputs(spark, bootstrap, topic_name, tmp_path, expected)
 
     # A subscriber checks what it got against the counts topic: nothing missing, and the records

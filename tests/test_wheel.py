@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from crafted import ztf_history_files
+from job_helpers import assert_reads_as_success
 
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import FilterError
@@ -103,8 +104,9 @@ def test_the_installed_job_filters_real_ztf_alerts(installed, kafka, topic_name)
                "--available-now", "--sink", "kafka", "--output-prefix", f"{topic_name}-",
                "--checkpoint", str(installed[2] / "ckpt"), "--master", "local[2]")  # fmt: skip
     assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-2000:]
-    assert f"{len(files)} alerts, 0 quarantined" in job.stdout
-    assert "survey ztf" in job.stderr and "ztf_known_asteroids=" in job.stdout  # the plan, then the matches
+    assert f"{len(files)} alerts, 0 quarantined" in job.stdout  # the done line
+    assert "survey ztf" in job.stderr and "ztf_known_asteroids=" in job.stderr  # the plan, then the matches
+    assert_reads_as_success(job.stdout + job.stderr)
 
 
 def test_a_job_that_finds_no_filter_refuses_to_start_saying_where_it_looked(tmp_path):

@@ -49,7 +49,7 @@ def test_a_spark_export_of_real_ztf_alerts_is_replayed_and_filtered_as_plain_pyt
     cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True, output_prefix=prefix,
                     output_partitions=1, discover_filters=True, delta_path=str(tmp_path / "delta"),
                     checkpoint=str(tmp_path / "ckpt"), metrics_path=None)  # fmt: skip
-    lines = run_job(cfg, spark=spark, console=False)
+    lines = run_job(cfg, spark=spark)
 
     assert sum(b["input_rows"] for b in lines) == len(alerts)
     assert sum(b["quarantined_rows"] for b in lines) == 0
@@ -99,7 +99,7 @@ def test_a_ztf_schema_is_learned_from_the_newest_and_the_quarantined_messages(ka
                         output_prefix=f"{topic_name}-", output_partitions=1, discover_filters=False,
                         code_filters=[AlertFilter(name="bright", sql="candidate.magpsf < 17")], checkpoint=str(tmp_path / checkpoint),
                         metrics_path=None)  # fmt: skip
-        return run_job(cfg, spark=spark, console=False)
+        return run_job(cfg, spark=spark)
 
     middle = [*real[:12], *exported, *real[18:]]  # the first and newest messages: 3.3 only
     lines = run(topic_name, middle, "a")

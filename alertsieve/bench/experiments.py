@@ -187,21 +187,25 @@ def load_results(root: str | Path) -> list[dict]:
 # -- reducing a point's measurements ----------------------------------------------------------
 
 
+def batch_reaching(lines: list[dict], topic: str, end: dict) -> dict | None:
+    """The first batch that had read ``topic`` up to ``end`` ({partition: offset})."""
+    for line in sorted(lines, key=lambda x: x["batch_id"]):
+        reached = line.get("spark", {}).get("endOffset", {}).get(topic, {})
+        if reached and all(reached.get(str(p), -1) >= o for p, o in end.items()):
+            return line
+    return None
+
+
+def visit_done_times(lines: list[dict], topic: str, ends: list[dict]) -> list[float | None]:
+    """Per visit: the output time of the first batch that had read past all its alerts."""
+    done = [batch_reaching(lines, topic, end) for end in ends]
+    return [line["output_time"] if line else None for line in done]
+
+
 def typical(values: list[float | None]) -> float | None:
     """The typical visit: the median over the measured visits (warm-up is not among them)."""
     known = [v for v in values if v is not None]
     return round(median(known), 3) if known else None
-
-
-def quantiles(values: list[float]) -> dict[str, float | None]:
-    if not values:
-        return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None}
-    ordered = sorted(values)
-
-    def q(p: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 3)
-
-    return {"n": len(ordered), "p50": q(0.5), "p95": q(0.95), "p99": q(0.99), "max": ordered[-1]}
 
 
 def producer_summary(reports: list[dict]) -> dict:
@@ -236,8 +240,6 @@ def consumer_summary(
     """One filter job's batches reduced to: when each visit was fully filtered (after its
     first alert was produced), its throughput while busy, and the latency it reports. Batches
     up to the one that finished the warm-up visit (``warm_end``) are left out."""
-    from alertsieve.stream.metrics import batch_reaching, visit_done_times
-
     warm = batch_reaching(lines, topic, warm_end)
     after = warm["batch_id"] if warm else -1
     busy = [x for x in lines if x["input_rows"] and x["batch_id"] > after]

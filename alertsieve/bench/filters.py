@@ -18,18 +18,19 @@ plain librdkafka read, librdkafka reading and republishing exactly the records t
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from pathlib import Path
 
 from alertsieve.bench.baselines import plain_consume, republish_consume
 from alertsieve.bench.broker_filters import bench_filters
-from alertsieve.bench.machine import describe
 from alertsieve.bench.noop import bytes_only_rate
-from alertsieve.bench.topic import bench_topic
+from alertsieve.bench.topic import MANY_QUERIES, bench_place, fill_topic
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import FilterStream
+
+log = logging.getLogger(__name__)
 
 SNR_CUTS = (5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0)
 RELIABILITY_CUTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -59,21 +60,13 @@ def _twin(modulus: int, k: int, snr: float, rel: float):
 def routes_of(bootstrap: str, topics: list[str]) -> dict[tuple[int, int], list[str]]:
     """(source partition, offset) -> the output topics its alert was published to, read back
     from the job's outputs (their headers)."""
-    from alertsieve.kafka.topics import end_offsets
     from alertsieve.stream.latency import OutputReader
 
-    total = sum(sum(end_offsets(bootstrap, t).values()) for t in topics)
-    reader = OutputReader(bootstrap, topics)
+    with OutputReader(bootstrap, topics) as reader:
+        reader.read_to_end(300)
     routes: dict[tuple[int, int], list[str]] = {}
-    seen = 0
-    deadline = time.monotonic() + 300
-    while seen < total and time.monotonic() < deadline:
-        for m in reader.consumer.consume(1000, timeout=1):
-            if m.error() is None:
-                h = dict(m.headers() or [])
-                routes.setdefault((int(h["source_partition"]), int(h["source_offset"])), []).append(m.topic())
-                seen += 1
-    reader.close()
+    for r in reader.records:
+        routes.setdefault((r.source_partition, r.source_offset), []).append(r.topic)
     return routes
 
 
@@ -87,7 +80,7 @@ def driver_heap_used_mb(spark) -> float:
 def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
     """One available-now run: start-up, batch times, the marginal rate, what it published."""
     t0 = time.time()
-    job = FilterStream(spark, cfg, console=sys.stderr)
+    job = FilterStream(spark, cfg)
     planned = time.time() - t0
     lines = job.run()
     wall = time.time() - t0
@@ -116,21 +109,16 @@ def bench_filters_per_job(bootstrap: str | None = None, counts: tuple[int, ...] 
                           alerts: int = 60_000, batch: int = 10_000, latency_counts: tuple[int, ...] = (10, 1000),
                           steady_s: float = 30.0, burst: int = 2_000, warmup_s: float = 60.0) -> dict:  # fmt: skip
     from alertsieve.bench.latency import latency_run
-    from alertsieve.spark.session import get_session
 
     # A thousand output topics per run, three runs: more than the default 512 MB broker holds.
-    with bench_topic("filters", alerts, bootstrap, heap="2g") as bench:
-        spark = get_session("alertsieve-bench-filters", conf={
-            "spark.ui.enabled": "false",
-            "spark.kafka.consumer.cache.timeout": "10s",
-            "spark.kafka.consumer.fetchedData.cache.timeout": "10s",
-        })  # fmt: skip
-        bootstrap, topic, produced = bench.bootstrap, bench.topic, bench.produced
+    with bench_place("filters", bootstrap, heap="2g", spark_conf=MANY_QUERIES) as bench:
+        filled = fill_topic(bench, "filters", alerts // 10_000)
+        spark, bootstrap, topic, produced = bench.spark, bench.bootstrap, filled.topic, filled.produced
         plain = plain_consume(bootstrap, topic)
-        bytes_only = bytes_only_rate(spark, bench.job_config("bytes", [], batch), produced.acked)
+        bytes_only = bytes_only_rate(spark, filled.job_config("bytes", [], batch), produced.acked)
         runs = []
         for label, filters in [("broker10", bench_filters(10)[0])] + [(f"users{n}", user_filters(n)[0]) for n in counts]:
-            cfg = bench.job_config(label, filters, batch)
+            cfg = filled.job_config(label, filters, batch)
             run = micro_batch_run(spark, cfg, produced.acked)
             outputs = [f.output_topic(cfg.output_prefix) for f in filters]
             run["kind"] = "broker-like templates" if label == "broker10" else "users' pmod cuts"
@@ -138,16 +126,15 @@ def bench_filters_per_job(bootstrap: str | None = None, counts: tuple[int, ...] 
             run["ratio_to_republish"] = round(run["marginal_alerts_per_s"] / run["republish"]["alerts_per_s"], 3)
             run["ratio_to_spark_bytes_only"] = round(run["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3)
             runs.append(run)
-            print(f"bench filters: {label} done", file=sys.stderr, flush=True)
+            log.info("bench filters: %s done", label)
         latency = [latency_run(bootstrap, spark, bench.workdir, "realtime", steady_s=steady_s, burst=burst,
                                filters=user_filters(n), warmup_s=warmup_s, output_partitions=1) for n in latency_counts]  # fmt: skip
-        spark.stop()
         users = {r["filters"]: r for r in runs if r["kind"] == "users' pmod cuts"}
         per_alert = {n: 1 / r["marginal_alerts_per_s"] for n, r in users.items()}
         return {
             "benchmark": "filters per job",
-            "machine": describe("embedded, same machine" if bench.own_broker else bootstrap),
-            "topic": {"alerts": produced.acked, "partitions": 4, "mean_alert_kb": round(produced.bytes / produced.acked / 1e3, 1)},
+            "machine": bench.machine(),
+            "topic": {"alerts": produced.acked, "partitions": 4, "mean_alert_kb": filled.mean_alert_kb},
             "max_offsets_per_trigger": batch,
             "plain_read": {"alerts_per_s": round(plain["alerts"] / plain["seconds"], 1)},
             "spark_bytes_only": bytes_only,

@@ -14,7 +14,6 @@ run waits for exactly the outputs it must see.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 import uuid
@@ -27,7 +26,7 @@ from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic, create_topics, end_offsets
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.latency import OutputReader, quantiles_ms
+from alertsieve.stream.latency import OutputReader, quantiles
 
 APPEND_TIME = {"message.timestamp.type": "LogAppendTime", "max.message.bytes": str(16 * 1024 * 1024)}
 
@@ -99,7 +98,7 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
     outputs = [f.output_topic(cfg.output_prefix) for f in filters]
     create_topics(bootstrap, outputs, output_partitions, config=APPEND_TIME)  # before the job: the broker stamps appends
     pool, matches = alert_pool(1000, 11, tests)
-    job = FilterStream(spark, cfg, console=sys.stderr)
+    job = FilterStream(spark, cfg)
     runner = threading.Thread(target=job.run, daemon=True)
     runner.start()
     reader = OutputReader(bootstrap, outputs)
@@ -132,32 +131,20 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
         "warmup_s": warmup_s,
         "context_filters": [f.sql for f in CONTEXT_FILTERS] if context else [],
         "steady": {"alerts_per_s": rate, "alerts": count, "matches_expected": want, "matches_seen": len(steady),
-                   "latency": quantiles_ms([out - inp for _, _, inp, out in steady])},  # fmt: skip
+                   "latency_ms": quantiles([r.latency_ms for r in steady])},  # fmt: skip
         "burst": {"alerts": burst, "matches_expected": burst_want, "matches_seen": len(burst_out),
-                  "last_published_after_last_ack_s": round(max(r[3] for r in burst_out) / 1e3 - last_ack, 3)
+                  "last_published_after_last_ack_s": round(max(r.output_ms for r in burst_out) / 1e3 - last_ack, 3)
                   if burst_out else None,
-                  "latency": quantiles_ms([out - inp for _, _, inp, out in burst_out])},  # fmt: skip
+                  "latency_ms": quantiles([r.latency_ms for r in burst_out])},  # fmt: skip
     }
 
 
 def bench_context_latency(bootstrap: str | None = None, trigger: str = "realtime", steady_s: float = 30.0) -> dict:
     """`alertsieve bench latency`: the same steady rate and burst in ``trigger`` mode, without and
     with features + crossmatch filters beside the 10 measured ones, in one session."""
-    import shutil
-    import tempfile
+    from alertsieve.bench.topic import bench_place
 
-    from alertsieve.kafka import embedded
-    from alertsieve.spark.session import get_session
-
-    workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-latency-"))
-    cluster = embedded.start(workdir / "kafka") if bootstrap is None else None
-    bootstrap = cluster.bootstrap_servers if cluster else bootstrap
-    spark = get_session("alertsieve-bench-latency", conf={"spark.ui.enabled": "false"})
-    try:
-        runs = [latency_run(bootstrap, spark, workdir, trigger, steady_s=steady_s, context=c) for c in (False, True)]
-    finally:
-        spark.stop()
-        if cluster:
-            embedded.stop(workdir / "kafka")
-        shutil.rmtree(workdir, ignore_errors=True)
+    with bench_place("latency", bootstrap) as bench:
+        runs = [latency_run(bench.bootstrap, bench.spark, bench.workdir, trigger, steady_s=steady_s, context=c)
+                for c in (False, True)]  # fmt: skip
     return {"benchmark": "latency with context", "runs": runs}

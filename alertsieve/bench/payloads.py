@@ -10,16 +10,16 @@ in turn; the bytes published are read back from the topics.
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
-import uuid
 from dataclasses import replace
 
 from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.filters import micro_batch_run
-from alertsieve.bench.machine import describe
 from alertsieve.bench.noop import bytes_only_rate
-from alertsieve.bench.topic import bench_topic
+from alertsieve.bench.topic import bench_place, fill_topic
+
+log = logging.getLogger(__name__)
 
 #: What a subscriber of a transient filter typically reads beside the envelope (which alert,
 #: where, when): how bright, how sure, how much history (Lasair's lite records hold about this).
@@ -56,50 +56,34 @@ def with_payload(filters: list, payload: str) -> list:
 
 def published_bytes(bootstrap: str, topics: list[str]) -> dict:
     """Records and bytes (values, keys and headers) on ``topics``, read back from the start."""
-    from confluent_kafka import Consumer, TopicPartition
+    from alertsieve.stream.latency import OutputReader
 
-    from alertsieve.kafka.topics import end_offsets
-
-    ends = {(t, p): o for t in topics for p, o in end_offsets(bootstrap, t).items() if o}
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
-                         "enable.auto.commit": False, "fetch.max.bytes": 64 * 2**20})  # fmt: skip
-    consumer.assign([TopicPartition(t, p, 0) for t, p in ends])
-    records = size = 0
-    want = sum(ends.values())
-    deadline = time.monotonic() + 300
-    while records < want and time.monotonic() < deadline:
-        for m in consumer.consume(1000, timeout=1):
-            if m.error() is None:
-                records += 1
-                size += len(m.value() or b"") + len(m.key() or b"") + sum(len(k) + len(v or b"") for k, v in m.headers() or [])
-    consumer.close()
-    return {"records": records, "bytes": size}
+    with OutputReader(bootstrap, topics) as reader:
+        reader.read_to_end(300)
+    return {"records": reader.read, "bytes": reader.bytes}
 
 
 def bench_payloads(bootstrap: str | None = None, alerts: int = 40_000, batch: int = 10_000, repeats: int = 2) -> dict:
-    from alertsieve.spark.session import get_session
-
-    with bench_topic("payloads", alerts, bootstrap) as bench:
-        spark = get_session("alertsieve-bench-payloads", conf={"spark.ui.enabled": "false"})
-        produced = bench.produced
+    with bench_place("payloads", bootstrap) as bench:
+        filled = fill_topic(bench, "payloads", alerts // 10_000)
+        spark, produced = bench.spark, filled.produced
         filters = bench_filters(10)[0]
         runs: dict[str, dict] = {}
         bytes_only: dict | None = None
         for r in range(repeats):
             # The ceiling is measured in turn with the runs, warm like them (a first query in a
             # session pays for class loading and the JIT: half the rate, measured here).
-            read = bytes_only_rate(spark, bench.job_config(f"bytes-{r}", [], batch), produced.acked)
+            read = bytes_only_rate(spark, filled.job_config(f"bytes-{r}", [], batch), produced.acked)
             if bytes_only is None or read["alerts_per_s"] > bytes_only["alerts_per_s"]:
                 bytes_only = read
             for payload in PAYLOADS:
-                cfg = bench.job_config(f"{payload}-{r}", with_payload(filters, payload), batch)
+                cfg = filled.job_config(f"{payload}-{r}", with_payload(filters, payload), batch)
                 run = micro_batch_run(spark, cfg, produced.acked)
                 best = runs.get(payload)
                 if best is None or run["marginal_alerts_per_s"] > best["marginal_alerts_per_s"]:
                     run["output"] = published_bytes(bench.bootstrap, [f.output_topic(cfg.output_prefix) for f in cfg.code_filters])
                     runs[payload] = run
-                print(f"bench payloads: {payload} run {r + 1} of {repeats} done", file=sys.stderr, flush=True)
-        spark.stop()
+                log.info("bench payloads: %s run %d of %d done", payload, r + 1, repeats)
         out = {}
         for payload, run in runs.items():
             out[payload] = {
@@ -115,8 +99,8 @@ def bench_payloads(bootstrap: str | None = None, alerts: int = 40_000, batch: in
             }
         return {
             "benchmark": "payloads",
-            "machine": describe("embedded, same machine" if bench.own_broker else bench.bootstrap),
-            "topic": {"alerts": produced.acked, "partitions": 4, "mean_alert_kb": round(produced.bytes / produced.acked / 1e3, 1)},
+            "machine": bench.machine(),
+            "topic": {"alerts": produced.acked, "partitions": 4, "mean_alert_kb": filled.mean_alert_kb},
             "filters": [f.name for f in filters],
             "fields": {k: v.get("fields") for k, v in PAYLOADS.items() if v},
             "max_offsets_per_trigger": batch,

@@ -9,6 +9,7 @@ notebook can look past the summary.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -29,11 +30,11 @@ from alertsieve.bench.experiments import (
     Experiment,
     Point,
     append_result,
+    batch_reaching,
     consumer_summary,
     done_keys,
     headline,
     producer_summary,
-    quantiles,
     results_file,
 )
 from alertsieve.bench.machine import describe
@@ -42,7 +43,10 @@ from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, delete_topics, end_offsets, topics_with_prefix
 from alertsieve.produce.producer import ProduceConfig, produce
-from alertsieve.stream.metrics import batch_reaching, read_lines
+from alertsieve.stream.latency import quantiles
+from alertsieve.stream.metrics import read_lines
+
+log = logging.getLogger(__name__)
 
 
 class PointFailed(AlertsieveError, RuntimeError):
@@ -152,41 +156,12 @@ def output_latencies(bootstrap: str, topics: list[str], warm_end: dict[int, int]
     """Seconds from the alert's append to the input topic (a header the job writes) to its
     publication on a filter's output topic, for every published match of the measured visits
     (source offsets below ``warm_end`` are the warm-up's)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from alertsieve.stream.latency import OutputReader
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"alertsieve-latency-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-        }
-    )
-    latencies: list[float] = []
-    try:
-        for topic in topics:
-            ends = end_offsets(bootstrap, topic)
-            want = sum(ends.values())
-            if not want:
-                continue
-            consumer.assign([TopicPartition(topic, p, 0) for p in ends])
-            seen = 0
-            deadline = time.monotonic() + 60
-            while seen < want and time.monotonic() < deadline:
-                for msg in consumer.consume(1000, timeout=2):
-                    if msg.error() is not None:
-                        continue
-                    seen += 1
-                    h = dict(msg.headers() or [])
-                    if "filter" not in h:  # the quarantine's and the counts topic's records
-                        continue
-                    if int(h["source_offset"]) >= warm_end[int(h["source_partition"])]:
-                        appended = int(h["kafka_timestamp_ms"])
-                        latencies.append((msg.timestamp()[1] - appended) / 1000)
-            if seen < want:
-                raise PointFailed(f"read {seen} of {want} messages of output topic {topic}")
-    finally:
-        consumer.close()
-    return latencies
+    with OutputReader(bootstrap, topics) as reader:
+        if not reader.read_to_end(60):
+            raise PointFailed(f"read {reader.read} messages of output topics {', '.join(topics)}: not to their end")
+    return [r.latency_ms / 1e3 for r in reader.records if r.source_offset >= warm_end[r.source_partition]]
 
 
 #: Seeds of the simulated visits: the measured visit v is seed VISIT_SEED + v, visit 0 of it.
@@ -325,8 +300,8 @@ def run_rate_point(
             "sent": {"alerts": count, "seconds": round(sent_s, 3), "alerts_per_s": round(count / sent_s, 1)},
             "mean_alert_kb": round(sum(map(len, pool)) / len(pool) / 1e3, 1),
             "matches": want,
-            "latency_s": quantiles([(out - inp) / 1e3 for _, _, inp, out in seen]),
-            "caught_up_after_last_ack_s": round(max(r[3] for r in seen) / 1e3 - last_ack, 3) if seen else None,
+            "latency_s": quantiles([r.latency_ms / 1e3 for r in seen]),
+            "caught_up_after_last_ack_s": round(max(r.output_ms for r in seen) / 1e3 - last_ack, 3) if seen else None,
             "resources": sampler.summary(),
             "warmup_end_offsets": warm_end,
         }  # fmt: skip
@@ -397,6 +372,6 @@ def _measure(experiment: Experiment, point: Point, bootstrap, folder: Path, work
         result["headline"] = headline(result)
     except PointFailed as e:
         result |= {"status": "failed", "error": str(e)}
-        print(f"{experiment.name}: point {point.label()} failed: {e}", file=sys.stderr)
+        log.warning("%s: point %s failed: %s", experiment.name, point.label(), e)
     result["seconds"] = round(time.time() - started, 1)
     return result

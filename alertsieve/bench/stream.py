@@ -9,8 +9,6 @@ sink (``alertsieve.bench.noop``).
 
 from __future__ import annotations
 
-import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -19,14 +17,13 @@ from statistics import median
 from alertsieve.alerts.schemas import LocalSchemaStore
 from alertsieve.bench.baselines import plain_consume, seeds_way_consume
 from alertsieve.bench.broker_filters import bench_filters, python_bench_filters
-from alertsieve.bench.machine import describe
+from alertsieve.bench.experiments import visit_done_times
 from alertsieve.bench.noop import decode_over_bytes
+from alertsieve.bench.topic import MANY_QUERIES, bench_place, fill_topic
 from alertsieve.errors import AlertsieveError
-from alertsieve.kafka import embedded
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
-from alertsieve.stream.metrics import visit_done_times
 
 
 def _rate(alerts: int, nbytes: int, seconds: float) -> dict:
@@ -42,7 +39,7 @@ def job_run(spark, cfg: JobConfig, warm: bool) -> dict:
     """One available-now run of the job over the whole topic: its steady rate over Spark's batch
     times (a cold JVM's first batch left out: it pays for class loading and code generation)."""
     start = time.perf_counter()
-    lines = run_job(cfg, spark=spark, console=sys.stderr)
+    lines = run_job(cfg, spark=spark)
     wall = time.perf_counter() - start
     steady = [b for b in (lines if warm or len(lines) < 2 else lines[1:]) if b["input_rows"]]
     steady_rows = sum(b["input_rows"] for b in steady)
@@ -78,7 +75,7 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
         sinks=["kafka"], checkpoint=str(workdir / "live" / "ckpt"),
         schema_dir=str(store_dir),
     )  # fmt: skip
-    job = FilterStream(spark, cfg, console=sys.stderr)
+    job = FilterStream(spark, cfg)
     result: dict = {}
     runner = threading.Thread(target=lambda: result.setdefault("lines", job.run()), daemon=True)
     cfg.timeout_s = 60 + visits * interval_s + 120
@@ -148,37 +145,16 @@ def bench_stream(
     live_interval_s: float = 39.0,
     latency_triggers: tuple[str, ...] = ("realtime", "0"),
 ) -> dict:
-    workdir = Path(tempfile.mkdtemp(prefix="alertsieve-bench-stream-"))
-    own_broker = bootstrap is None
-    if own_broker:
-        bootstrap = embedded.start(workdir / "kafka").bootstrap_servers
-    try:
-        topic = f"bench-stream-{uuid.uuid4().hex[:8]}"
-        store_dir = workdir / "schemas"
-        produced = produce(
-            ProduceConfig(bootstrap=bootstrap, topic=topic, visits=visits, alerts_per_visit=alerts_per_visit,
-                          interval_s=0, producers=2, partitions=4, progress=False, schema_dir=str(store_dir))
-        )  # fmt: skip
-        if not produced.ok:
-            raise AlertsieveError(f"filling the topic lost alerts: {produced.as_dict()}")
-        mean_kb = produced.bytes / produced.acked / 1e3
+    with bench_place("stream", bootstrap, spark_conf=MANY_QUERIES) as bench:
+        filled = fill_topic(bench, "stream", visits, alerts_per_visit)
+        spark, bootstrap, workdir, topic = bench.spark, bench.bootstrap, bench.workdir, filled.topic
+        produced, mean_kb, store_dir = filled.produced, filled.mean_alert_kb, bench.workdir / "schemas"
 
         plain = plain_consume(bootstrap, topic)
         ten, ten_tests = bench_filters(10)
         seeds = seeds_way_consume(
             bootstrap, topic, LocalSchemaStore(store_dir), ten_tests, limit=seeds_alerts
         )
-
-        from alertsieve.spark.session import get_session
-
-        # One session runs a dozen queries in a row: Spark keeps each query's idle Kafka consumers
-        # and their fetched records (up to 64 MB a fetch here) for 5 minutes by default, which
-        # filled the 3 GB heap by the Python runs. A job runs one query and never piles them up.
-        spark = get_session("alertsieve-bench-stream", conf={
-            "spark.ui.enabled": "false",
-            "spark.kafka.consumer.cache.timeout": "10s",
-            "spark.kafka.consumer.fetchedData.cache.timeout": "10s",
-        })  # fmt: skip
         noop = decode_over_bytes(spark, bootstrap, topic, str(store_dir), ten, produced.acked, batch)
         def run(label: str, filters: list, warm: bool = True) -> dict:
             cfg = JobConfig(
@@ -209,13 +185,12 @@ def bench_stream(
         from alertsieve.bench.latency import latency_run
 
         latency = [latency_run(bootstrap, spark, workdir, t) for t in latency_triggers]
-        spark.stop()
         ceiling = plain["alerts"] / plain["seconds"]
         seeds_rate = seeds["alerts"] / seeds["seconds"]
         ten_run = next((r for r in runs if r["filters"] == 10), runs[0])
         return {
             "benchmark": "stream",
-            "machine": describe("embedded, same machine" if own_broker else bootstrap),
+            "machine": bench.machine(),
             "topic": {
                 "alerts": produced.acked,
                 "partitions": 4,
@@ -242,9 +217,3 @@ def bench_stream(
             "latency_input_append_to_output_append": latency,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-    finally:
-        if own_broker:
-            embedded.stop(workdir / "kafka")
-        import shutil
-
-        shutil.rmtree(workdir, ignore_errors=True)

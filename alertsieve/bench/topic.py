@@ -1,54 +1,92 @@
-"""The topic a job benchmark reads: simulated visits of 10,000 alerts on 4 partitions, on the
-embedded broker it starts (or an existing one), and the jobs' settings over it."""
+"""Where a benchmark runs: a broker (the embedded one it starts, or an existing one), a work folder
+and one SparkSession, all stopped and removed after (Spark first: its Kafka clients would complain
+of a broker gone); and the topic a job benchmark reads, simulated visits of 10,000 alerts on 4
+partitions, with the jobs' settings over it."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from alertsieve.bench.machine import describe
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.produce.producer import ProduceConfig, ProduceSummary, produce
 from alertsieve.stream.config import JobConfig
 
+#: A session that runs a dozen queries in a row: Spark keeps each query's idle Kafka consumers and
+#: their fetched records (up to 64 MB a fetch here) for 5 minutes by default, which filled the 3 GB
+#: heap by the Python runs. A job runs one query and never piles them up.
+MANY_QUERIES = {"spark.kafka.consumer.cache.timeout": "10s", "spark.kafka.consumer.fetchedData.cache.timeout": "10s"}
+
 
 @dataclass(frozen=True)
-class BenchTopic:
-    bootstrap: str
-    topic: str
-    produced: ProduceSummary
+class Bench:
+    bootstrap: str | None  # None: a benchmark without Kafka
     workdir: Path
     own_broker: bool
+    spark: Any
 
-    def job_config(self, label: str, filters: list, batch: int) -> JobConfig:
-        """An available-now job over the topic, Kafka outputs only, its own prefix and checkpoint."""
-        return JobConfig(bootstrap=self.bootstrap, topic=self.topic, available_now=True, max_offsets_per_trigger=batch,
-                         discover_filters=False, code_filters=filters, metrics_path=None, output_partitions=1,
-                         output_prefix=f"{self.topic}-{label}-", sinks=["kafka"], survey="rubin",
-                         checkpoint=str(self.workdir / f"job-{label}"), schema_dir=str(self.workdir / "schemas"))  # fmt: skip
+    def machine(self) -> dict:
+        """The machine and where the broker ran, for the benchmark's JSON."""
+        return describe("embedded, same machine" if self.own_broker else self.bootstrap)
 
 
 @contextmanager
-def bench_topic(name: str, alerts: int, bootstrap: str | None = None, heap: str = "1g") -> Iterator[BenchTopic]:
-    """A filled topic; the broker (when started here) and the work folder removed after."""
+def bench_place(name: str, bootstrap: str | None = None, heap: str = "1g", kafka: bool = True,
+                spark_conf: Mapping[str, str] | None = None) -> Iterator[Bench]:  # fmt: skip
+    """The broker (started here unless ``bootstrap`` is given; none without ``kafka``), a work
+    folder and a session named ``alertsieve-bench-NAME``."""
+    from alertsieve.spark.session import get_session, stop_session
+
     workdir = Path(tempfile.mkdtemp(prefix=f"alertsieve-bench-{name}-"))
-    own_broker = bootstrap is None
-    if own_broker:
-        bootstrap = embedded.start(workdir / "kafka", heap=heap).bootstrap_servers
+    own_broker = kafka and bootstrap is None
+    spark = None
     try:
-        topic = f"bench-{name}-{uuid.uuid4().hex[:8]}"
-        produced = produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=alerts // 10_000, alerts_per_visit=10_000,
-                                         interval_s=0, producers=2, partitions=4, progress=False,
-                                         schema_dir=str(workdir / "schemas")))  # fmt: skip
-        if not produced.ok:
-            raise AlertsieveError(f"filling the topic lost alerts: {produced.as_dict()}")
-        yield BenchTopic(bootstrap, topic, produced, workdir, own_broker)
+        if own_broker:
+            bootstrap = embedded.start(workdir / "kafka", heap=heap).bootstrap_servers
+        spark = get_session(f"alertsieve-bench-{name}", conf={"spark.ui.enabled": "false", **(spark_conf or {})})
+        yield Bench(bootstrap, workdir, own_broker, spark)
     finally:
+        if spark is not None:
+            stop_session(spark)
         if own_broker:
             embedded.stop(workdir / "kafka")
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class BenchTopic:
+    bench: Bench
+    topic: str
+    produced: ProduceSummary
+
+    def job_config(self, label: str, filters: list, batch: int) -> JobConfig:
+        """An available-now job over the topic, Kafka outputs only, its own prefix and checkpoint."""
+        workdir = self.bench.workdir
+        return JobConfig(bootstrap=self.bench.bootstrap, topic=self.topic, available_now=True, max_offsets_per_trigger=batch,
+                         discover_filters=False, code_filters=filters, metrics_path=None, output_partitions=1,
+                         output_prefix=f"{self.topic}-{label}-", sinks=["kafka"], survey="rubin",
+                         checkpoint=str(workdir / f"job-{label}"), schema_dir=str(workdir / "schemas"))  # fmt: skip
+
+    @property
+    def mean_alert_kb(self) -> float:
+        return round(self.produced.bytes / self.produced.acked / 1e3, 1)
+
+
+def fill_topic(bench: Bench, name: str, visits: int, alerts_per_visit: int = 10_000) -> BenchTopic:
+    """A new topic of 4 partitions holding ``visits`` simulated visits, sent back to back by two
+    producers (their schemas in the bench's store); refused if any alert was lost."""
+    topic = f"bench-{name}-{uuid.uuid4().hex[:8]}"
+    produced = produce(ProduceConfig(bootstrap=bench.bootstrap, topic=topic, visits=visits,
+                                     alerts_per_visit=alerts_per_visit, interval_s=0, producers=2, partitions=4,
+                                     progress=False, schema_dir=str(bench.workdir / "schemas")))  # fmt: skip
+    if not produced.ok:
+        raise AlertsieveError(f"filling the topic lost alerts: {produced.as_dict()}")
+    return BenchTopic(bench, topic, produced)

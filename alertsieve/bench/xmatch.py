@@ -10,8 +10,7 @@ that of the pixels an alert meets, and of broadcasting the whole index to every 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+import logging
 import time
 from pathlib import Path
 
@@ -25,6 +24,8 @@ from alertsieve.stream.decode import filter_view
 from alertsieve.stream.plan import filter_paths, filter_reads
 from alertsieve.stream.source import message_frame
 from alertsieve.stream.surveys import rubin_decoder
+
+log = logging.getLogger(__name__)
 
 
 def _uniform_catalog(path: Path, rows: int, seed: int = 3) -> None:
@@ -58,57 +59,58 @@ def _visit_seconds(spark, frame, repeats: int) -> tuple[float, int]:
 
 
 def bench_xmatch(sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000), radius_arcsec: float = 2.0,
-                 alerts: int = 10_000, repeats: int = 3, progress: bool = True) -> dict:  # fmt: skip
+                 alerts: int = 10_000, repeats: int = 3) -> dict:  # fmt: skip
     from alertsieve.alerts.schemas import load_rubin_schema
+    from alertsieve.bench.topic import bench_place
     from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-    from alertsieve.spark.session import get_session
 
-    spark = get_session("alertsieve-bench-xmatch", conf={"spark.ui.enabled": "false"})
-    workdir = Path(tempfile.mkdtemp(prefix="alertsieve-xmatch-"))
-    schema = load_rubin_schema("11.1")
-    sim = AlertSimulator(SimulationConfig(schema_version="11.1", stamp_size=0, seed=5))
-    messages = [schema.encode_framed(a) for a in sim.visit_alerts(0, count=alerts)]
-    decoder = rubin_decoder(JobConfig(topic="x", survey="rubin", schema_versions=["11.1"]))
-    raw = message_frame(spark, messages).cache()
-    raw.count()
+    with bench_place("xmatch", kafka=False) as bench:
+        spark, workdir = bench.spark, bench.workdir
+        schema = load_rubin_schema("11.1")
+        sim = AlertSimulator(SimulationConfig(schema_version="11.1", stamp_size=0, seed=5))
+        messages = [schema.encode_framed(a) for a in sim.visit_alerts(0, count=alerts)]
+        decoder = rubin_decoder(JobConfig(topic="x", survey="rubin", schema_versions=["11.1"]))
+        raw = message_frame(spark, messages).cache()
+        raw.count()
 
-    def frame(sql: str):
-        f = AlertFilter(name="m", sql=sql)
-        context = load_context(workdir / "catalogs", [f], decoder.detection)
-        decoded = decoder.decode(raw, filter_paths(decoder, filter_reads(spark, decoder, [f], context)))
-        return filter_view(decoded, (), context).select(f.evaluate()[0].alias("m"))
+        def frame(sql: str):
+            f = AlertFilter(name="m", sql=sql)
+            context = load_context(workdir / "catalogs", [f], decoder.detection)
+            decoded = decoder.decode(raw, filter_paths(decoder, filter_reads(spark, decoder, [f], context)))
+            return filter_view(decoded, (), context).select(f.evaluate()[0].alias("m"))
 
-    baseline, _ = _visit_seconds(spark, frame(f"abs(diaSource.ra - diaSource.dec) < {radius_arcsec / 3600}"), repeats)
-    out = {"alerts": alerts, "radius_arcsec": radius_arcsec, "baseline_visit_s": round(baseline, 3),
-           "heap_before_mb": round(_heap_mb(spark), 1), "catalogs": []}  # fmt: skip
-    try:
+        baseline, _ = _visit_seconds(spark, frame(f"abs(diaSource.ra - diaSource.dec) < {radius_arcsec / 3600}"), repeats)
+        out = {"alerts": alerts, "radius_arcsec": radius_arcsec, "baseline_visit_s": round(baseline, 3),
+               "heap_before_mb": round(_heap_mb(spark), 1), "catalogs": []}  # fmt: skip
         for rows in sizes:
-            point: dict = {"rows": rows}
-            out["catalogs"].append(point)
-            try:
-                _uniform_catalog(workdir / "cat.parquet", rows)
-                start = time.perf_counter()
-                meta = add_catalog(workdir / "catalogs", "cat", str(workdir / "cat.parquet"), "ra", "dec", radius_arcsec)
-                point["index_build_s"] = round(time.perf_counter() - start, 1)
-                index = workdir / "catalogs" / "cat" / "index.parquet"
-                point["index_mb_on_disk"] = round(index.stat().st_size / 2**20, 1)
-                point["order"] = meta.order
-                start = time.perf_counter()
-                seconds, matches = _visit_seconds(spark, frame(f"xmatch.cat.distance_arcsec < {radius_arcsec}"), repeats)
-                point["first_visit_s"] = round(time.perf_counter() - start - seconds * repeats, 2)
-                point.update(visit_s=round(seconds, 3), join_cost_s=round(seconds - baseline, 3),
-                             ratio_to_baseline=round(seconds / baseline, 2), matches=matches,
-                             heap_after_mb=round(_heap_mb(spark), 1))  # fmt: skip
-            except Exception as e:  # noqa: BLE001 - a size that does not fit is a result
-                cause = getattr(e, "java_exception", None)
-                while cause is not None and cause.getCause() is not None:
-                    cause = cause.getCause()
-                point["error"] = str(cause.toString() if cause is not None else e).splitlines()[0][:400]
-            if progress:
-                print(point, flush=True)
+            out["catalogs"].append(_catalog_point(spark, workdir, frame, rows, radius_arcsec, baseline, repeats))
+            log.info("%s", out["catalogs"][-1])
             spark.catalog.clearCache()
             raw.cache().count()
-    finally:
-        spark.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
     return out
+
+
+def _catalog_point(spark, workdir: Path, frame, rows: int, radius_arcsec: float, baseline: float, repeats: int) -> dict:
+    """One catalog size: its index built, then the visit filtered against it; a size that does
+    not fit is a result (its error, the root cause's first line)."""
+    point: dict = {"rows": rows}
+    try:
+        _uniform_catalog(workdir / "cat.parquet", rows)
+        start = time.perf_counter()
+        meta = add_catalog(workdir / "catalogs", "cat", str(workdir / "cat.parquet"), "ra", "dec", radius_arcsec)
+        point["index_build_s"] = round(time.perf_counter() - start, 1)
+        index = workdir / "catalogs" / "cat" / "index.parquet"
+        point["index_mb_on_disk"] = round(index.stat().st_size / 2**20, 1)
+        point["order"] = meta.order
+        start = time.perf_counter()
+        seconds, matches = _visit_seconds(spark, frame(f"xmatch.cat.distance_arcsec < {radius_arcsec}"), repeats)
+        point["first_visit_s"] = round(time.perf_counter() - start - seconds * repeats, 2)
+        point.update(visit_s=round(seconds, 3), join_cost_s=round(seconds - baseline, 3),
+                     ratio_to_baseline=round(seconds / baseline, 2), matches=matches,
+                     heap_after_mb=round(_heap_mb(spark), 1))  # fmt: skip
+    except Exception as e:  # noqa: BLE001 - a size that does not fit is a result
+        cause = getattr(e, "java_exception", None)
+        while cause is not None and cause.getCause() is not None:
+            cause = cause.getCause()
+        point["error"] = str(cause.toString() if cause is not None else e).splitlines()[0][:400]
+    return point

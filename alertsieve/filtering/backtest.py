@@ -15,7 +15,7 @@ archive's own counts, not an extrapolation to the stream.
 
 from __future__ import annotations
 
-import sys
+import logging
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -32,6 +32,8 @@ from alertsieve.stream.config import JobConfig
 from alertsieve.stream.decode import Decoder, filter_view
 from alertsieve.stream.plan import filter_paths, filter_reads, sample_alerts, view_paths
 from alertsieve.stream.surveys import make_decoder
+
+log = logging.getLogger(__name__)
 
 #: Alerts a night each survey sends, for a rate's "per night": Rubin's ~10 million (design
 #: brief; DMTN-102), ZTF's about a million (0.6-1.2 million routinely, Patterson et al. 2019,
@@ -232,7 +234,7 @@ def backtest(spark, filters: list[Filter], alerts: AlertSource, catalog_dir: str
     from pyspark.sql import functions as F
 
     context = load_context(catalog_dir, filters, alerts.decoder.detection, driver_heap_mb(spark))
-    validate(filters, sample_alerts(spark, alerts.decoder, alerts.head, context))
+    validate(filters, sample_alerts(spark, alerts.decoder, alerts.head, context), alerts.decoder.view)
     paths = filter_paths(alerts.decoder, filter_reads(spark, alerts.decoder, filters, context))
     decoded = alerts.decoder.decode(alerts.raw, list(dict.fromkeys([*paths, alerts.decoder.observed])))
     ok = F.col("_reason").isNull()
@@ -255,8 +257,8 @@ def backtest(spark, filters: list[Filter], alerts: AlertSource, catalog_dir: str
     total = {c: sum(int(r[c] or 0) for r in by_night) for c in ("n", "quarantined")}
     if total["quarantined"]:
         why = next(r["why"] for r in by_night if r["why"])
-        print(f"{total['quarantined']} of {total['n']} alerts could not be decoded (e.g. {why});"
-              " rates are over the decoded ones", file=sys.stderr)  # fmt: skip
+        log.warning("%d of %d alerts could not be decoded (e.g. %s); rates are over the decoded ones",
+                    total["quarantined"], total["n"], why)
     nights = {r["_night"]: int(r["n"]) - int(r["quarantined"] or 0) for r in by_night if r["_night"] is not None}
     return [
         BacktestRow(

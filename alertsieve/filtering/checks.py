@@ -8,6 +8,7 @@ import logging
 import re
 from contextlib import contextmanager
 
+from alertsieve.alerts.view import ViewField, version_order
 from alertsieve.filtering.model import Filter, FilterError, PythonFilter
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
@@ -35,10 +36,11 @@ def not_an_expression(sql: str) -> str | None:
     return None
 
 
-def validate(filters: list[Filter], alerts) -> None:
+def validate(filters: list[Filter], alerts, view: list[ViewField] | None = None) -> None:
     """Check names, compile every filter against ``alerts`` (a small DataFrame of decoded alerts,
     e.g. simulated ones) and run the Python filters on it, so a bad filter fails before any real
-    alert is read. The SQL filters compile together in one analysis (a thousand take about a
+    alert is read; a misspelled field is answered with the closest ones of ``view`` (the decoder's)
+    and the versions that have them. The SQL filters compile together in one analysis (a thousand take about a
     second, one by one a minute); only when that fails are they compiled one by one, to name the
     filter at fault."""
     seen: dict[str, Filter] = {}
@@ -58,9 +60,9 @@ def validate(filters: list[Filter], alerts) -> None:
     types = _compiled_together(sql, alerts)
     for f in filters:
         if isinstance(f, PythonFilter):
-            _run_on_samples(f, alerts)
+            _run_on_samples(f, alerts, view)
             continue
-        dtype = types[f.name] if types is not None else _compiled(f, alerts)
+        dtype = types[f.name] if types is not None else _compiled(f, alerts, view)
         if dtype.typeName() != "boolean":
             raise FilterError(
                 f"filter {f.name!r} ({f.origin}): the expression is {dtype.simpleString()}, not"
@@ -82,15 +84,15 @@ def _compiled_together(filters: list[Filter], alerts) -> dict | None:
     return {f.name: schema[f"_{i}"].dataType for i, f in enumerate(filters)}
 
 
-def _compiled(f: Filter, alerts):
+def _compiled(f: Filter, alerts, view: list[ViewField] | None):
     """One filter's result type, or its compile error with its name and origin."""
-    with named(f):
+    with named(f, view=view):
         return alerts.select(f.evaluate()[0].alias("m")).schema["m"].dataType
 
 
-def _run_on_samples(f: PythonFilter, alerts) -> None:
+def _run_on_samples(f: PythonFilter, alerts, view: list[ViewField] | None) -> None:
     """A Python filter compiles its columns and runs on the sample alerts without an error."""
-    with named(f):
+    with named(f, view=view):
         match, error = f.evaluate()
         failure = alerts.select(error.alias("e")).where("e IS NOT NULL").first()
     if failure is not None:
@@ -98,16 +100,17 @@ def _run_on_samples(f: PythonFilter, alerts) -> None:
 
 
 @contextmanager
-def named(f: Filter, part: str = ""):
+def named(f: Filter, part: str = "", view: list[ViewField] | None = None):
     """Spark's compile error, as the first line of its message with the filter's name and origin
-    (and ``part``, the piece of the filter at fault: ``fields['snr']``)."""
+    (and ``part``, the piece of the filter at fault: ``fields['snr']``), a misspelled field
+    answered from ``view`` (``readable``)."""
     from pyspark.errors import AnalysisException, ParseException
 
     try:
         with _pyspark_quiet():
             yield
     except (AnalysisException, ParseException) as e:
-        first = readable(str(e).strip().splitlines()[0], " ".join(f.expressions().values()))
+        first = readable(str(e).strip().splitlines()[0], " ".join(f.expressions().values()), view)
         raise FilterError(f"filter {f.name!r} ({f.origin}): {part + ': ' if part else ''}{first}") from None
 
 
@@ -139,17 +142,18 @@ _UNRESOLVED = re.compile(
 )
 
 
-def readable(first: str, expression: str) -> str:
+def readable(first: str, expression: str, view: list[ViewField] | None = None) -> str:
     """Spark's first line about a name it cannot resolve, as "no field X; did you mean Y?": the
     closest names by edit distance among those Spark lists (a struct's fields, or its own
-    suggestions for a top-level name); other errors as Spark words them."""
+    suggestions for a top-level name), each with the versions of ``view`` that have it when some
+    lack it; other errors as Spark words them."""
     found = _NO_STRUCT_FIELD.match(first)
     if found:
         missing, names = found.group(1), re.findall(r"`([^`]+)`", found.group(2))
         path = re.search(rf"((?:\w+\.)*){re.escape(missing)}\b", expression)
         parent = path.group(1) if path else ""
         close = difflib.get_close_matches(missing, names, n=3, cutoff=0.6)
-        guess = " or ".join(f"{parent}{c}" for c in close)
+        guess = " or ".join(_with_versions(f"{parent}{c}", view) for c in close)
         return f"no field {parent}{missing}" + (f"; did you mean {guess}?" if close else f" (the record has {len(names)} fields)")
     found = _UNRESOLVED.match(first)
     if found:
@@ -157,8 +161,21 @@ def readable(first: str, expression: str) -> str:
         suggestions = re.findall(r"`([^`]+)`", found.group(2))
         close = difflib.get_close_matches(parts[0], suggestions, n=1, cutoff=0.6)
         name = ".".join(parts)
-        return f"no field {name}" + (f"; did you mean {'.'.join([close[0], *parts[1:]])}?" if close else "")
+        guess = close and _with_versions(".".join([close[0], *parts[1:]]), view)
+        return f"no field {name}" + (f"; did you mean {guess}?" if guess else "")
     return first
+
+
+def _with_versions(path: str, view: list[ViewField] | None) -> str:
+    """``path``, and "(only in versions ...)" when some version of the view lacks it (a record:
+    the versions that have any of its fields)."""
+    if not view:
+        return path
+    every = {v for f in view for v in f.versions}
+    have = {v for f in view if f.path == path or f.path.startswith(f"{path}.") for v in f.versions}
+    if not have or have == every:
+        return path
+    return f"{path} (only in versions {', '.join(sorted(have, key=version_order))})"
 
 
 def _check_expressions(f: Filter) -> None:

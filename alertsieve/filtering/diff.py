@@ -46,7 +46,7 @@ def diff(spark, before: Filter, after: Filter, alerts: AlertSource, catalog_dir:
     renamed = [replace(before, name="before"), replace(after, name="after")]
     decoder = alerts.decoder
     context = load_context(catalog_dir, renamed, decoder.detection, driver_heap_mb(spark))
-    validate(renamed, sample_alerts(spark, decoder, alerts.head, context))
+    validate(renamed, sample_alerts(spark, decoder, alerts.head, context), decoder.view)
     paths = filter_paths(decoder, filter_reads(spark, decoder, renamed, context))
     decoded = decoder.decode(alerts.raw, paths).where("_reason IS NULL")
     view = filter_view(decoded, context=context)

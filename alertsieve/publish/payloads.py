@@ -120,7 +120,7 @@ def record_types(filters: list[Filter], decoder, versions: Mapping[str, str], al
         pass
     for f in fields:
         for alias, sql in f.fields.items():
-            with named(f, f"fields[{alias!r}]"):
+            with named(f, f"fields[{alias!r}]", decoder.view):
                 framed.select(F.expr(sql))
     raise FilterError(f"the fields of filters {[f.name for f in fields]} compile one by one but not together")
 

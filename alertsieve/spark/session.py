@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from contextlib import contextmanager
 
 from alertsieve.errors import AlertsieveError
 from alertsieve.spark.jars import spark_connector_jars
@@ -112,6 +113,26 @@ def get_session(
     if launched_by_spark_submit():
         _check_connectors(spark)
     return spark
+
+
+@contextmanager
+def command_session(app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None,
+                    given=None):
+    """The session a command runs in: ``given``, or the one already running (a notebook's, a
+    test's), left running; or a new one, stopped with its JVM on the way out, while this Python still answers
+    the JVM's last calls (a query listener's event after a job returned, seen once as a
+    Py4JNetworkException stack printed after a clean run's last line)."""
+    from pyspark.sql import SparkSession
+
+    running = given or SparkSession.getActiveSession()
+    if running is not None:
+        yield running
+        return
+    spark = get_session(app_name, master=master, conf=conf)
+    try:
+        yield spark
+    finally:
+        stop_session(spark)
 
 
 def driver_heap_mb(spark) -> float:

@@ -6,7 +6,8 @@ reported from Spark's own progress (``alertsieve.stream.metrics``).
 
 from __future__ import annotations
 
-import sys
+import logging
+import threading
 import time
 from contextlib import contextmanager
 
@@ -21,6 +22,8 @@ from alertsieve.stream.metrics import MetricsLog, make_listener
 from alertsieve.stream.plan import plan_job
 from alertsieve.stream.source import source_options
 
+log = logging.getLogger(__name__)
+
 QUERY_NAME = "alertsieve_filter_stream"
 PYTHON_ROWS_PER_PARTITION = 1000  # ~100 MB of alerts queued per task beside a Python filter
 
@@ -31,7 +34,7 @@ class JobFailed(AlertsieveError, RuntimeError):
 class FilterStream:
     """One running job: its plan, its queries and their metrics."""
 
-    def __init__(self, spark, cfg: JobConfig, console=None):
+    def __init__(self, spark, cfg: JobConfig):
         check_writable(cfg)
         self.spark = spark
         self.cfg = cfg
@@ -40,16 +43,22 @@ class FilterStream:
         if cfg.realtime:
             check_realtime(spark, cfg, self.filters)
         for line in self.plan.describe():
-            print(line, file=sys.stderr)
+            log.info("%s", line)
         python = {f.name for f in self.filters if isinstance(f, PythonFilter)}
         self.session_before = {k: spark.conf.get(k, None) for k in codegen_conf(self.plan)}
         self.counts = CountsTopic(cfg.bootstrap, cfg.counts_topic, cfg.kafka_conf, published(self.plan, cfg),
                                   cfg.quarantine_topic)  # fmt: skip
         decoder = self.plan.decoder  # a batch that quarantines everything is diagnosed for these
         diagnoser = Diagnoser(decoder.survey, decoder.wire_format, detected=cfg.survey == "auto")
+        self.stopping = threading.Event()  # set by ``stop``
         self.metrics = MetricsLog(cfg.metrics_path, [f.name for f in self.filters], python,
-                                  console=console if console is not None else sys.stdout,
-                                  query_name=QUERY_NAME, on_batch=self._count, diagnose=diagnoser)  # fmt: skip
+                                  query_name=QUERY_NAME, realtime=bool(cfg.realtime), on_batch=self._count,
+                                  diagnose=diagnoser)  # fmt: skip
+
+    def stop(self) -> None:
+        """Ask a job running in another thread to stop, as Ctrl-C does: its queries are stopped
+        the way each must be, its last batches reported, and ``run`` returns."""
+        self.stopping.set()
 
     def _count(self, stats, progress: dict) -> None:
         self.counts.write(progress, stats.input_rows, stats.quarantined_rows, stats.matches)
@@ -90,14 +99,14 @@ class FilterStream:
             if archive and not self.cfg.available_now:
                 queries.append(archive.start())
             poll = self._watcher(queries) if self.cfg.watch and not self.cfg.available_now else None
-            _await(queries, None if self.cfg.available_now else self.cfg.timeout_s, poll)
+            _await(queries, None if self.cfg.available_now else self.cfg.timeout_s, poll, self.stopping)
             self.metrics.flush(queries[0].recentProgress)  # the hot path's lines before the archive runs
             if archive and self.cfg.available_now and not queries[0].exception():
                 queries.append(archive.start(available_now=True))
                 _await(queries[1:], None)
         finally:
-            for q in queries:  # a Real-Time Mode batch never ends between alerts: it is stopped as it runs
-                stop_between_batches(q, 0 if q is queries[0] and self.cfg.realtime else 30)
+            for q in queries:
+                self._stop(q)
             self.metrics.flush(queries[0].recentProgress)
             self.spark.streams.removeListener(listener)
             self.counts.close()
@@ -108,6 +117,14 @@ class FilterStream:
                 raise JobFailed(f"the {q.name} query failed: {q.exception()}")
         return self.metrics.written
 
+
+    def _stop(self, query) -> None:
+        """The hot path in Real-Time Mode as it runs (its batch never ends between alerts), any
+        other query between its batches."""
+        if self.cfg.realtime and query.name == QUERY_NAME:
+            stop_realtime(self.spark, query)
+        else:
+            stop_between_batches(query)
 
     def _watcher(self, queries: list):
         """A poll for ``_await``: when the watched files change, deploy the new plan (replacing
@@ -126,11 +143,11 @@ class FilterStream:
                 if self.cfg.realtime:
                     check_realtime(self.spark, self.cfg, plan.filters)
             except (FilterError, ConfigError) as e:
-                print(f"watch: change refused, the running filters go on: {e}", flush=True)
+                log.warning("watch: change refused, the running filters go on: %s", e)
                 return
             change = describe_change(self.plan.versions, plan.versions)  # ~name: a new version
             create_outputs(self.cfg, plan.filters)
-            stop_between_batches(queries[0], 0 if self.cfg.realtime else 30)
+            self._stop(queries[0])
             self.metrics.flush(queries[0].recentProgress)  # the old query's batches, by the old filters
             self.plan, self.filters = plan, plan.filters
             self.metrics.use_filters([f.name for f in plan.filters], {f.name for f in plan.filters if isinstance(f, PythonFilter)})
@@ -140,7 +157,7 @@ class FilterStream:
                 state["topics"] |= set(archive_topics(plan, self.cfg))
                 stop_between_batches(queries[1])
                 queries[1] = Archive(self.spark, self.cfg, plan, sorted(state["topics"])).start()
-            print(f"watch: deployed {change}; running {', '.join(f.name for f in plan.filters)}", flush=True)
+            log.info("watch: deployed %s; running %s", change, ", ".join(f.name for f in plan.filters))
 
         return poll
 
@@ -156,11 +173,11 @@ def realtime_trigger(writer, spark, checkpoint_interval: str):
     return writer
 
 
-def _await(queries: list, timeout_s: float | None, poll=None) -> None:
-    """Until every query has ended (available-now), the timeout, or a stop request; ``poll()``
-    between waits (it may replace queries in the list)."""
+def _await(queries: list, timeout_s: float | None, poll=None, stop: threading.Event | None = None) -> None:
+    """Until every query has ended (available-now), the timeout, or a stop request (a signal, or
+    ``stop`` set by another thread); ``poll()`` between waits (it may replace queries in the list)."""
     deadline = None if not timeout_s else time.monotonic() + timeout_s
-    with _stop_requests() as stop:
+    with _stop_requests(stop) as stop:
         while any(q.isActive for q in queries) and not stop.is_set():
             if poll is not None:
                 poll()
@@ -183,6 +200,49 @@ def stop_between_batches(query, patience_s: float = 30.0) -> None:
         time.sleep(0.05)
     if query.isActive:
         query.stop()
+
+
+#: Where Spark reports the cancellation of a Real-Time Mode query's tasks: its aborted writes, its
+#: interrupted Kafka reads, its killed tasks (ERROR lines and stack traces, read as a failure).
+CANCELLATION_LOGGERS = (
+    "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+    "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
+    "org.apache.spark.util.Utils",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.executor.Executor",
+)
+
+
+def stop_realtime(spark, query, timeout_s: float = 30.0) -> None:
+    """Stop a Real-Time Mode query, whose batch never ends between alerts, without Spark reporting
+    its expected cancellation as errors. Its tasks run for the whole checkpoint interval, so a
+    stop always cancels them: nothing is lost (the interval's epoch is redone on restart), and the
+    query's own failure, if any, still surfaces as its exception. The loggers are quiet only until
+    the query's tasks have ended, then back to their levels."""
+    if not query.isActive:
+        return
+    jvm = spark._jvm
+    log4j = jvm.org.apache.logging.log4j
+    configurator = log4j.core.config.Configurator
+    before = {name: log4j.LogManager.getLogger(name).getLevel() for name in CANCELLATION_LOGGERS}
+    group = str(query.runId)  # Spark runs a query's jobs in a job group named by its run id
+    tracker = spark.sparkContext.statusTracker()
+    for name in before:
+        configurator.setLevel(name, log4j.Level.OFF)
+    try:
+        query.stop()
+        deadline = time.monotonic() + timeout_s
+        while _running_tasks(tracker, group) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        for name, level in before.items():
+            configurator.setLevel(name, level)
+
+
+def _running_tasks(tracker, group: str) -> int:
+    jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+    stages = [tracker.getStageInfo(s) for job in jobs if job is not None for s in job.stageIds]
+    return sum(stage.numActiveTasks for stage in stages if stage is not None)
 
 
 def published(plan, cfg: JobConfig) -> list[Published]:
@@ -224,14 +284,14 @@ def check_realtime(spark, cfg: JobConfig, filters) -> None:
 
 
 @contextmanager
-def _stop_requests():
-    """Ctrl-C and SIGTERM ask the job to stop between polls, instead of interrupting whatever
-    Python was doing (a KeyboardInterrupt inside a Py4J call leaves Spark half-told); the query
-    then stops cleanly and the metrics are flushed. Only the main thread can take signals."""
+def _stop_requests(stop: threading.Event | None = None):
+    """Ctrl-C and SIGTERM ask the job to stop between polls (setting ``stop``), instead of
+    interrupting whatever Python was doing (a KeyboardInterrupt inside a Py4J call leaves Spark
+    half-told); the query then stops cleanly and the metrics are flushed. Only the main thread
+    can take signals."""
     import signal
-    import threading
 
-    stop = threading.Event()
+    stop = stop or threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
@@ -244,29 +304,30 @@ def _stop_requests():
             signal.signal(s, handler)
 
 
-def run_job(cfg: JobConfig, spark=None, console=None) -> list[dict]:
-    from alertsieve.spark.session import get_session
+def run_job(cfg: JobConfig, spark=None) -> list[dict]:
+    """The job, in ``spark`` or the running session, else in its own (stopped when it ends)."""
+    from alertsieve.spark.session import command_session
 
     check_writable(cfg)  # before Spark starts: a bad folder fails in a second, not in ten
-    spark = spark or get_session("alertsieve-filter-stream", master=cfg.master, conf=cfg.spark_conf)
-    return FilterStream(spark, cfg, console=console).run()
+    with command_session("alertsieve-filter-stream", cfg.master, cfg.spark_conf, given=spark) as spark:
+        return FilterStream(spark, cfg).run()
 
 
 def run_archive(cfg: JobConfig, spark=None) -> dict[str, int]:
     """The archive alone (``alertsieve archive``): until the topics are drained (available-now),
     the timeout, or Ctrl-C. Returns the tables' row counts."""
-    from alertsieve.spark.session import get_session
+    from alertsieve.spark.session import command_session
 
     check_writable(cfg)
-    spark = spark or get_session("alertsieve-archive", master=cfg.master, conf=cfg.spark_conf)
-    query = Archive(spark, cfg, plan_job(spark, cfg)).start(available_now=cfg.available_now)
-    try:
-        _await([query], None if cfg.available_now else cfg.timeout_s)
-    finally:
-        stop_between_batches(query)
-    if query.exception():
-        raise JobFailed(f"the archive query failed: {query.exception()}")
-    return archive_counts(spark, cfg)
+    with command_session("alertsieve-archive", cfg.master, cfg.spark_conf, given=spark) as spark:
+        query = Archive(spark, cfg, plan_job(spark, cfg)).start(available_now=cfg.available_now)
+        try:
+            _await([query], None if cfg.available_now else cfg.timeout_s)
+        finally:
+            stop_between_batches(query)
+        if query.exception():
+            raise JobFailed(f"the archive query failed: {query.exception()}")
+        return archive_counts(spark, cfg)
 
 
 def archive_counts(spark, cfg: JobConfig) -> dict[str, int]:

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +74,16 @@ def latency_from_timestamps(output_time: float, ts_quantiles: dict[str, float | 
     return {"p50": lat("q50"), "p95": lat("q05"), "p99": lat("q01"), "max": lat("min")}
 
 
-def console_line(stats: BatchStats) -> str:
-    lat = stats.latency_s
+def console_line(stats: BatchStats, realtime: bool = False) -> str:
+    """A batch in a line. A Real-Time Mode batch (an epoch) lasts its checkpoint interval and
+    publishes each match as it comes, so its duration, rate and end-of-batch latency say nothing
+    of the job's: the line gives what it read and matched."""
     matched = matches_line(stats.matches)
     errors = f" | FILTER ERRORS: {', '.join(stats.filter_errors)}" if stats.filter_errors else ""
+    if realtime:
+        return (f"epoch {stats.batch_id}: {stats.input_rows} alerts ({stats.quarantined_rows} quarantined);"
+                f" matches: {matched}{errors}")  # fmt: skip
+    lat = stats.latency_s
     p50 = f"{lat['p50']:.2f}s" if lat.get("p50") is not None else "-"
     pmax = f"{lat['max']:.2f}s" if lat.get("max") is not None else "-"
     return (
@@ -111,7 +116,7 @@ class MetricsLog:
     stops, so no batch is left out when the listener's last event comes late)."""
 
     def __init__(self, path: str | Path | None, filters: list[str], python_filters: set[str] = frozenset(),
-                 console: TextIO | None = sys.stdout, query_name: str | None = None,
+                 query_name: str | None = None, realtime: bool = False,
                  on_batch: Callable[[BatchStats, dict], None] | None = None,
                  diagnose: Callable[[BatchStats], str | None] | None = None):  # fmt: skip
         """``on_batch(stats, progress)``: called once per batch after its line is written (the
@@ -122,10 +127,10 @@ class MetricsLog:
         self.path = Path(path) if path else None
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.console = console
         self.filters = filters
         self.python_filters = python_filters
         self.query_name = query_name
+        self.realtime = realtime
         self._done: set[int] = set()
         self._lock = threading.Lock()
         self.written: list[dict[str, Any]] = []
@@ -141,15 +146,9 @@ class MetricsLog:
                 return
             self._done.add(stats.batch_id)
             diagnosis = self.diagnose(stats) if self.diagnose else None
-        if self.console:
-            print(console_line(stats), file=self.console, flush=True)
-        if diagnosis:
-            # Beside the batch's console line, where the person running the job looks; logged
-            # instead for a job with no console (once, not twice on a terminal). The job goes on.
-            if self.console:
-                print(diagnosis, file=self.console, flush=True)
-            else:
-                log.warning("%s", diagnosis)
+        log.info("%s", console_line(stats, self.realtime))
+        if diagnosis:  # beside the batch's line, where the person running the job looks; it goes on
+            log.warning("%s", diagnosis)
         self._write(stats, progress)
         if self.on_batch:
             self.on_batch(stats, progress)
@@ -257,21 +256,6 @@ def _end_offsets(progress: dict) -> dict[str, dict[str, int]]:
             for topic, parts in end.items():
                 out.setdefault(topic, {}).update({str(p): int(o) for p, o in parts.items()})
     return out
-
-
-def batch_reaching(lines: list[dict], topic: str, end: dict) -> dict | None:
-    """The first batch that had read ``topic`` up to ``end`` ({partition: offset})."""
-    for line in sorted(lines, key=lambda x: x["batch_id"]):
-        reached = line.get("spark", {}).get("endOffset", {}).get(topic, {})
-        if reached and all(reached.get(str(p), -1) >= o for p, o in end.items()):
-            return line
-    return None
-
-
-def visit_done_times(lines: list[dict], topic: str, ends: list[dict]) -> list[float | None]:
-    """Per visit: the output time of the first batch that had read past all its alerts."""
-    done = [batch_reaching(lines, topic, end) for end in ends]
-    return [line["output_time"] if line else None for line in done]
 
 
 def make_listener(log: MetricsLog):

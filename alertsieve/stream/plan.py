@@ -64,7 +64,7 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
     filters = select_filters(cfg, decoder.survey)
     context = load_context(cfg.catalog_dir, filters, decoder.detection, driver_heap_mb(spark))
     samples = sample_alerts(spark, decoder, head, context)
-    validate(filters, samples)
+    validate(filters, samples, decoder.view)
     versions = filter_versions(filters, cfg.catalog_dir)
     types = record_types(filters, decoder, versions, samples)
     reads = filter_reads(spark, decoder, filters, context)

@@ -224,7 +224,7 @@ class Subscriber:
                 assignment.append(TopicPartition(tp[0], tp[1], start))
             if self.until_end:
                 self.ends = {tp: high for tp, (_, high) in marks.items()}
-                log.info("reading until %s", {f"{t}[{p}]": e for (t, p), e in self.ends.items()})
+                log.debug("reading until %s", {f"{t}[{p}]": e for (t, p), e in self.ends.items()})
             consumer.assign(assignment)
         except BaseException:
             consumer.close()
