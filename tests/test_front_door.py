@@ -53,6 +53,10 @@ def test_demo_leaves_nothing_running_and_no_spark_log_lines():
     assert "Verdict  : 504 read = 500 alerts + 4 malformed; 4 quarantined; nothing lost" in said  # with the warm-up
     assert SPARK_LOG_LINE.findall(said) == [], said
     assert_reads_as_success(said)
+    # Two cores here: Real-Time Mode, and the latency of the warm-up apart from the visits'.
+    assert "Real-Time Mode, the archive after the stream" in said, said
+    assert re.search(r"Latency  : cold start, the warm-up's \d+ matches: p50 \d+ ms", said), said
+    assert re.search(r"Latency  : steady, the visits' \d+ matches: p50 \d+ ms, p99 \d+ ms", said), said
     assert _processes_with(marker) == []
 
 

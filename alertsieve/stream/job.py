@@ -218,31 +218,34 @@ def stop_realtime(spark, query, timeout_s: float = 30.0) -> None:
     its expected cancellation as errors. Its tasks run for the whole checkpoint interval, so a
     stop always cancels them: nothing is lost (the interval's epoch is redone on restart), and the
     query's own failure, if any, still surfaces as its exception. The loggers are quiet only until
-    the query's tasks have ended, then back to their levels."""
+    the epoch's stage has ended with no task left running (at most ``timeout_s``), then back to
+    their levels."""
     if not query.isActive:
         return
-    jvm = spark._jvm
-    log4j = jvm.org.apache.logging.log4j
+    log4j = spark._jvm.org.apache.logging.log4j
     configurator = log4j.core.config.Configurator
-    before = {name: log4j.LogManager.getLogger(name).getLevel() for name in CANCELLATION_LOGGERS}
-    group = str(query.runId)  # Spark runs a query's jobs in a job group named by its run id
     tracker = spark.sparkContext.statusTracker()
+    stages = tracker.getActiveStageIds()  # the running epoch's (and any other query's batch)
+    before = {name: log4j.LogManager.getLogger(name).getLevel() for name in CANCELLATION_LOGGERS}
     for name in before:
         configurator.setLevel(name, log4j.Level.OFF)
     try:
         query.stop()
         deadline = time.monotonic() + timeout_s
-        while _running_tasks(tracker, group) and time.monotonic() < deadline:
+        while not _stages_ended(tracker, stages) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         for name, level in before.items():
             configurator.setLevel(name, level)
 
 
-def _running_tasks(tracker, group: str) -> int:
-    jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
-    stages = [tracker.getStageInfo(s) for job in jobs if job is not None for s in job.stageIds]
-    return sum(stage.numActiveTasks for stage in stages if stage is not None)
+def _stages_ended(tracker, stages: list[int]) -> bool:
+    """Whether Spark's status store has each stage ended with no task running. It learns of a
+    cancelled stage's end first and of each killed task's after the task's end was logged, so
+    this holds only once every line about the cancellation has been written."""
+    active = set(tracker.getActiveStageIds())
+    infos = [tracker.getStageInfo(s) for s in stages]
+    return not active & set(stages) and all(info is None or info.numActiveTasks == 0 for info in infos)
 
 
 def published(plan, cfg: JobConfig) -> list[Published]:
