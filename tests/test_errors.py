@@ -46,3 +46,15 @@ def test_ours_are_one_line_and_a_bug_keeps_its_traceback(monkeypatch, capsys):
     monkeypatch.setitem(cli.HANDLERS, "filters", bug)
     with pytest.raises(ValueError, match="duplicate labels"):
         cli.main(["filters", "list"])
+
+
+def test_filters_check_answers_a_misspelled_field_in_a_few_lines(spark, tmp_path, capsys):
+    """The whole command on a contributed-style module with a typo: a did-you-mean, not Spark's
+    list of two hundred field names."""
+    (tmp_path / "typo.py").write_text(
+        "from alertsieve.filtering.model import AlertFilter\n\n"
+        'FILTER = AlertFilter(name="typo", survey="rubin", sql="diaSource.snrr > 5")\n'
+    )
+    assert cli.main(["filters", "check", "typo", "--filter-path", str(tmp_path)]) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert said == [f"FAILED  filter 'typo' ({tmp_path / 'typo.py'}): no field diaSource.snrr; did you mean diaSource.snr?"]
