@@ -39,6 +39,8 @@ lab: setup
 # renders them in place and saves its figures to docs/figures/.
 bench: setup
 	$(BIN)/alertsieve bench run conf/experiments/*.yaml
+	$(BIN)/alertsieve bench soak --alerts 1000000 --out results/soak
+	$(BIN)/alertsieve bench soak --alerts 1000000 --kill-after 1800 --out results/soak-kill
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/04_scaling_analysis.ipynb
 
 # The same at each file's small 'quick' scale (a few minutes), into results/quick/.

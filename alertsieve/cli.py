@@ -140,6 +140,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from alertsieve.bench.payloads import bench_payloads
 
         result = bench_payloads(args.bootstrap, alerts=args.alerts, batch=args.batch)
+    elif args.what == "soak":
+        from alertsieve.bench.soak import SoakPlan, soak
+
+        result = soak(SoakPlan(alerts=args.alerts, trigger=args.trigger, filters=args.filters,
+                               kill_after_s=args.kill_after, rate=args.rate), args.out, args.bootstrap)  # fmt: skip
     elif args.what == "xmatch":
         from alertsieve.bench.xmatch import bench_xmatch
 
@@ -468,7 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
 
     bench = sub.add_parser("bench", help="benchmarks that print JSON")
-    bench.add_argument("what", choices=["produce", "stream", "filters", "payloads", "run", "xmatch", "latency"],
+    bench.add_argument("what", choices=["produce", "stream", "filters", "payloads", "run", "xmatch", "latency", "soak"],
                        help="which benchmark (docs/benchmarks.md); run: the experiment files given")
     bench.add_argument("--catalog-rows", default="1e5,1e6,1e7", help="xmatch: catalog sizes (default 1e5,1e6,1e7)")
     bench.add_argument("experiments", nargs="*", help="run: experiment files (conf/experiments/)")
@@ -492,6 +497,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--latency", default="realtime,0",
                        help="stream: triggers whose latency to measure at 250 alerts/s and in a"
                             " 10,000-alert burst ('' to skip)")  # fmt: skip
+    bench.add_argument("--trigger", choices=["realtime", "micro"], default="realtime", help="soak: the job's trigger")
+    bench.add_argument("--filters", type=int, default=10, help="soak: broker-like SQL filters in the job (default 10)")
+    bench.add_argument("--kill-after", type=float, help="soak: kill -9 the job this many seconds in, then restart it")
+    bench.add_argument("--rate", type=int, help="soak: this many alerts every second instead of 10,000 every 39 s")
+    bench.add_argument("--out", default="results/soak", help="soak: folder of its samples and files (default results/soak)")
 
     schemas = sub.add_parser("schemas", help="the filter view across Rubin schema versions")
     schemas.add_argument("what", choices=["view"], help="view: the field table (docs/filter-view.md)")

@@ -40,9 +40,10 @@ class Bench:
 
 @contextmanager
 def bench_place(name: str, bootstrap: str | None = None, heap: str = "1g", kafka: bool = True,
-                spark_conf: Mapping[str, str] | None = None) -> Iterator[Bench]:  # fmt: skip
+                spark_conf: Mapping[str, str] | None = None, session: bool = True) -> Iterator[Bench]:  # fmt: skip
     """The broker (started here unless ``bootstrap`` is given; none without ``kafka``), a work
-    folder and a session named ``alertsieve-bench-NAME``."""
+    folder and (unless not ``session``: the benchmark runs Spark in processes of its own) a
+    session named ``alertsieve-bench-NAME``."""
     from alertsieve.spark.session import get_session, stop_session
 
     workdir = Path(tempfile.mkdtemp(prefix=f"alertsieve-bench-{name}-"))
@@ -51,7 +52,8 @@ def bench_place(name: str, bootstrap: str | None = None, heap: str = "1g", kafka
     try:
         if own_broker:
             bootstrap = embedded.start(workdir / "kafka", heap=heap).bootstrap_servers
-        spark = get_session(f"alertsieve-bench-{name}", conf={"spark.ui.enabled": "false", **(spark_conf or {})})
+        if session:
+            spark = get_session(f"alertsieve-bench-{name}", conf={"spark.ui.enabled": "false", **(spark_conf or {})})
         yield Bench(bootstrap, workdir, own_broker, spark)
     finally:
         if spark is not None:

@@ -1,0 +1,359 @@
+"""`alertsieve bench soak`: the job for a long run at the survey's pace, with everything it runs
+beside, watched for what only time shows (memory, files and latency that grow) and checked at the
+end for what it published.
+
+Producers send visits of 10,000 simulated alerts every 39 s (DMTN-028's model; ``rate`` instead
+sends that many alerts every second). The filter job (K broker-like SQL filters, micro-batches or
+Real-Time Mode, Kafka outputs) and the archive (its own process, into Delta) run as separate
+processes, so one can be killed -9 and restarted from its checkpoint (``kill_after_s``). Every few
+seconds a sample: CPU and resident memory per part (job, archive, broker, producers), the sizes and
+file counts of the checkpoints and the Delta tables; every few minutes the heap of each JVM after a
+full GC; and, read back from the output topics as they fill, the latency of every match (input
+append to output append), summarised per minute. At the end, after the archive has drained:
+``alertsieve listen --verify`` over every output topic against the counts topic, and the Delta
+``matches`` table against plain Python over the simulated alerts of a sample of visits
+(regenerated from their seeds, decoded by nothing but the simulator).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+import yaml
+
+from alertsieve.bench.broker_filters import bench_filters
+from alertsieve.bench.resources import ResourceSampler
+from alertsieve.errors import AlertsieveError
+from alertsieve.kafka.topics import create_topic, end_offsets
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.latency import OutputReader, quantiles
+
+log = logging.getLogger(__name__)
+
+TOPIC = "soak"
+PREFIX = "soak-"
+SEED = 2026
+#: The input keeps a quarter of an hour: a night of ~100 KB alerts would not fit on the disk.
+INPUT_CONFIG = {"message.timestamp.type": "LogAppendTime", "retention.ms": str(15 * 60 * 1000),
+                "max.message.bytes": str(16 * 1024 * 1024)}  # fmt: skip
+
+
+class SoakFailed(AlertsieveError, RuntimeError):
+    """A part of the soak stopped before its end (its log's last lines follow)."""
+
+
+@dataclass(frozen=True)
+class SoakPlan:
+    alerts: int
+    trigger: str = "realtime"  # or "micro"
+    filters: int = 10
+    kill_after_s: float | None = None
+    rate: int | None = None  # alerts every second, instead of visits
+    visit_size: int = 10_000
+    interval_s: float = 39.0
+    sample_s: float = 5.0
+    heap_every_s: float = 300.0
+    oracle_visits: int = 3  # visits re-simulated for the Delta check (evenly spread)
+
+    @property
+    def per_visit(self) -> int:
+        return self.rate or self.visit_size
+
+    @property
+    def visits(self) -> int:
+        return max(1, self.alerts // self.per_visit)
+
+    @property
+    def every_s(self) -> float:
+        return 1.0 if self.rate else self.interval_s
+
+
+def job_settings(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
+    """The job's settings file: the soak's filters, its folders, Kafka outputs and the archive's
+    Delta path (read by the archive process)."""
+    filters, _ = bench_filters(plan.filters)
+    return {
+        "bootstrap": bootstrap, "topic": TOPIC, "starting_offsets": "earliest",
+        "trigger": "realtime=30 seconds" if plan.trigger == "realtime" else "0",
+        "max_offsets_per_trigger": 20_000, "output_prefix": PREFIX, "output_partitions": 1,
+        "sql_filters": [{"name": f.name, "sql": f.sql} for f in filters], "discover_filters": False,
+        # The archive keeps each match's view fields, not its ~100 KB message: a night of those
+        # beside the topics' copies would not fit on this machine's disk.
+        "delta_messages": False,
+        "sinks": ["kafka"], "delta_path": str(folder / "delta"), "checkpoint": str(folder / "checkpoint"),
+        "metrics_path": str(folder / "metrics.jsonl"), "schema_dir": str(folder / "schemas"),
+    }  # fmt: skip
+
+
+class Part:
+    """A process of the soak (the job, the archive), in its own process group with its log."""
+
+    def __init__(self, name: str, args: list[str], folder: Path):
+        self.name, self.args, self.folder = name, args, folder
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.starts += 1
+        with open(self.folder / f"{self.name}.log", "a") as out:
+            self.process = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def pids(self) -> list[int]:
+        return [self.process.pid] if self.alive() else []
+
+    def jvm(self) -> int | None:
+        """The JVM pyspark started for this process, if any."""
+        for pid in self.pids():
+            for child in psutil.Process(pid).children(recursive=True):
+                if child.name() == "java":
+                    return child.pid
+        return None
+
+    def tail(self, lines: int = 20) -> str:
+        path = self.folder / f"{self.name}.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+    def kill(self) -> None:
+        """kill -9 of the whole group: Python and its JVM, no goodbye."""
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait()
+
+    def stop(self, timeout_s: float = 120.0) -> None:
+        """Ctrl-C: the job stops its queries and reports its last batches; then what is left."""
+        if self.alive():
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not stop in %.0f s: killed", self.name, timeout_s)
+        self.kill()
+
+
+def folder_size(path: Path) -> dict:
+    """Bytes and files below ``path`` (0 and 0 before it exists)."""
+    files = [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
+    return {"mb": round(sum(p.stat().st_size for p in files) / 2**20, 2), "files": len(files)}
+
+
+def heap_after_gc_mb(pid: int) -> float | None:
+    """The JVM's used heap right after a full GC (``jcmd GC.run``, then ``GC.heap_info``)."""
+    try:
+        subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, timeout=60, check=True)
+        info = subprocess.run(["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True,
+                              timeout=60, check=True).stdout  # fmt: skip
+    except (subprocess.SubprocessError, OSError):
+        return None
+    used = re.search(r"used (\d+)K", info)
+    return round(int(used.group(1)) / 1024, 1) if used else None
+
+
+class LatencyLog:
+    """Every match read back from the output topics as they fill, kept as (minute, latency)."""
+
+    def __init__(self, bootstrap: str, topics: list[str], started: float):
+        self.reader = OutputReader(bootstrap, topics)
+        self.started = started
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.reader.poll(1.0)
+
+    def per_minute(self) -> list[dict]:
+        minutes: dict[int, list[float]] = {}
+        for r in list(self.reader.records):
+            minutes.setdefault(int((r.output_ms / 1e3 - self.started) // 60), []).append(r.latency_ms)
+        return [{"minute": m, **quantiles(v)} for m, v in sorted(minutes.items())]
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.reader.close()
+
+
+def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
+    """The soak on the broker at ``bootstrap``, its files in ``folder``; its samples are appended
+    to ``folder/samples.jsonl`` as they are taken. Returns the summary (``summarize``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    create_topic(bootstrap, TOPIC, 2, config=INPUT_CONFIG)
+    settings = job_settings(plan, bootstrap, folder)
+    config = folder / "job.yaml"
+    config.write_text(yaml.safe_dump(settings, sort_keys=False))
+    cli = [sys.executable, "-m", "alertsieve.cli"]
+    job = Part("job", [*cli, "filter", "--config", str(config), "--master", "local[2]"], folder)
+    archive = Part("archive", [*cli, "archive", "--config", str(config), "--master", "local[1]",
+                               "--sink", "kafka,delta"], folder)  # fmt: skip
+    topics = [f.output_topic(PREFIX) for f in bench_filters(plan.filters)[0]]
+    produced: dict = {}
+
+    def send() -> None:
+        produced["summary"] = produce(ProduceConfig(
+            bootstrap=bootstrap, topic=TOPIC, visits=plan.visits, alerts_per_visit=plan.per_visit,
+            interval_s=plan.every_s, producers=2, partitions=2, seed=SEED, progress=False,
+            schema_dir=settings["schema_dir"]))  # fmt: skip
+
+    job.start()
+    wait_until(lambda: (folder / "checkpoint" / "offsets").exists(), "the job started", 300, job)
+    archive.start()
+    started = time.time()
+    latency = LatencyLog(bootstrap, topics, started)
+    producer = threading.Thread(target=send, daemon=True)
+    producer.start()
+    roles = {"job": job.pids, "archive": archive.pids,  # and the broker and the producers this process started
+             "broker_and_producers": lambda: [c.pid for c in psutil.Process().children() if c.pid not in (*job.pids(), *archive.pids())]}  # fmt: skip
+    sampler = ResourceSampler(roles, interval_s=plan.sample_s)
+    killed_at = None
+    last_heap = 0.0
+    try:
+        while producer.is_alive():
+            for part in (job, archive):
+                if not part.alive():
+                    raise SoakFailed(f"the {part.name} exited ({part.process.returncode}):\n{part.tail()}")
+            now = time.time() - started
+            if plan.kill_after_s is not None and killed_at is None and now >= plan.kill_after_s:
+                job.kill()
+                killed_at = round(now, 1)
+                log.info("soak: the job killed -9 at %.0f s; restarting from its checkpoint", now)
+                job.start()
+            sampler.sample()
+            sample = {"t_s": round(now, 1), **_sizes(folder), "parts": sampler.last()}
+            if now - last_heap >= plan.heap_every_s:
+                last_heap = now
+                sample["heap_after_gc_mb"] = {p.name: heap_after_gc_mb(p.jvm()) for p in (job, archive) if p.jvm()}
+            _append(folder / "samples.jsonl", sample)
+            time.sleep(plan.sample_s)
+        producer.join()
+        summary = produced["summary"]
+        if not summary.ok:
+            raise SoakFailed(f"producers lost alerts: {summary.as_dict()}")
+        wait_until(lambda: _read_to(folder, end_offsets(bootstrap, TOPIC)), "the job read every alert", 600, job)
+        job.stop()
+        archive.stop()
+        drain = subprocess.run([*archive.args, "--available-now"], capture_output=True, text=True, timeout=1800)
+        if drain.returncode != 0:
+            raise SoakFailed(f"draining the archive failed:\n{drain.stdout[-2000:]}{drain.stderr[-2000:]}")
+    finally:
+        latency.close()
+        job.kill()
+        archive.kill()
+    return {
+        "plan": asdict(plan), "produced": summary.acked, "killed_at_s": killed_at,
+        "latency_per_minute": latency.per_minute(),
+        "verify": verify_topics(bootstrap, topics, settings["schema_dir"]),
+        "delta": check_delta(plan, folder),
+        "samples": str(folder / "samples.jsonl"),
+    }
+
+
+def wait_until(condition, what: str, timeout_s: float, part: Part) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if not part.alive():
+            raise SoakFailed(f"the {part.name} exited before {what}:\n{part.tail()}")
+        if time.monotonic() > deadline:
+            raise SoakFailed(f"not {what} after {timeout_s:.0f} s:\n{part.tail()}")
+        time.sleep(1)
+
+
+def _read_to(folder: Path, end: dict[int, int]) -> bool:
+    from alertsieve.bench.experiments import batch_reaching
+    from alertsieve.stream.metrics import read_lines
+
+    path = folder / "metrics.jsonl"
+    return path.exists() and batch_reaching(read_lines(path), TOPIC, end) is not None
+
+
+def _sizes(folder: Path) -> dict:
+    return {"checkpoint": folder_size(folder / "checkpoint"),
+            "archive_checkpoint": folder_size(folder / "checkpoint-archive"),
+            "delta_matches": folder_size(folder / "delta" / "matches"),
+            "delta_log_files": folder_size(folder / "delta" / "matches" / "_delta_log")["files"]}  # fmt: skip
+
+
+def _append(path: Path, record: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def verify_topics(bootstrap: str, topics: list[str], schema_dir: str) -> dict:
+    """``alertsieve listen --verify`` over every output topic: its verdict line and exit code."""
+    done = subprocess.run([sys.executable, "-m", "alertsieve.cli", "listen", "--bootstrap", bootstrap,
+                           "--topic", ",".join(topics), "--from-beginning", "--until-end", "--verify",
+                           "--counts-topic", f"{PREFIX}counts", "--schema-dir", schema_dir, "-q"],
+                          capture_output=True, text=True, timeout=3600)  # fmt: skip
+    lines = done.stdout.strip().splitlines()
+    return {"exit_code": done.returncode, "verdict": lines[-1] if lines else done.stderr[-500:]}
+
+
+def check_delta(plan: SoakPlan, folder: Path) -> dict:
+    """The Delta ``matches`` table against plain Python over the simulated alerts of a sample
+    of visits: for each filter, exactly the alerts its Python twin selects, each once."""
+    from alertsieve.alerts.replay import alert_key
+    from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+    from alertsieve.spark.session import command_session
+
+    filters, tests = bench_filters(plan.filters)
+    step = max(1, plan.visits // plan.oracle_visits)
+    visits = list(range(0, plan.visits, step))[: plan.oracle_visits]
+    sim = AlertSimulator(SimulationConfig(alerts_per_visit=plan.per_visit, max_history=10, max_forced=10,
+                                          seed=SEED, cadence_s=plan.every_s))  # fmt: skip
+    expected: dict[str, set[str]] = {f.name: set() for f in filters}
+    ids: set[str] = set()
+    for v in visits:
+        for alert in sim.visit_alerts(v):
+            key = alert_key(alert)
+            ids.add(key)
+            for f, test in zip(filters, tests, strict=True):
+                if test(alert):
+                    expected[f.name].add(key)
+    with command_session("alertsieve-soak-check", conf={"spark.ui.enabled": "false"}) as spark:
+        table = spark.read.format("delta").load(str(folder / "delta" / "matches"))
+        rows = table.select("alert_id", "filters").collect()
+    counts: dict[str, int] = {}
+    got: dict[str, set[str]] = {f.name: set() for f in filters}
+    for r in rows:
+        counts[r["alert_id"]] = counts.get(r["alert_id"], 0) + 1
+        if r["alert_id"] in ids:
+            for name in r["filters"]:
+                got.setdefault(name, set()).add(r["alert_id"])
+    return {
+        "visits_checked": visits, "alerts_checked": len(ids), "rows": len(rows),
+        "alerts_more_than_once": sum(1 for n in counts.values() if n > 1),
+        "mismatched_filters": sorted(n for n in expected if expected[n] != got.get(n, set())),
+        "matches_checked": sum(len(v) for v in expected.values()),
+    }
+
+
+def soak(plan: SoakPlan, out: str, bootstrap: str | None = None) -> dict:
+    """`alertsieve bench soak`: ``run_soak`` on an embedded broker (or ``bootstrap``), its samples
+    and summary in ``out`` (a new run replaces an old one there)."""
+    import shutil
+
+    from alertsieve.bench.topic import bench_place
+
+    folder = Path(out)
+    shutil.rmtree(folder, ignore_errors=True)
+    with bench_place("soak", bootstrap, heap="1g", session=False) as bench:
+        result = {"benchmark": "soak", "machine": bench.machine(), **run_soak(plan, bench.bootstrap, folder)}
+    (folder / "summary.json").write_text(json.dumps(result, indent=2))
+    return result
