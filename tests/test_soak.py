@@ -7,6 +7,7 @@ processes of their own."""
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -31,3 +32,25 @@ def test_a_short_soak_with_a_kill_loses_nothing(kafka, tmp_path):
     assert heaps and all(h > 0 for h in heaps)
     assert samples[-1]["checkpoint"]["files"] > 0 and samples[-1]["delta_matches"]["files"] > 0
     assert sum(m["n"] for m in result["latency_per_minute"]) >= delta["matches_checked"]
+
+
+def test_growth_compares_the_first_window_after_warm_up_with_the_last():
+    from alertsieve.bench.soak import growth, per_minute, window, windows
+
+    assert windows(3660.0) == ((60.0, 660.0), (3060.0, 3660.0))  # ten minutes each after the warm-up
+    assert windows(150.0) == ((60.0, 90.0), (120.0, 150.0))  # a short run: thirds of what follows it
+    latencies = [(t, 100.0 + t) for t in range(0, 180)]  # latency grows by 1 ms a second
+    early, late = windows(180.0)
+    assert window(latencies, *early)["p99"] == round(statistics.quantiles([100.0 + t for t in range(60, 100)], n=100, method="inclusive")[98], 3)
+    assert [m["n"] for m in per_minute(latencies)] == [60, 60, 60]
+
+    def sample(t, heap, files):
+        size = {"mb": 1.0, "files": files}
+        return {"t_s": t, "heap_after_gc_mb": {"job": heap}, "checkpoint": size, "archive_checkpoint": size,
+                "delta_matches": size, "delta_log_files": files}  # fmt: skip
+
+    samples = [sample(30, 900.0, 3), sample(70, 500.0, 5), sample(120, 520.0, 9), sample(175, 550.0, 7)]
+    got = growth(samples, {"p99": 200.0}, {"p99": 300.0}, early, late)
+    assert got["p99_late_over_early"] == 1.5
+    assert got["heap_after_gc"]["job"] == {"early_mb": 500.0, "end_mb": 550.0, "ratio": 1.1}  # not the warm-up's 900
+    assert got["sizes"]["checkpoint"] == {"early": {"mb": 1.0, "files": 9}, "end": {"mb": 1.0, "files": 7}, "max_files": 9}

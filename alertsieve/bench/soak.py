@@ -166,29 +166,57 @@ def heap_after_gc_mb(pid: int) -> float | None:
 
 
 class LatencyLog:
-    """Every match read back from the output topics as they fill, kept as (minute, latency)."""
+    """Every match read back from the output topics as they fill, written as it comes to
+    ``path`` (a line of: seconds into the run when it was published, its latency in ms), so a
+    run's latency can be summarised again from its folder."""
 
-    def __init__(self, bootstrap: str, topics: list[str], started: float):
+    def __init__(self, bootstrap: str, topics: list[str], started: float, path: Path):
         self.reader = OutputReader(bootstrap, topics)
-        self.started = started
+        self.started, self.path = started, path
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
+        written = 0
         while not self._stop.is_set():
             self.reader.poll(1.0)
-
-    def per_minute(self) -> list[dict]:
-        minutes: dict[int, list[float]] = {}
-        for r in list(self.reader.records):
-            minutes.setdefault(int((r.output_ms / 1e3 - self.started) // 60), []).append(r.latency_ms)
-        return [{"minute": m, **quantiles(v)} for m, v in sorted(minutes.items())]
+            new = self.reader.records[written:]
+            written += len(new)
+            with open(self.path, "a") as f:
+                f.writelines(f"{r.output_ms / 1e3 - self.started:.3f} {r.latency_ms:.1f}\n" for r in new)
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(10)
         self.reader.close()
+
+
+def read_latencies(folder: Path) -> list[tuple[float, float]]:
+    """(seconds into the run, latency ms) of every match, as ``LatencyLog`` wrote them."""
+    path = folder / "latency.txt"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [(float(t), float(ms)) for t, ms in (line.split() for line in lines)]
+
+
+def per_minute(latencies: list[tuple[float, float]]) -> list[dict]:
+    minutes: dict[int, list[float]] = {}
+    for t, ms in latencies:
+        minutes.setdefault(int(t // 60), []).append(ms)
+    return [{"minute": m, **quantiles(v)} for m, v in sorted(minutes.items())]
+
+
+def window(latencies: list[tuple[float, float]], start_s: float, end_s: float) -> dict:
+    """Latency quantiles (ms) of the matches published between these seconds of the run."""
+    return quantiles([ms for t, ms in latencies if start_s <= t < end_s])
+
+
+def summarize(folder: Path, sent_for_s: float) -> dict:
+    """A run's growth and per-minute latency from its folder (again at any time after)."""
+    latencies = read_latencies(folder)
+    early, late = windows(sent_for_s)
+    return {"growth": growth(read_samples(folder), window(latencies, *early), window(latencies, *late), early, late),
+            "latency_per_minute": per_minute(latencies)}  # fmt: skip
 
 
 def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
@@ -216,7 +244,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     wait_until(lambda: (folder / "checkpoint" / "offsets").exists(), "the job started", 300, job)
     archive.start()
     started = time.time()
-    latency = LatencyLog(bootstrap, topics, started)
+    latency = LatencyLog(bootstrap, topics, started, folder / "latency.txt")
     producer = threading.Thread(target=send, daemon=True)
     producer.start()
     roles = {"job": job.pids, "archive": archive.pids,  # and the broker and the producers this process started
@@ -243,6 +271,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
             _append(folder / "samples.jsonl", sample)
             time.sleep(plan.sample_s)
         producer.join()
+        sent_for_s = time.time() - started
         summary = produced["summary"]
         if not summary.ok:
             raise SoakFailed(f"producers lost alerts: {summary.as_dict()}")
@@ -257,12 +286,56 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
         job.kill()
         archive.kill()
     return {
-        "plan": asdict(plan), "produced": summary.acked, "killed_at_s": killed_at,
-        "latency_per_minute": latency.per_minute(),
+        "plan": asdict(plan), "produced": summary.acked, "killed_at_s": killed_at, "sent_for_s": round(sent_for_s, 1),
+        **summarize(folder, sent_for_s),
         "verify": verify_topics(bootstrap, topics, settings["schema_dir"]),
         "delta": check_delta(plan, folder),
         "samples": str(folder / "samples.jsonl"),
     }
+
+
+#: The first minute is the job's warm-up (class loading, the JIT); growth is judged after it.
+WARMUP_S = 60.0
+#: The windows compared: the first and the last ten minutes of sending (shorter runs: thirds).
+WINDOW_S = 600.0
+
+
+def windows(sent_for_s: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The early and the late window of a run that sent for ``sent_for_s`` seconds."""
+    length = min(WINDOW_S, (sent_for_s - WARMUP_S) / 3) if sent_for_s > WARMUP_S else sent_for_s / 3
+    start = WARMUP_S if sent_for_s > WARMUP_S else 0.0
+    return (start, start + length), (sent_for_s - length, sent_for_s)
+
+
+def read_samples(folder: Path) -> list[dict]:
+    path = folder / "samples.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def growth(samples: list[dict], first: dict, last: dict, early: tuple, late: tuple) -> dict:
+    """What grew between the early window and the end: latency (p99 of the last window over the
+    first's), each JVM's heap after a full GC (its last value over its first after the early
+    window began), and the files the run leaves (checkpoints, Delta data files and log)."""
+
+    def ratio(a, b):
+        return round(a / b, 2) if a is not None and b else None
+
+    heaps = {}
+    for part in ("job", "archive"):
+        values = [(s["t_s"], s["heap_after_gc_mb"][part]) for s in samples
+                  if s.get("heap_after_gc_mb", {}).get(part) is not None]  # fmt: skip
+        after = [v for t, v in values if t >= early[0]] or [v for _, v in values]
+        if after:
+            heaps[part] = {"early_mb": after[0], "end_mb": after[-1], "ratio": ratio(after[-1], after[0])}
+    at = [s for s in samples if s["t_s"] >= early[1]] or samples
+    sizes = {}
+    for key in ("checkpoint", "archive_checkpoint", "delta_matches"):
+        if at:
+            sizes[key] = {"early": at[0][key], "end": samples[-1][key], "max_files": max(s[key]["files"] for s in samples)}
+    if at:
+        sizes["delta_log_files"] = {"early": at[0]["delta_log_files"], "end": samples[-1]["delta_log_files"]}
+    return {"windows_s": {"early": early, "late": late}, "latency_ms": {"early": first, "late": last},
+            "p99_late_over_early": ratio(last.get("p99"), first.get("p99")), "heap_after_gc": heaps, "sizes": sizes}
 
 
 def wait_until(condition, what: str, timeout_s: float, part: Part) -> None:

@@ -175,6 +175,10 @@ class Archive:
         self.topics = topics or archive_topics(plan, cfg)
         # A job whose filters changed archives more (or fewer) fields: new columns join the table.
         spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
+        # Every batch's MERGE writes a few small files (thousands by morning): after a commit that
+        # leaves enough of them, Delta compacts them into one (the replaced files stay on disk for
+        # time travel until a VACUUM: docs/reliability.md).
+        spark.conf.set("spark.databricks.delta.autoCompact.enabled", "true")
 
     def process_batch(self, published, batch_id: int) -> None:
         rows = source_rows(published, self.cfg.quarantine_topic).persist()

@@ -117,7 +117,6 @@ class FilterStream:
                 raise JobFailed(f"the {q.name} query failed: {q.exception()}")
         return self.metrics.written
 
-
     def _stop(self, query) -> None:
         """The hot path in Real-Time Mode as it runs (its batch never ends between alerts), any
         other query between its batches."""
