@@ -52,11 +52,12 @@ def test_a_real_file_is_backtested_with_filters_written_for_every_version(spark)
     path = REAL / "rubin-opsrehearsal-v7_4.avro"
     with open(path, "rb") as f:
         records = list(fastavro.reader(f))
-    either = AlertFilter(name="moving_or_bright", sql="ssSource IS NOT NULL OR diaSource.snr > 20")
+    either = AlertFilter(name="moving_or_bright", sql="ssSource IS NOT NULL OR diaSource.snr > 6")
     (row,) = backtest(spark, [either], load_alerts(spark, str(path)))
+    expected = sum(r["diaSource"]["snr"] is not None and r["diaSource"]["snr"] > 6 for r in records)
     assert "ssSource" not in records[0]
-    assert (row.alerts, row.errors) == (len(records), 0)
-    assert row.matches == sum(r["diaSource"]["snr"] is not None and r["diaSource"]["snr"] > 20 for r in records)
+    assert 0 < expected < len(records)  # the cut splits the file: a filter matching all or none fails
+    assert (row.alerts, row.errors, row.matches) == (len(records), 0, expected)
 
 
 def test_filters_of_another_survey_are_left_out_or_refused():
