@@ -3,10 +3,15 @@
 Tiers: a test that uses the broker (directly or through a fixture) is marked ``integration`` here
 (tests that start clusters or whole processes say so themselves), so
 ``make test-fast`` (``-m "not integration and not slow"``) runs the pure logic and Spark on static
-DataFrames without starting a broker; ``make test`` runs everything."""
+DataFrames without starting a broker; ``make test`` runs everything. A fast test that starts a
+broker, a cluster, a job's process or a server on a port fails, saying so (``fast_tests_start_nothing``)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
 import uuid
 
 import pytest
@@ -16,8 +21,44 @@ from alertsieve.kafka import embedded
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "kafka" in item.fixturenames:
+        if "kafka" in item.fixturenames or "processes" in item.fixturenames:
             item.add_marker(pytest.mark.integration)
+
+
+#: Commands that run a job, a broker, a producer or a subscriber: processes a fast test may not start.
+HEAVY_COMMANDS = {"filter", "archive", "kafka", "produce", "listen", "demo", "bench"}
+
+
+@pytest.fixture(autouse=True)
+def fast_tests_start_nothing(request, monkeypatch):
+    """The fast tier's promise, checked: a test neither ``integration`` nor ``slow`` starts no Kafka
+    broker, no Spark cluster, no job (or producer, or subscriber) process and no server on a port
+    (Spark's own session, shared by the whole run, is the one JVM it uses)."""
+    if request.node.get_closest_marker("integration") or request.node.get_closest_marker("slow"):
+        yield
+        return
+    from alertsieve.spark import standalone
+
+    def refuse(what: str):
+        def refused(*args, **kwargs):
+            pytest.fail(f"a fast test started {what}: mark it integration (make test-fast starts nothing)")
+
+        return refused
+
+    popen = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **kwargs):
+        words = [str(w) for w in args] if isinstance(args, list | tuple) else str(args).split()
+        for i, word in enumerate(words[:-1]):
+            if (word == "alertsieve.cli" or word.endswith("/alertsieve")) and words[i + 1] in HEAVY_COMMANDS:
+                refuse(f"'alertsieve {words[i + 1]}'")()
+        popen(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(embedded, "start", refuse("a Kafka broker"))
+    monkeypatch.setattr(standalone, "start", refuse("a Spark cluster"))
+    monkeypatch.setattr(socket.socket, "listen", refuse("a server on a port"))
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+    yield
 
 
 @pytest.fixture(scope="session")
@@ -45,6 +86,26 @@ def spark():
     )
     yield session
     session.stop()
+
+
+@pytest.fixture
+def processes():
+    """Starts a command in its own process group (so a kill takes its JVM too) and, pass or fail,
+    kills every group the test started at its end: a failed wait never leaves a job on the
+    machine's two cores to slow or break the tests after it. Call as ``Popen``."""
+    started: list[subprocess.Popen] = []
+
+    def start(args: list[str], **kwargs) -> subprocess.Popen:
+        started.append(subprocess.Popen(args, start_new_session=True, **kwargs))
+        return started[-1]
+
+    yield start
+    for process in started:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
 
 
 @pytest.fixture

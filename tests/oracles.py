@@ -320,3 +320,32 @@ def assert_features_equal(got, want, where: str) -> None:
         assert got == want, where
     else:
         assert got == pytest.approx(want, rel=1e-12, abs=1e-12), where
+
+
+def _over(alert: dict, path: str, threshold: float) -> bool:
+    group, name = path.split(".")
+    value = (alert.get(group) or {}).get(name)
+    return value is not None and value > threshold
+
+
+#: The benchmarks' first ten broker-like filters (``bench_filters(10)``), their SQL as the job
+#: runs it and the same cuts written again by hand: the benchmarks' match counts are checked
+#: against these, never against the Python twins the benchmark module generates from its templates.
+BROKER_LIKE_TEN = [
+    ("diaSource.snr > 170", lambda a: _over(a, "diaSource.snr", 170)),
+    ("diaSource.reliability > 0.88 AND diaSource.snr > 100",
+     lambda a: _over(a, "diaSource.reliability", 0.88) and _over(a, "diaSource.snr", 100)),
+    ("diaSource.psfFlux > 51000.0", lambda a: _over(a, "diaSource.psfFlux", 51_000)),
+    ("diaObject.nDiaSources > 10 AND diaSource.snr > 119",
+     lambda a: _over(a, "diaObject.nDiaSources", 10) and _over(a, "diaSource.snr", 119)),
+    ("ssSource IS NOT NULL AND diaSource.snr > 5.0",
+     lambda a: a.get("ssSource") is not None and _over(a, "diaSource.snr", 5)),
+    ("diaSource.templateFlux > 335000.0", lambda a: _over(a, "diaSource.templateFlux", 335_000)),
+    ("diaSource.scienceFlux > 395000.0", lambda a: _over(a, "diaSource.scienceFlux", 395_000)),
+    ("size(prvDiaSources) = 0 AND diaSource.snr > 8.29",  # size(null) is not 0: no history at all fails
+     lambda a: a.get("prvDiaSources") is not None and len(a["prvDiaSources"]) == 0 and _over(a, "diaSource.snr", 8.29)),
+    ("diaSource.extendedness > 0.0822 AND diaSource.snr > 50",
+     lambda a: _over(a, "diaSource.extendedness", 0.0822) and _over(a, "diaSource.snr", 50)),
+    ("diaSource.reliability < 0.0149",
+     lambda a: (a["diaSource"].get("reliability") is not None and a["diaSource"]["reliability"] < 0.0149)),
+]  # fmt: skip

@@ -40,7 +40,7 @@ def _committed(checkpoint: Path) -> int:
 
 
 @pytest.mark.slow
-def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(kafka, spark, topic_name, tmp_path):
+def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(kafka, spark, topic_name, tmp_path, processes):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, visits=1, alerts_per_visit=300,
                                  interval_s=0, stamp_size=0, seed=71, progress=False,
@@ -55,8 +55,8 @@ def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(kafka,
         shutil.rmtree(tmp_path / "ckpt")
     published = sum(len(v) for v in expected.values()) * 2
 
-    archive = subprocess.Popen(_archive_command(bootstrap, topic_name, tmp_path, "--timeout", "300"),
-                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    archive = processes(_archive_command(bootstrap, topic_name, tmp_path, "--timeout", "300"),
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     wait_for(lambda: _committed(tmp_path / "ckpt-archive") >= 2, "two archive batches", 240, archive)
     os.killpg(archive.pid, signal.SIGKILL)
     archive.wait(30)

@@ -7,18 +7,28 @@ from __future__ import annotations
 import io
 import json
 import math
+from pathlib import Path
 
 import fastavro
 import numpy as np
 from confluent_kafka import Producer
 from kafka_helpers import consume_all
 
-from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
+from alertsieve.alerts.schemas import (
+    LocalSchemaStore,
+    frame,
+    latest_rubin_version,
+    load_rubin_schema,
+    unframe,
+)
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
+
+#: A real alert of an older schema version (tests/data/real: Rubin Operations Rehearsal, v7.4).
+REAL_V7_4 = Path(__file__).parent / "data" / "real" / "rubin-opsrehearsal-v7_4.avro"
 
 OTHER = {"type": "record", "name": "NotAnAlert", "namespace": "elsewhere",
          "fields": [{"name": "x", "type": "long"}, {"name": "note", "type": "string"}]}  # fmt: skip
@@ -52,13 +62,20 @@ def test_bad_input_corpus(kafka, spark, topic_name, tmp_path):
     assert len(good_odd[str(huge["diaSourceId"])]) > 10_000_000
 
     sample = consume_all(bootstrap, topic_name)[0].value()
+    older = load_rubin_schema("7.4")
+    with open(REAL_V7_4, "rb") as f:
+        real_older = older.encode(next(iter(fastavro.reader(f))))
+    latest = latest_rubin_version()
     bad = {
         "empty": (b"", "empty message"),
         "random": (b"\x9c" + np.random.default_rng(2).bytes(700), "magic byte is 0x9c"),
         "truncated": (sample[: len(sample) // 2], "undecodable Avro body for schema id"),
         "wrong magic": (b"\x01" + sample[1:], "magic byte is 0x01, expected 0x00"),
         "unknown id": (frame(777_777, sample[5:]), "unknown schema id 777777"),
-        "other schema, its own id": (frame(other_id, _other_avro()), f"schema id {other_id}"),
+        "other schema, its own id": (frame(other_id, _other_avro()),
+                                     f"schema id {other_id} (elsewhere.NotAnAlert) is not a Rubin alert schema"),
+        "version not read": (frame(older.schema_id, real_older), f"schema id {older.schema_id} ({older.name}) is not"
+                             f" among the versions this job reads ({latest}); add 7.4 to schema_versions"),
         "other schema, alert id": (frame(schema.schema_id, _other_avro()), "undecodable Avro body"),
     }
     p = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 16 * 1024 * 1024})
@@ -71,15 +88,16 @@ def test_bad_input_corpus(kafka, spark, topic_name, tmp_path):
     cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True,
                     max_offsets_per_trigger=70, output_prefix=f"{topic_name}-",
                     discover_filters=False, code_filters=[AlertFilter(name="bright", sql=BRIGHT)],
+                    schema_versions=[latest],
                     delta_path=str(tmp_path / "delta"), checkpoint=str(tmp_path / "ckpt"),
                     metrics_path=str(tmp_path / "m.jsonl"), schema_dir=schema_dir)  # fmt: skip
     run_job(cfg, spark=spark)
     metrics = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
 
-    # The counts add up: 203 good alerts decoded, 7 bad ones quarantined, nothing else.
-    assert sum(b["input_rows"] for b in metrics) == 210
+    # The counts add up: 203 good alerts decoded, 8 bad ones quarantined, nothing else.
+    assert sum(b["input_rows"] for b in metrics) == 211
     assert sum(b["decoded_rows"] for b in metrics) == 203
-    assert sum(b["quarantined_rows"] for b in metrics) == 7
+    assert sum(b["quarantined_rows"] for b in metrics) == 8
 
     quarantined = {
         m.key().decode(): dict(m.headers())

@@ -328,16 +328,22 @@ def test_broken_python_filters_fail_at_start_up(spark, tmp_path, columns, body, 
 
 
 def test_all_contributed_filters_on_a_simulated_visit_equal_plain_python(spark):
-    """Every contributed filter as the job evaluates it over 600 simulated alerts, against the
-    plain-Python oracles over the same bytes decoded by fastavro."""
-    records = list(AlertSimulator(SimulationConfig(seed=12, stamp_size=0)).visit_alerts(0, count=600))
+    """Every contributed filter as the job evaluates it over 1,000 simulated alerts (histories of
+    up to 30 detections, for the light-curve filters), against the plain-Python oracles over the
+    same bytes decoded by fastavro."""
+    sim = AlertSimulator(SimulationConfig(seed=12, stamp_size=0, max_history=30, max_forced=30))
+    records = list(sim.visit_alerts(0, count=1000))
     decoded = {str(r["diaSourceId"]): SCHEMA.decode(SCHEMA.encode(r)) for r in records}
     expected = contributed_filters_in_plain_python(decoded)
     rows = _matches(_filter_view(records_source(spark, SCHEMA, records)), list(expected))
     ids = list(decoded)  # in the order given, as the view is
     got = {name: {i for i, r in zip(ids, rows, strict=True) if r[name]} for name in expected}
     assert got == expected
-    assert sum(map(len, expected.values())) > 0
+    # Not vacuous: every filter rejects some alerts, and four of the six pass some. extragalactic
+    # and fast_risers want young sources off the Galactic plane, which this field does not hold:
+    # the real-alert test below gives every filter alerts to pass.
+    assert all(len(v) < len(records) for v in expected.values())
+    assert {n for n, v in expected.items() if v} >= {"bright_high_snr", "new_sources", "solar_system", "periodic_variables"}
 
 
 def test_filters_equal_their_oracles_on_real_alerts(spark):

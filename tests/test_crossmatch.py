@@ -120,8 +120,28 @@ def test_alert_pixels_equal_cdshealpix(spark):
         assert all(g == w or g in a for g, w, a in zip(got[20000:], want[20000:], around, strict=True)), order
 
 
-def test_order_keeps_pixels_wider_than_the_radius():
-    assert order_for_radius(2.0) == 14 and order_for_radius(30.0) == 10 and order_for_radius(600.0) == 6
+@pytest.mark.parametrize("radius", [2.0, 30.0, 600.0])
+def test_order_keeps_every_disc_in_a_pixel_and_its_neighbours(radius):
+    """What the order is for: at it, the cone of the match radius around any position touches
+    only the position's pixel and its 8 neighbours (cdshealpix's cone search says which pixels a
+    cone touches), so a catalog filed under those pixels holds every source in the radius; and
+    the next order is too fine for that to be promised (pixels under 4 radii wide, by astropy)."""
+    from cdshealpix.nested import cone_search
+
+    order = order_for_radius(radius)
+    rng = np.random.default_rng(int(radius))
+    lon = rng.uniform(0, 360, 300)
+    lat = np.degrees(np.arcsin(rng.uniform(-1, 1, 300)))
+    lat[:20] = rng.choice([-89.99, -45.0, 0.0, 41.8, 89.99], 20)  # poles, the equator, face corners
+    mine = with_neighbours(pixels(lon, lat, order), order)
+    for i in range(len(lon)):
+        touched, _, _ = cone_search(lon[i] * u.deg, lat[i] * u.deg, radius * u.arcsec, depth=order)
+        assert set(touched.tolist()) <= set(mine[i].tolist()), (lon[i], lat[i])
+    size = lambda o: np.sqrt(4 * np.pi * u.sr / (12 * 4**o)).to(u.arcsec).value  # noqa: E731
+    assert size(order) >= 4 * radius and (order == 17 or size(order + 1) < 4 * radius)
+
+
+def test_order_refuses_a_radius_that_is_not_positive():
     with pytest.raises(ValueError, match="must be positive"):
         order_for_radius(0)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -27,40 +29,88 @@ def test_conda_environment_matches_pyproject():
     assert set(extras.split(",")) == set(project["optional-dependencies"])
 
 
-#: Packages a Spark executor must not need: they belong to the notebooks and benchmarks extras.
-NOT_RUNTIME = ("matplotlib", "jupyterlab", "jupyter_server", "nbclient", "ipykernel", "psutil",
-               "astropy", "IPython")  # fmt: skip
+def _names(requirements: list[str]) -> set[str]:
+    """Import names of requirement strings ("pytest-timeout>=2.3" -> "pytest_timeout")."""
+    return {re.split(r"[<>=\[ ]", r, maxsplit=1)[0].replace("-", "_").lower() for r in requirements}
 
+
+def extras_only() -> set[str]:
+    """What only the extras install, read from pyproject.toml (with what JupyterLab brings: its
+    server and IPython), less the build tools the wheel test needs, which any Python may have."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = _names([r for rs in project["optional-dependencies"].values() for r in rs])
+    return (extras - _names(project["dependencies"]) - {"setuptools", "wheel"}) | {"jupyter_server", "IPython"}
+
+
+#: Installed as ``sitecustomize`` (PYTHONPATH), so that every Python process of the run refuses
+#: the extras: the commands, and the job's Python workers that run Python filters on executors.
+#: Probing with find_spec (as pyspark does for optional packages) still answers; importing fails.
 BLOCKER = """
-import importlib.abc, sys
-class Refuse(importlib.abc.MetaPathFinder):
+import importlib.abc, importlib.machinery, sys
+class Refuse(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in {blocked!r}:
-            raise ImportError(f"{{name}} is not a runtime dependency")
+            return importlib.machinery.ModuleSpec(name, self)
+    def create_module(self, spec):
+        raise ModuleNotFoundError(f"{{spec.name}} is not a runtime dependency")
+    def exec_module(self, module):
+        pass
 sys.meta_path.insert(0, Refuse())
 """
 
+PYTHON_FILTER = """
+from alertsieve.filtering.model import python_filter
 
-def test_the_job_and_the_producer_run_without_notebook_or_bench_packages():
-    """The runtime install is what an executor needs: the job, the decoder, the filters, the
-    producer and the demo import without any package of the extras."""
+@python_filter(name="py_bright", columns={"snr": "diaSource.snr"})
+def py_bright(alerts):
+    return alerts["snr"] > 30
+"""
+
+
+def test_the_job_and_the_producer_run_without_notebook_or_bench_packages(kafka, topic_name, tmp_path):
+    """The runtime install is what the producer, the job and its executors need: a visit produced
+    and filtered (SQL filters and a Python one, on Python workers) with every package of the extras
+    refused, its matches equal to plain Python."""
     import subprocess
     import sys
 
-    code = BLOCKER.format(blocked=set(NOT_RUNTIME)) + (
-        "import alertsieve.cli, alertsieve.demo, alertsieve.stream.job, alertsieve.produce.producer\n"
-        "from alertsieve.filtering.discovery import discover\n"
-        "print(len(discover(entry_points=False)))\n"
-        "alertsieve.cli.main(['filter', '--help'])\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    contributed = len(list((ROOT / "filters").glob("[!_]*.py")))  # one filter a module
-    assert done.stdout.startswith(f"{contributed}\n") and "--max-offsets-per-trigger" in done.stdout
+    from job_helpers import expected_matches, job_command
+    from kafka_helpers import consume_all
+
+    blocked = extras_only()
+    assert {"matplotlib", "psutil", "jupyterlab", "pytest"} <= blocked and "astropy" not in blocked
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(BLOCKER.format(blocked=blocked))
+    (tmp_path / "filters").mkdir()
+    (tmp_path / "filters" / "py_bright.py").write_text(PYTHON_FILTER)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+
+    def run(args: list[str]) -> str:
+        done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        return done.stdout + done.stderr
+
+    refused = subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True, text=True, env=env)
+    assert "matplotlib is not a runtime dependency" in refused.stderr  # the blocker is in place
+    run([sys.executable, "-m", "alertsieve.cli", "produce", "--bootstrap", bootstrap, "--topic", topic_name,
+         "--alerts-per-visit", "200", "--interval", "0", "--no-stamps", "--seed", "13", "--schema-dir", schema_dir])
+    run(job_command(bootstrap, topic_name, tmp_path, "--available-now", "--filter-path", str(tmp_path / "filters")))
+
+    total, expected = expected_matches(bootstrap, topic_name, schema_dir)
+    assert total == 200
+    for name, want in expected.items():
+        assert {m.key().decode() for m in consume_all(bootstrap, f"{topic_name}-{name}")} == want, name
+    from alertsieve.alerts.schemas import LocalSchemaStore, unframe
+
+    store = LocalSchemaStore(schema_dir)
+    snr = {m.key().decode(): store.get(unframe(m.value())[0]).decode(unframe(m.value())[1])["diaSource"]["snr"]
+           for m in consume_all(bootstrap, topic_name)}  # fmt: skip
+    got = {m.key().decode() for m in consume_all(bootstrap, f"{topic_name}-py_bright")}
+    assert got == {k for k, v in snr.items() if v > 30} and got
 
 
 def test_runtime_dependencies_leave_out_the_extras():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    runtime = {d.split("=")[0].split(">")[0].split("<")[0] for d in project["dependencies"]}
     # astropy is a runtime one since catalogs are indexed at `catalog add` (cdshealpix needs it)
-    assert not runtime & {"matplotlib", "jupyterlab", "nbclient", "ipykernel", "psutil"}
+    assert not _names(project["dependencies"]) & {"matplotlib", "jupyterlab", "nbclient", "ipykernel", "psutil"}

@@ -58,3 +58,29 @@ def test_filters_check_answers_a_misspelled_field_in_a_few_lines(spark, tmp_path
     assert cli.main(["filters", "check", "typo", "--filter-path", str(tmp_path)]) == 1
     said = capsys.readouterr().out.splitlines()
     assert said == [f"FAILED  filter 'typo' ({tmp_path / 'typo.py'}): no field diaSource.snrr; did you mean diaSource.snr?"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["produce", "--bootstrap", "127.0.0.1:1", "--topic", "t", "--kafka-conf", "linger"],
+         "alertsieve: --kafka-conf expects KEY=VALUE, got 'linger'"),
+        (["filters", "list", "no_such_filter"],
+         "alertsieve filters: error: no filter named ['no_such_filter']; known: ['bright_high_snr', "),
+        (["backtest", "--input", "x.avro", "--since", "yesterday"],
+         "argument --since: 'yesterday' is not a night: give a date, YYYY-MM-DD"),
+        (["catalog", "add", "stars"], "alertsieve catalog: error: catalog add needs NAME and FILE"),
+        (["watch", "add"], "alertsieve watch: error: watch add needs NAME and FILE"),
+    ],
+)
+def test_a_command_refuses_bad_arguments_in_one_line(args, message, capsys):
+    """What the README promises for mistakes on the command line: one line naming the fix, exit 2,
+    before any broker or Spark is touched."""
+    try:
+        code = cli.main(args)
+    except SystemExit as e:  # argparse's own refusals and a bad --kafka-conf
+        code = e.code
+    err = capsys.readouterr().err
+    said = str(code) if isinstance(code, str) else err
+    assert message in said, said
+    assert code == 2 or isinstance(code, str)

@@ -8,6 +8,7 @@ import json
 import statistics
 
 import pytest
+from oracles import BROKER_LIKE_TEN
 
 from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.experiments import (
@@ -140,10 +141,17 @@ def test_fit_line_recovers_a_straight_line():
     assert fit_line([1, 1], [2, 3]) is None
 
 
+def _oracle(filters: int) -> list:
+    """The job's filters written again by hand (tests/oracles.py), checked to be the ones it ran."""
+    assert filters == len(BROKER_LIKE_TEN), "the quick experiments run the ten broker-like filters"
+    assert [f.sql for f in bench_filters(filters)[0]] == [sql for sql, _ in BROKER_LIKE_TEN]
+    return [test for _, test in BROKER_LIKE_TEN]
+
+
 def _expected_matches(point) -> int:
-    """What every filter job must have matched: the bench filters written as plain Python
-    over the same simulated alerts, decoded by nothing but the simulator."""
-    _, tests = bench_filters(point.filters)
+    """What every filter job must have matched: its filters written by hand in plain Python over
+    the same simulated alerts, decoded by nothing but the simulator."""
+    tests = _oracle(point.filters)
     total = 0
     for v in range(point.visits):
         sim = AlertSimulator(
@@ -184,7 +192,7 @@ def test_quick_run_measures_every_point_exactly(quick_results):
 def _check_rate_point(r: dict, point: Point) -> None:
     """A latency-against-rate point: every match of the alerts sent at the rate was published
     and read back, counted here in plain Python over the simulated alerts the sender cycles."""
-    _, tests = bench_filters(point.filters)
+    tests = _oracle(point.filters)
     alerts = list(AlertSimulator(SimulationConfig(alerts_per_visit=1000, seed=11)).visit_alerts(0))
     per_alert = [sum(t(a) for t in tests) for a in alerts]
     sent = int(point.rate * point.steady_s)

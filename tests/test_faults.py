@@ -50,13 +50,13 @@ def _leader(bootstrap: str, topic: str, partition: int = 0) -> int:
 
 
 @pytest.mark.slow
-def test_a_broker_killed_mid_stream_loses_nothing(cluster3, spark, topic_name, tmp_path):
+@pytest.mark.integration  # a three-broker cluster
+def test_a_broker_killed_mid_stream_loses_nothing(cluster3, spark, topic_name, tmp_path, processes):
     data_dir, cluster = cluster3
     bootstrap, schema_dir = cluster.bootstrap_servers, str(tmp_path / "schemas")
     assert _visit(bootstrap, topic_name, 41, schema_dir).ok
-    job = subprocess.Popen(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
-                           start_new_session=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)  # fmt: skip
+    job = processes(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         wait_for(lambda: rows_read(tmp_path) > 0, "the job's first alerts", 240, job)
         # Kill the leader of partition 0 while the second visit is being produced and read.
@@ -110,7 +110,7 @@ def _committed_batches(checkpoint: Path) -> int:
 
 
 @pytest.mark.slow
-def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path):
+def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, processes):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     for seed in (51, 52, 53):
         assert _visit(bootstrap, topic_name, seed, schema_dir, alerts=400).ok
@@ -120,9 +120,8 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path):
     # Kill points spread over the stream, reached as conditions (alerts read), never timed:
     # the job reads 100 alerts a batch, so each kill leaves hundreds of the 1,200 still to read.
     for kill_after in (150, 600):
-        job = subprocess.Popen(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
-                               start_new_session=True, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
+        job = processes(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         wait_for(lambda n=kill_after: rows_read(tmp_path) >= n, f"{kill_after} alerts read", 240, job)
         os.killpg(job.pid, signal.SIGKILL)
         job.wait(30)

@@ -3,7 +3,11 @@ against fastavro + plain Python over the same files."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import fastavro
+import pytest
 from crafted import REAL, REAL_FILES
 
 from alertsieve.cli import main
@@ -48,6 +52,27 @@ def test_diff_names_the_alerts_a_change_adds_and_drops(spark, tmp_path):
     assert lines[1] == (f"over {len(alerts)} alerts: {len(was)} matches before, {len(now)} after:"
                         f" +{len(now - was)} added, -{len(was - now)} dropped, {len(was & now)} in both")  # fmt: skip
     assert lines[2] == f"+ {sorted(now - was)[0]}"
+
+
+@pytest.mark.slow
+def test_diff_on_the_command_line(tmp_path):
+    """As people run it before a redeploy: the edited filter's folder against the deployed one."""
+    deployed, edited, inputs = tmp_path / "deployed", tmp_path / "edited", tmp_path / "inputs"
+    for folder in (deployed, edited, inputs):
+        folder.mkdir()
+    (deployed / "doubt.py").write_text(BEFORE.format(r=0.5))
+    (edited / "doubt.py").write_text(AFTER)
+    for name in REAL_FILES:
+        (inputs / name).symlink_to(REAL / name)
+    alerts = _real_alerts()
+    was = {k for k, a in alerts.items() if a["diaSource"]["reliability"] > 0.5}
+    now = {k for k, a in alerts.items() if a["diaSource"]["reliability"] > 0.9 or a["diaSource"]["snr"] > 6.5}
+    done = subprocess.run([sys.executable, "-m", "alertsieve.cli", "filters", "diff", "doubt", "--filter-path", str(edited),
+                           "--against", str(deployed), "--input", str(inputs)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (f"over {len(alerts)} alerts: {len(was)} matches before, {len(now)} after: +{len(now - was)} added,"
+            f" -{len(was - now)} dropped, {len(was & now)} in both") in done.stdout.splitlines()  # fmt: skip
 
 
 def test_diff_without_against_says_what_it_needs(capsys):

@@ -9,28 +9,14 @@ import subprocess
 import sys
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
+from kafka_helpers import consume_all
 
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.spark.jars import JarFetchError, fetch
 
 CLI = [sys.executable, "-m", "alertsieve.cli"]
-
-
-def _read_all(bootstrap: str, topic: str, partitions: int) -> list[str]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "t", "enable.auto.commit": False}
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values = []
-    while True:
-        msg = consumer.poll(5)
-        if msg is None:
-            break
-        values.append(msg.value().decode())
-    consumer.close()
-    return values
 
 
 @pytest.mark.integration
@@ -53,7 +39,7 @@ def test_restart_keeps_topics_messages_and_ports(tmp_path):
         assert again.bootstrap_servers == first_bootstrap
         assert again.cluster_id == cluster.cluster_id
         assert sum(end_offsets(first_bootstrap, "kept").values()) == 50
-        assert sorted(_read_all(first_bootstrap, "kept", 2)) == sorted(f"m{i}" for i in range(50))
+        assert sorted(m.value().decode() for m in consume_all(first_bootstrap, "kept")) == sorted(f"m{i}" for i in range(50))
     finally:
         embedded.stop(tmp_path / "k")
 
@@ -102,6 +88,7 @@ def test_taken_port_is_named_in_the_error(tmp_path):
             embedded.start(tmp_path / "k", port=port)
 
 
+@pytest.mark.integration  # runs `alertsieve kafka` in a process of its own
 def test_missing_java_says_how_to_install_it(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = os.path.dirname(sys.executable)  # the venv's python, but no java
@@ -117,6 +104,7 @@ def test_unfetchable_jars_name_the_artifact(tmp_path, monkeypatch):
         fetch(("org.alertsieve.missing:nothing:0.0.1",), "missing")
 
 
+@pytest.mark.integration  # runs `alertsieve kafka` in a process of its own
 def test_status_of_an_empty_directory(tmp_path):
     out = subprocess.run([*CLI, "kafka", "status", "--data-dir", str(tmp_path)],
                          capture_output=True, text=True)  # fmt: skip

@@ -45,6 +45,7 @@ def test_every_notebook_is_tested():
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # a kernel of its own, with its own Spark (01: and a broker)
 def test_01_quickstart(monkeypatch):
     monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "300")
     book = execute("01_quickstart")
@@ -53,6 +54,7 @@ def test_01_quickstart(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # a kernel of its own, with its own Spark (01: and a broker)
 def test_02_explore_alerts(monkeypatch):
     monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "300")
     book = execute("02_explore_alerts")
@@ -64,6 +66,7 @@ def test_02_explore_alerts(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # a kernel of its own, with its own Spark (01: and a broker)
 def test_03_write_a_filter(monkeypatch):
     monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "2000")
     book = execute("03_write_a_filter")
@@ -75,6 +78,7 @@ def test_03_write_a_filter(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # a kernel of its own, with its own Spark (01: and a broker)
 def test_04_scaling_analysis(monkeypatch, quick_results, tmp_path):
     root, experiments, _ = quick_results
     monkeypatch.setenv("ALERTSIEVE_RESULTS", str(root))

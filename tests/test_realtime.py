@@ -27,11 +27,11 @@ def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str):
                                  schema_dir=schema_dir))  # fmt: skip
 
 
-def _realtime_job(bootstrap: str, topic: str, workdir, catalogs) -> subprocess.Popen:
+def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> subprocess.Popen:
     """The job in Real-Time Mode (2 partitions, 2 cores), Kafka outputs only."""
     args = job_command(bootstrap, topic, workdir, "--trigger", "realtime=5s", "--sink", "kafka", "--timeout", "300",
                        names=RTM_NAMES, catalog_dir=catalogs)  # fmt: skip
-    return subprocess.Popen(args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return processes(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 RTM_NAMES = (*NAMES, "rising", NEAR_FIELD_SOURCE)
@@ -47,14 +47,15 @@ def _all_there(bootstrap: str, topic: str, expected: dict[str, set]) -> bool:
 
 
 @pytest.mark.slow
-def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, topic_name, tmp_path, field_catalog):
+def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, topic_name, tmp_path, field_catalog,
+                                                                        processes):  # fmt: skip
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     assert _visit(bootstrap, topic_name, 61, schema_dir).ok
     _, first_expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
     assert first_expected["rising"], "the visit has alerts the features filter selects"
     assert first_expected[NEAR_FIELD_SOURCE], "the visit has alerts the crossmatch filter selects"
 
-    job = _realtime_job(bootstrap, topic_name, tmp_path, field_catalog)
+    job = _realtime_job(processes, bootstrap, topic_name, tmp_path, field_catalog)
     wait_for(lambda: _all_there(bootstrap, topic_name, first_expected), "the first visit's matches", 240, job)
     os.killpg(job.pid, signal.SIGKILL)  # mid-stream: the query never ends on its own
     job.wait(30)
@@ -62,7 +63,7 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, t
     assert _visit(bootstrap, topic_name, 62, schema_dir).ok  # produced while the job is down
     total, expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
     assert total == 300 and sum(len(expected[n] - first_expected[n]) for n in RTM_NAMES) > 0
-    job = _realtime_job(bootstrap, topic_name, tmp_path, field_catalog)
+    job = _realtime_job(processes, bootstrap, topic_name, tmp_path, field_catalog)
     wait_for(lambda: _all_there(bootstrap, topic_name, expected), "both visits' matches", 240, job)
     os.killpg(job.pid, signal.SIGTERM)
     job.wait(60)

@@ -57,6 +57,7 @@ def secured(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # a TLS broker of its own
 def test_scram_over_tls_end_to_end_and_the_password_stays_secret(
     secured, spark, topic_name, tmp_path
 ):

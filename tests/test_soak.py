@@ -23,16 +23,26 @@ def test_a_short_soak_with_a_kill_loses_nothing(kafka, tmp_path):
     assert result["produced"] == 8_000 and result["killed_at_s"] >= 35
     assert result["verify"]["exit_code"] == 0, result["verify"]
     assert result["verify"]["verdict"].startswith("verified: complete"), result["verify"]
-    delta = result["delta"]
-    assert delta["alerts_checked"] == 8_000 and delta["matches_checked"] > 0, delta
-    assert delta["mismatched_filters"] == [] and delta["alerts_more_than_once"] == 0, delta
+    delta, sample = result["delta"], result["delta"]["sample"]
+    assert sample["alerts"] == 8_000 and sample["matches"] > 0 and sample["mismatched_filters"] == [], delta
+    # the whole run: the sample is the whole run here, so every archived match is a checked one
+    assert delta["alerts_more_than_once"] == 0 and delta["filters_unlike_their_topic"] == [], delta
+    assert delta["matches_archived"] == delta["matches_published"] == sample["matches"], delta
     samples = [json.loads(line) for line in (tmp_path / "soak" / "samples.jsonl").read_text().splitlines()]
     # the sampler sees the job (a sample taken as the restarted process starts may read nothing)
     assert len(samples) >= 10 and statistics.median(s["parts"]["job"]["rss_mb"] for s in samples) > 0
     heaps = [s["heap_after_gc_mb"]["job"] for s in samples if "job" in s.get("heap_after_gc_mb", {})]
     assert heaps and all(h > 0 for h in heaps)
     assert samples[-1]["checkpoint"]["files"] > 0 and samples[-1]["delta_matches"]["files"] > 0
-    assert sum(m["n"] for m in result["latency_per_minute"]) >= delta["matches_checked"]
+    assert sum(m["n"] for m in result["latency_per_minute"]) >= sample["matches"]
+
+    from alertsieve.bench.soak_plot import plot_soak
+
+    figure = plot_soak(tmp_path / "soak", tmp_path / "soak.png")
+    latency, memory, files = figure.axes
+    assert (tmp_path / "soak.png").stat().st_size > 0
+    assert list(latency.lines[1].get_ydata()) == [m["p99"] for m in result["latency_per_minute"]]
+    assert len(memory.lines[0].get_xdata()) == len(samples) and len(files.lines[0].get_xdata()) == len(samples)
 
 
 def test_growth_compares_the_first_window_after_warm_up_with_the_last():

@@ -4,6 +4,7 @@ independent computation (fastavro + plain Python over the very bytes that were p
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import date
@@ -19,7 +20,7 @@ from oracles import contributed_filters_in_plain_python, dayobs
 from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
 from alertsieve.filtering.backtest import backtest, load_alerts
 from alertsieve.filtering.model import AlertFilter
-from alertsieve.kafka.topics import create_topic
+from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
@@ -31,6 +32,8 @@ class Run:
     prefix: str
     good: dict[str, dict]  # alert id -> decoded (reader schema)
     raw: dict[str, bytes]  # alert id -> the bytes produced
+    where: dict[str, tuple[int, int, int]]  # alert id -> (partition, offset, append time ms) on the input
+    ran_ms: tuple[float, float]  # the job's run, unix ms before and after
     bad: dict[int, str]  # offset-independent: payload index -> expected reason prefix
     expected: dict[str, set[str]]
     metrics: list[dict]
@@ -78,12 +81,13 @@ def run(kafka, spark, tmp_path_factory, field_catalog) -> Run:
     assert p.flush(30) == 0
 
     store, reader = LocalSchemaStore(schema_dir), load_rubin_schema("11.1")
-    good, raw = {}, {}
+    good, raw, where = {}, {}, {}
     for m in produced:
         schema_id, body = unframe(m.value())
         alert = store.get(schema_id).decode(body, reader=reader)
         good[str(alert["diaSourceId"])] = alert
         raw[str(alert["diaSourceId"])] = m.value()
+        where[str(alert["diaSourceId"])] = (m.partition(), m.offset(), m.timestamp()[1])
     expected = {
         name: {k for k, a in good.items() if test(a)} for name, (_, test) in FILTERS.items()
     }
@@ -96,9 +100,11 @@ def run(kafka, spark, tmp_path_factory, field_catalog) -> Run:
         delta_path=str(tmp / "delta"), checkpoint=str(tmp / "ckpt"),
         metrics_path=str(tmp / "metrics.jsonl"), schema_dir=schema_dir, catalog_dir=str(field_catalog),
     )  # fmt: skip
+    before = time.time() * 1000
     run_job(cfg, spark=spark)
+    ran_ms = (before, time.time() * 1000)
     metrics = [json.loads(x) for x in (tmp / "metrics.jsonl").read_text().splitlines()]
-    return Run(topic, prefix, good, raw, dict(enumerate(r for _, r in bad)), expected, metrics,
+    return Run(topic, prefix, good, raw, where, ran_ms, dict(enumerate(r for _, r in bad)), expected, metrics,
                str(tmp / "delta"), cfg)  # fmt: skip
 
 
@@ -107,12 +113,17 @@ def test_kafka_outputs_equal_the_independent_computation(run, kafka):
         messages = consume_all(kafka.bootstrap_servers, f"{run.prefix}{name}")
         keys = [m.key().decode() for m in messages]
         assert sorted(keys) == sorted(want), name  # exactly once in a clean run
+        assert len(end_offsets(kafka.bootstrap_servers, f"{run.prefix}{name}")) == 2  # output_partitions
         for m in messages:
-            assert m.value() == run.raw[m.key().decode()]  # forwarded unchanged
+            key = m.key().decode()
+            assert m.value() == run.raw[key]  # forwarded unchanged
             headers = dict(m.headers())
             assert headers["filter"] == name.encode()
             assert headers["source_topic"] == run.topic.encode()
-            assert int(headers["source_offset"]) >= 0
+            # where the alert came from (the archive's exactly-once key) and when it was appended there
+            source = tuple(int(headers[h]) for h in ("source_partition", "source_offset", "kafka_timestamp_ms"))
+            assert source == run.where[key], key
+            assert run.ran_ms[0] <= int(headers["processed_at_ms"]) <= run.ran_ms[1]
 
 
 def test_delta_matches_equal_the_independent_computation(run, spark):
@@ -159,31 +170,37 @@ def test_metrics_add_up(run):
     assert any("spark" in b and "addBatch" in b["spark"]["durationMs"] for b in batches)
 
 
-BREAKS_ON_REAL_ALERTS = '''
+BREAKS_ON_SOME_ALERTS = '''
 from alertsieve.filtering.model import python_filter
 
-@python_filter(name="breaks_on_real_alerts", columns={"id": "diaSourceId", "snr": "diaSource.snr"})
+FAILS_ON = {ids}
+
+@python_filter(name="breaks_on_some_alerts", columns={{"id": "diaSource.diaSourceId", "snr": "diaSource.snr"}})
 def breaks(alerts):
-    """Fine on the start-up sample (simulated with seed 7), raises on the test's alerts (seed 21)."""
-    if (alerts["id"] >= (21 * 10_000_000) << 20).any():
+    """Raises on a chunk of rows holding one of a few alerts from the middle of the stream (never
+    among the topic's first or newest, which the start-up check samples), as a filter whose
+    calibration table lacks them would."""
+    if alerts["id"].isin(FAILS_ON).any():
         raise ValueError("calibration table missing")
     return alerts["snr"] > 0
 '''
 
 
 def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kafka, tmp_path):
-    """All discovered filters in one job, plus one that raises at runtime: its output is skipped
-    and counted, the others are exactly the independent computation. The stream is the simulated
+    """All discovered filters in one job, plus one that raises on some rows at runtime: it loses
+    its output for the rows it failed on (the chunk of a batch holding one of a few alerts) and keeps it
+    for the others, the error counted; the other filters are exactly the independent computation. The stream is the simulated
     alerts and the real ones of tests/data/real, with edited copies of real alerts that pass each
     filter (tests/crafted.py): the simulator gives some filters nothing to pass, rightly."""
     (tmp_path / "extra").mkdir()
-    (tmp_path / "extra" / "breaks.py").write_text(BREAKS_ON_REAL_ALERTS)
-    topic, prefix = f"contrib-{uuid.uuid4().hex[:8]}", "contrib-"
+    fails_on = {int(k) for k in list(run.good)[300:303]}
+    (tmp_path / "extra" / "breaks.py").write_text(BREAKS_ON_SOME_ALERTS.format(ids=sorted(fails_on)))
+    source, prefix = f"contrib-{uuid.uuid4().hex[:8]}", "contrib-"
     real = real_messages()
-    create_topic(kafka.bootstrap_servers, topic, 2)
+    create_topic(kafka.bootstrap_servers, source, 2)
     p = Producer({"bootstrap.servers": kafka.bootstrap_servers})
     for key, value in [*run.raw.items(), *real]:
-        p.produce(topic, value=value, key=key)
+        p.produce(source, value=value, key=key)
     assert p.flush(30) == 0
     alerts = dict(run.good)
     for _, message in real:
@@ -192,7 +209,7 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
         alerts[str(alert["diaSource"]["diaSourceId"])] = alert
     assert len(alerts) == len(run.good) + len(real)
     cfg = JobConfig(
-        bootstrap=kafka.bootstrap_servers, topic=topic, available_now=True,
+        bootstrap=kafka.bootstrap_servers, topic=source, available_now=True,
         max_offsets_per_trigger=250, output_prefix=prefix, discover_filters=True, metrics_path=None,
         filter_paths=[str(tmp_path / "extra")], delta_path=str(tmp_path / "delta"),
         checkpoint=str(tmp_path / "ckpt"), schema_dir=run.cfg.schema_dir,
@@ -216,13 +233,27 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
             assert r["cutoutDifference"] == alerts[r["alert_id"]]["cutoutDifference"]
         else:
             assert r["cutoutDifference"] is None
-    assert not any("breaks_on_real_alerts" in r["filters"] for r in rows)
-    assert consume_all(kafka.bootstrap_servers, f"{prefix}breaks_on_real_alerts") == []
-    failed = [b for b in lines if "breaks_on_real_alerts" in b["filter_errors"]]
-    assert failed == [b for b in lines if b["decoded_rows"] > 0]  # every batch, and counted
-    assert all(b["matches"]["breaks_on_real_alerts"] == 0 for b in lines)
-    message = failed[0]["filter_errors"]["breaks_on_real_alerts"]
-    assert "ValueError: calibration table missing" in message
+    # The failing filter: a Python filter runs on one chunk of rows at a time (a batch's rows of one
+    # Kafka partition here), so the chunks holding one of its failing alerts lose its output.
+    place = {m.key().decode(): (m.partition(), m.offset()) for m in consume_all(kafka.bootstrap_servers, source)}
+    chunks: dict[tuple[int, int], set[str]] = {}
+    start: dict[int, int] = {}
+    for b in sorted(lines, key=lambda b: b["batch_id"]):
+        end = {int(p): o for p, o in b["spark"]["endOffset"][source].items()}
+        for key, (p, o) in place.items():
+            if key in alerts and start.get(p, 0) <= o < end[p]:
+                chunks.setdefault((b["batch_id"], p), set()).add(key)
+        start = end
+    failing = {c for c, keys in chunks.items() if any(int(k) in fails_on for k in keys)}
+    kept = {k for c, keys in chunks.items() if c not in failing for k in keys if (alerts[k]["diaSource"]["snr"] or 0) > 0}
+    assert failing and len(failing) < len(chunks) and kept, (failing, len(chunks))
+    published = [m.key().decode() for m in consume_all(kafka.bootstrap_servers, f"{prefix}breaks_on_some_alerts")]
+    assert sorted(published) == sorted(kept)
+    assert {r["alert_id"] for r in rows if "breaks_on_some_alerts" in r["filters"]} == kept
+    assert sum(b["matches"]["breaks_on_some_alerts"] for b in lines) == len(kept)
+    failed = [b for b in lines if "breaks_on_some_alerts" in b["filter_errors"]]
+    assert {b["batch_id"] for b in failed} == {batch for batch, _ in failing}  # counted where it failed
+    assert "ValueError: calibration table missing" in failed[0]["filter_errors"]["breaks_on_some_alerts"]
 
     # The archive, backtested: a filter the job never ran, on a field it never archived, decoded
     # from the archived messages; the real alerts' nights only (after the simulated visits').

@@ -38,7 +38,8 @@ def _keys(bootstrap: str, topic: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka, spark, topic_name, tmp_path):
+def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka, spark, topic_name, tmp_path,
+                                                                           processes):  # fmt: skip
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     folder, out = tmp_path / "filters", tmp_path / "job.out"
     folder.mkdir()
@@ -46,9 +47,9 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka
     _visit(bootstrap, topic_name, 41, schema_dir)
     _, first = expected_matches(bootstrap, topic_name, schema_dir, ("bright", "first_seen"))
     with open(out, "w") as log:
-        job = subprocess.Popen(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400", "--watch",
-                                           "--filter-path", str(folder), names=()),
-                               start_new_session=True, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        job = processes(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400", "--watch",
+                                    "--filter-path", str(folder), names=()),
+                        stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     said = out.read_text
     try:
         wait_for(lambda: set(_keys(bootstrap, f"{topic_name}-bright")) >= first["bright"], "the first visit's matches", 240, job)

@@ -12,13 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import psutil
@@ -38,6 +36,7 @@ from alertsieve.bench.experiments import (
     results_file,
 )
 from alertsieve.bench.machine import describe
+from alertsieve.bench.process import JobProcess, wait_for
 from alertsieve.bench.resources import ResourceSampler
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
@@ -53,47 +52,24 @@ class PointFailed(AlertsieveError, RuntimeError):
     """A point that could not be measured; the reason goes into its result line."""
 
 
-@dataclass
-class FilterJob:
-    """One filter job (``alertsieve filter``) in its own process group, with its own config,
-    checkpoint, metrics file and log."""
+class FilterJob(JobProcess):
+    """One filter job (``alertsieve filter``) with its own config, checkpoint, metrics file and log."""
 
-    index: int
-    folder: Path
-    process: subprocess.Popen
+    def __init__(self, index: int, folder: Path):
+        super().__init__(f"filter job {index}", [sys.executable, "-m", "alertsieve.cli", "filter",
+                                                 "--config", str(folder / "job.yaml")], folder / "job.log")  # fmt: skip
+        self.index, self.folder = index, folder
 
     @property
     def metrics_path(self) -> Path:
         return self.folder / "metrics.jsonl"
 
-    @property
-    def log_path(self) -> Path:
-        return self.folder / "job.log"
-
     def ready(self) -> bool:
         """The query has committed its first (empty) batch: it is reading the topic."""
         return (self.folder / "checkpoint" / "commits" / "0").exists()
 
-    def log_tail(self, lines: int = 15) -> str:
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
     def lines(self) -> list[dict]:
         return read_lines(self.metrics_path)
-
-    def stop(self, timeout: float = 60.0) -> None:
-        """Ctrl-C lets the job stop its query and flush its metrics; kill what is left."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)  # the JVM child, if still there
-        except ProcessLookupError:
-            pass
-        self.process.wait()
 
 
 def start_filter_job(
@@ -118,37 +94,20 @@ def start_filter_job(
         "schema_dir": str(store_dir),
         "spark_conf": {"spark.ui.enabled": "false"},
     }
-    config_path = folder / "job.yaml"
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    with open(folder / "job.log", "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "alertsieve.cli", "filter", "--config", str(config_path)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the JVM goes with it
-        )
-    return FilterJob(index, folder, process)
+    (folder / "job.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    job = FilterJob(index, folder)
+    job.start()
+    return job
 
 
 def _wait(jobs: list[FilterJob], done, what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not all(done(j) for j in jobs):
-        for j in jobs:
-            if j.process.poll() is not None:
-                raise PointFailed(
-                    f"filter job {j.index} exited ({j.process.returncode}) before {what}:\n"
-                    f"{j.log_tail()}"
-                )
-        if time.monotonic() > deadline:
-            late = [j.index for j in jobs if not done(j)]
-            raise PointFailed(f"filter job(s) {late} not {what} after {timeout:.0f} s")
-        time.sleep(0.5)
+    wait_for(lambda: all(done(j) for j in jobs), what, timeout, jobs, PointFailed)
 
 
 def _producer_pids(jobs: list[FilterJob], broker: list[int]) -> list[int]:
     """The producer processes: this process's children that are neither a filter job nor a
     broker (produce() spawns a fresh set for every visit)."""
-    others = {j.process.pid for j in jobs} | set(broker)
+    others = {pid for j in jobs for pid in j.pids()} | set(broker)
     return [c.pid for c in psutil.Process().children() if c.pid not in others]
 
 
@@ -213,7 +172,7 @@ def run_point(
         _wait(jobs, FilterJob.ready, "reading the topic", timeout=120 + 30 * point.consumers)
         roles = {
             "broker": broker_pids,
-            "filter_jobs": lambda: [j.process.pid for j in jobs],
+            "filter_jobs": lambda: [pid for j in jobs for pid in j.pids()],
             "producers": lambda: _producer_pids(jobs, broker_pids()),
         }
         # A small visit first, not measured: the jobs' first batch with data pays for class
@@ -283,10 +242,10 @@ def run_rate_point(
         send_at_rate(bootstrap, topic, pool, warm, None)
         warm_end = end_offsets(bootstrap, topic)
         if len(reader.wait_for({}, warm_end, sum(matches), 180)) < sum(matches):
-            raise PointFailed(f"the warm-up's matches were not all published:\n{job.log_tail()}")
+            raise PointFailed(f"the warm-up's matches were not all published:\n{job.tail(15)}")
         count = int(point.rate * point.steady_s)
         want = sum(matches[i % len(pool)] for i in range(count))
-        roles = {"broker": broker_pids, "filter_jobs": lambda: [job.process.pid], "producers": lambda: [os.getpid()]}
+        roles = {"broker": broker_pids, "filter_jobs": job.pids, "producers": lambda: [os.getpid()]}
         with ResourceSampler(roles) as sampler:
             started = time.time()
             last_ack = send_at_rate(bootstrap, topic, pool, count, point.rate)
@@ -294,7 +253,7 @@ def run_rate_point(
             end = end_offsets(bootstrap, topic)
             seen = reader.wait_for(warm_end, end, want, 120 + count / 200)
         if len(seen) < want:
-            raise PointFailed(f"{len(seen)} of {want} matches published:\n{job.log_tail()}")
+            raise PointFailed(f"{len(seen)} of {want} matches published:\n{job.tail(15)}")
         return {
             "topic": topic,
             "sent": {"alerts": count, "seconds": round(sent_s, 3), "alerts_per_s": round(count / sent_s, 1)},

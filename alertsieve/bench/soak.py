@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ import psutil
 import yaml
 
 from alertsieve.bench.broker_filters import bench_filters
+from alertsieve.bench.process import JobProcess, wait_for
 from alertsieve.bench.resources import ResourceSampler
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka.topics import create_topic, end_offsets
@@ -96,61 +96,17 @@ def job_settings(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     }  # fmt: skip
 
 
-class Part:
-    """A process of the soak (the job, the archive), in its own process group with its log."""
-
-    def __init__(self, name: str, args: list[str], folder: Path):
-        self.name, self.args, self.folder = name, args, folder
-        self.process: subprocess.Popen | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        self.starts += 1
-        with open(self.folder / f"{self.name}.log", "a") as out:
-            self.process = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def pids(self) -> list[int]:
-        return [self.process.pid] if self.alive() else []
-
-    def jvm(self) -> int | None:
-        """The JVM pyspark started for this process, if any."""
-        for pid in self.pids():
-            for child in psutil.Process(pid).children(recursive=True):
-                if child.name() == "java":
-                    return child.pid
-        return None
-
-    def tail(self, lines: int = 20) -> str:
-        path = self.folder / f"{self.name}.log"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
-
-    def kill(self) -> None:
-        """kill -9 of the whole group: Python and its JVM, no goodbye."""
-        if self.process is not None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
-
-    def stop(self, timeout_s: float = 120.0) -> None:
-        """Ctrl-C: the job stops its queries and reports its last batches; then what is left."""
-        if self.alive():
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                log.warning("%s did not stop in %.0f s: killed", self.name, timeout_s)
-        self.kill()
-
-
 def folder_size(path: Path) -> dict:
-    """Bytes and files below ``path`` (0 and 0 before it exists)."""
-    files = [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
-    return {"mb": round(sum(p.stat().st_size for p in files) / 2**20, 2), "files": len(files)}
+    """Bytes and files below ``path`` (0 and 0 before it exists). The job writes while this
+    counts: a file (or folder) renamed or deleted between listing and reading is not counted."""
+    sizes = []
+    for folder, _, names in os.walk(path):  # os.walk skips what vanishes under it
+        for name in names:
+            try:
+                sizes.append(os.stat(os.path.join(folder, name)).st_size)
+            except FileNotFoundError:
+                continue
+    return {"mb": round(sum(sizes) / 2**20, 2), "files": len(sizes)}
 
 
 def heap_after_gc_mb(pid: int) -> float | None:
@@ -173,18 +129,36 @@ class LatencyLog:
     def __init__(self, bootstrap: str, topics: list[str], started: float, path: Path):
         self.reader = OutputReader(bootstrap, topics)
         self.started, self.path = started, path
+        self._written = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
-        written = 0
         while not self._stop.is_set():
             self.reader.poll(1.0)
-            new = self.reader.records[written:]
-            written += len(new)
-            with open(self.path, "a") as f:
-                f.writelines(f"{r.output_ms / 1e3 - self.started:.3f} {r.latency_ms:.1f}\n" for r in new)
+            self._write_new()
+
+    def _write_new(self) -> None:
+        new = self.reader.records[self._written :]
+        self._written += len(new)
+        with open(self.path, "a") as f:
+            f.writelines(f"{r.output_ms / 1e3 - self.started:.3f} {r.latency_ms:.1f}\n" for r in new)
+
+    def read_to_end(self, timeout_s: float) -> None:
+        """Stop following the topics and read what is left on them (after the job has stopped)."""
+        self._stop.set()
+        self._thread.join(10)
+        if not self.reader.read_to_end(timeout_s):
+            raise SoakFailed(f"the output topics were not read to their end in {timeout_s:.0f} s")
+        self._write_new()
+
+    def published(self) -> dict[str, set[tuple[int, int]]]:
+        """Per output topic, the input (partition, offset) of every match published on it."""
+        out: dict[str, set[tuple[int, int]]] = {}
+        for r in self.reader.records:
+            out.setdefault(r.topic, set()).add((r.source_partition, r.source_offset))
+        return out
 
     def close(self) -> None:
         self._stop.set()
@@ -215,8 +189,33 @@ def summarize(folder: Path, sent_for_s: float) -> dict:
     """A run's growth and per-minute latency from its folder (again at any time after)."""
     latencies = read_latencies(folder)
     early, late = windows(sent_for_s)
-    return {"growth": growth(read_samples(folder), window(latencies, *early), window(latencies, *late), early, late),
-            "latency_per_minute": per_minute(latencies)}  # fmt: skip
+    found = growth(read_samples(folder), window(latencies, *early), window(latencies, *late), early, late)
+    active = delta_active_files(folder / "delta" / "matches")
+    if active:
+        at_early = [n for t, n in active if t <= early[1]] or [active[0][1]]
+        found["sizes"]["delta_active_files"] = {"early": at_early[-1], "end": active[-1][1], "max": max(n for _, n in active)}
+    return {"growth": found, "latency_per_minute": per_minute(latencies)}
+
+
+def delta_active_files(table: Path) -> list[tuple[float, int]]:
+    """(seconds from the table's first commit, data files the table then references) after each
+    commit, replayed from the Delta log's JSON commits: what a reader sees. The files on disk are
+    more until VACUUM deletes those that compaction replaced (docs/reliability.md)."""
+    active: set[str] = set()
+    out, first = [], None
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        when = commit.stat().st_mtime
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                active.add(action["add"]["path"])
+            elif "remove" in action:
+                active.discard(action["remove"]["path"])
+            elif "commitInfo" in action and action["commitInfo"].get("timestamp"):
+                when = action["commitInfo"]["timestamp"] / 1000
+        first = when if first is None else first
+        out.append((round(when - first, 1), len(active)))
+    return out
 
 
 def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
@@ -228,9 +227,9 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     config = folder / "job.yaml"
     config.write_text(yaml.safe_dump(settings, sort_keys=False))
     cli = [sys.executable, "-m", "alertsieve.cli"]
-    job = Part("job", [*cli, "filter", "--config", str(config), "--master", "local[2]"], folder)
-    archive = Part("archive", [*cli, "archive", "--config", str(config), "--master", "local[1]",
-                               "--sink", "kafka,delta"], folder)  # fmt: skip
+    job = JobProcess("job", [*cli, "filter", "--config", str(config), "--master", "local[2]"], folder / "job.log")
+    archive = JobProcess("archive", [*cli, "archive", "--config", str(config), "--master", "local[1]",
+                                     "--sink", "kafka,delta"], folder / "archive.log")  # fmt: skip
     topics = [f.output_topic(PREFIX) for f in bench_filters(plan.filters)[0]]
     produced: dict = {}
 
@@ -241,7 +240,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
             schema_dir=settings["schema_dir"]))  # fmt: skip
 
     job.start()
-    wait_until(lambda: (folder / "checkpoint" / "offsets").exists(), "the job started", 300, job)
+    wait_for(lambda: (folder / "checkpoint" / "offsets").exists(), "the job started", 300, [job], SoakFailed)
     archive.start()
     started = time.time()
     latency = LatencyLog(bootstrap, topics, started, folder / "latency.txt")
@@ -256,7 +255,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
         while producer.is_alive():
             for part in (job, archive):
                 if not part.alive():
-                    raise SoakFailed(f"the {part.name} exited ({part.process.returncode}):\n{part.tail()}")
+                    raise SoakFailed(f"the {part.name} exited ({part.returncode}):\n{part.tail()}")
             now = time.time() - started
             if plan.kill_after_s is not None and killed_at is None and now >= plan.kill_after_s:
                 job.kill()
@@ -275,12 +274,14 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
         summary = produced["summary"]
         if not summary.ok:
             raise SoakFailed(f"producers lost alerts: {summary.as_dict()}")
-        wait_until(lambda: _read_to(folder, end_offsets(bootstrap, TOPIC)), "the job read every alert", 600, job)
-        job.stop()
-        archive.stop()
+        wait_for(lambda: _read_to(folder, end_offsets(bootstrap, TOPIC)), "the job read every alert", 600, [job], SoakFailed)
+        job.stop(120)
+        archive.stop(120)
         drain = subprocess.run([*archive.args, "--available-now"], capture_output=True, text=True, timeout=1800)
         if drain.returncode != 0:
             raise SoakFailed(f"draining the archive failed:\n{drain.stdout[-2000:]}{drain.stderr[-2000:]}")
+        latency.read_to_end(600)
+        published = {f.name: latency.published().get(f.output_topic(PREFIX), set()) for f in bench_filters(plan.filters)[0]}
     finally:
         latency.close()
         job.kill()
@@ -289,7 +290,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
         "plan": asdict(plan), "produced": summary.acked, "killed_at_s": killed_at, "sent_for_s": round(sent_for_s, 1),
         **summarize(folder, sent_for_s),
         "verify": verify_topics(bootstrap, topics, settings["schema_dir"]),
-        "delta": check_delta(plan, folder),
+        "delta": check_delta(plan, folder, published),
         "samples": str(folder / "samples.jsonl"),
     }
 
@@ -338,16 +339,6 @@ def growth(samples: list[dict], first: dict, last: dict, early: tuple, late: tup
             "p99_late_over_early": ratio(last.get("p99"), first.get("p99")), "heap_after_gc": heaps, "sizes": sizes}
 
 
-def wait_until(condition, what: str, timeout_s: float, part: Part) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if not part.alive():
-            raise SoakFailed(f"the {part.name} exited before {what}:\n{part.tail()}")
-        if time.monotonic() > deadline:
-            raise SoakFailed(f"not {what} after {timeout_s:.0f} s:\n{part.tail()}")
-        time.sleep(1)
-
-
 def _read_to(folder: Path, end: dict[int, int]) -> bool:
     from alertsieve.bench.experiments import batch_reaching
     from alertsieve.stream.metrics import read_lines
@@ -378,9 +369,12 @@ def verify_topics(bootstrap: str, topics: list[str], schema_dir: str) -> dict:
     return {"exit_code": done.returncode, "verdict": lines[-1] if lines else done.stderr[-500:]}
 
 
-def check_delta(plan: SoakPlan, folder: Path) -> dict:
-    """The Delta ``matches`` table against plain Python over the simulated alerts of a sample
-    of visits: for each filter, exactly the alerts its Python twin selects, each once."""
+def check_delta(plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int, int]]] | None = None) -> dict:
+    """The Delta ``matches`` table, two ways. Over the whole run, against what the job published
+    (``published``: per filter, the input (partition, offset) of each match read back from its
+    topic, which ``listen --verify`` checks against the counts): every match archived, once, under
+    its filter. On a sample of visits, against plain Python over their simulated alerts
+    (regenerated from their seeds): for each filter exactly the alerts its Python twin selects."""
     from alertsieve.alerts.replay import alert_key
     from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
     from alertsieve.spark.session import command_session
@@ -401,20 +395,27 @@ def check_delta(plan: SoakPlan, folder: Path) -> dict:
                     expected[f.name].add(key)
     with command_session("alertsieve-soak-check", conf={"spark.ui.enabled": "false"}) as spark:
         table = spark.read.format("delta").load(str(folder / "delta" / "matches"))
-        rows = table.select("alert_id", "filters").collect()
+        rows = table.select("alert_id", "partition", "offset", "filters").collect()
     counts: dict[str, int] = {}
     got: dict[str, set[str]] = {f.name: set() for f in filters}
+    archived: dict[str, set[tuple[int, int]]] = {f.name: set() for f in filters}
     for r in rows:
         counts[r["alert_id"]] = counts.get(r["alert_id"], 0) + 1
-        if r["alert_id"] in ids:
-            for name in r["filters"]:
+        for name in r["filters"]:
+            archived.setdefault(name, set()).add((r["partition"], r["offset"]))
+            if r["alert_id"] in ids:
                 got.setdefault(name, set()).add(r["alert_id"])
+    whole_run = {"matches_archived": sum(len(r["filters"]) for r in rows)}
+    if published is not None:
+        whole_run |= {
+            "matches_published": sum(len(v) for v in published.values()),
+            "filters_unlike_their_topic": sorted(n for n in published if published[n] != archived.get(n, set())),
+        }
     return {
-        "visits_checked": visits, "alerts_checked": len(ids), "rows": len(rows),
-        "alerts_more_than_once": sum(1 for n in counts.values() if n > 1),
-        "mismatched_filters": sorted(n for n in expected if expected[n] != got.get(n, set())),
-        "matches_checked": sum(len(v) for v in expected.values()),
-    }
+        "rows": len(rows), "alerts_more_than_once": sum(1 for n in counts.values() if n > 1), **whole_run,
+        "sample": {"visits": visits, "alerts": len(ids), "matches": sum(len(v) for v in expected.values()),
+                   "mismatched_filters": sorted(n for n in expected if expected[n] != got.get(n, set()))},
+    }  # fmt: skip
 
 
 def soak(plan: SoakPlan, out: str, bootstrap: str | None = None) -> dict:

@@ -187,14 +187,18 @@ def _await(queries: list, timeout_s: float | None, poll=None, stop: threading.Ev
             next(q for q in queries if q.isActive).awaitTermination(1)
 
 
-def stop_between_batches(query, patience_s: float = 30.0) -> None:
-    """Stop a query while no batch of it runs, waiting up to ``patience_s`` for the current one.
+#: How long a stop waits for the running batch to end: bounded, as a batch may be stuck on a
+#: broker that has gone.
+STOP_PATIENCE_S = 30.0
+
+
+def stop_between_batches(query) -> None:
+    """Stop a query while no batch of it runs, waiting up to ``STOP_PATIENCE_S`` for the current one.
 
     ``stop()`` in the middle of a batch cancels its tasks and interrupts its checkpoint writes: no
     data is lost (the batch is redone on restart), but Spark logs the cancelled tasks, cached blocks
-    and interrupted renames as warnings, and once overflowed its stack formatting the cancellation.
-    Patience is bounded: a batch may be stuck on a broker that has gone."""
-    deadline = time.monotonic() + patience_s
+    and interrupted renames as warnings, and once overflowed its stack formatting the cancellation."""
+    deadline = time.monotonic() + STOP_PATIENCE_S
     while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
         time.sleep(0.05)
     if query.isActive:
