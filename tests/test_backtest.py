@@ -109,3 +109,31 @@ def test_rare_matches_keep_their_rate():
 def test_several_inputs_must_all_be_files():
     with pytest.raises(FilterError, match=r"'nowhere.avro' does not exist: several inputs must all be Avro files or folders"):
         load_alerts(None, [str(REAL / "rubin-lsstcam-v10_0.avro"), "nowhere.avro"])
+
+
+def test_the_backtest_command_counts_the_nights_it_is_given_and_exits_on_the_rate(spark, tmp_path, capsys):
+    """`alertsieve backtest` itself on the real corpus, one night with --since/--until: the table
+    counts that night's alerts and matches as plain Python does; exit 0 under --max-rate, 1 above."""
+    from alertsieve import cli
+
+    (tmp_path / "significant.py").write_text(
+        "from alertsieve.filtering.model import AlertFilter\n\n"
+        'FILTER = AlertFilter(name="significant", survey="rubin", sql="diaSource.snr > 5.5")\n'
+    )
+    files = [REAL / "rubin-lsstcam-v10_0.avro", REAL / "rubin-opsrehearsal-v7_4.avro"]
+    nights: dict = {}
+    for path in files:
+        with open(path, "rb") as f:
+            for r in fastavro.reader(f):
+                nights.setdefault(dayobs(r["diaSource"]["midpointMjdTai"]), []).append(r["diaSource"]["snr"] > 5.5)
+    night = max(nights)
+    alerts, matches = len(nights[night]), sum(nights[night])
+    assert 0 < matches < alerts  # the filter splits the night: a count of 0 or all would prove little
+    args = ["backtest", "--filter", "significant", "--filter-path", str(tmp_path), "--input", str(files[0]),
+            "--input", str(files[1]), "--since", night.isoformat(), "--until", night.isoformat()]  # fmt: skip
+    rate = matches / alerts
+    assert cli.main([*args, "--max-rate", str(rate + 0.01)]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[:3] == ["significant", str(matches), str(alerts)]
+    assert cli.main([*args, "--max-rate", str(rate - 0.01)]) == 1
+    assert capsys.readouterr().out.splitlines()[1].endswith(f"WARNING: above {rate - 0.01:.1%}")

@@ -160,7 +160,7 @@ def test_kafka_starts_two_brokers_and_stop_purges_them(tmp_path):
 
 
 @pytest.mark.integration
-def test_bench_produce_sends_every_run_s_alerts(kafka):
+def test_bench_produce_sends_the_alerts_each_run_reports(kafka):
     from alertsieve.kafka.topics import end_offsets, topics_with_prefix
 
     before = set(topics_with_prefix(kafka.bootstrap_servers, "bench-produce-"))
@@ -195,8 +195,8 @@ RUN_BY: dict[str, str | None] = {
     "filters list": "test_wheel.py::test_the_installed_job_finds_and_checks_every_contributed_filter",
     "filters check": "test_wheel.py::test_the_installed_job_finds_and_checks_every_contributed_filter",
     "filters diff": "test_filters_diff.py::test_diff_on_the_command_line",
-    "backtest": "test_docs.py::test_the_readme_commands_that_need_no_broker_print_what_it_shows",
-    "bench produce": "test_commands.py::test_bench_produce_sends_every_run_s_alerts",
+    "backtest": "test_backtest.py::test_the_backtest_command_counts_the_nights_it_is_given_and_exits_on_the_rate",
+    "bench produce": "test_commands.py::test_bench_produce_sends_the_alerts_each_run_reports",
     "schemas view": "test_commands.py::test_schemas_view_of_two_versions_has_every_field_of_each",
     "catalog add": "test_commands.py::test_catalogs_and_watch_maps_are_added_and_listed",
     "catalog list": "test_commands.py::test_catalogs_and_watch_maps_are_added_and_listed",

@@ -63,7 +63,7 @@ def test_visits_follow_the_cadence(kafka, topic_name):
         starts.setdefault(r.visit, []).append(r.started_at)
     assert sorted(starts) == [0, 1, 2]
     first = min(starts[0])
-    assert called <= first < called + 30  # the producers' start-up (processes, schemas) comes first
+    assert called <= first  # after the producers' start-up (processes, schemas), never before the call
     for visit, times in starts.items():
         for started in times:  # on its slot, never early, and late by far less than a slot
             assert 0 <= started - (first + 2.0 * visit) < 0.5, (visit, started - first)

@@ -45,6 +45,8 @@ def test_session_has_kafka_avro_and_delta(spark, tmp_path):
         assert utils.classIsLoadable(cls), cls
     spark.range(5).write.format("delta").save(str(tmp_path / "t"))
     assert spark.read.format("delta").load(str(tmp_path / "t")).count() == 5
+    # Avro's plain reader: the fast one's cache keeps every task's schemas for ever (AVRO-4253)
+    assert not spark.sparkContext._jvm.org.apache.avro.generic.GenericData.get().isFastReaderEnabled()
 
 
 def _spark_submit(script: Path, **env: str) -> subprocess.CompletedProcess:
@@ -63,11 +65,31 @@ def test_spark_submit_finds_the_connectors(tmp_path):
         "from alertsieve.spark.session import get_session\n"
         "s = get_session(conf={'spark.ui.enabled': 'false'})\n"
         "print('MASTER', s.sparkContext.master)\n"
+        "print('FAST AVRO', s.sparkContext._jvm.org.apache.avro.generic.GenericData.get().isFastReaderEnabled())\n"
         "s.stop()\n"
     )
     out = _spark_submit(script)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "MASTER local[1]" in out.stdout
+    assert "MASTER local[1]" in out.stdout and "FAST AVRO False" in out.stdout
+
+
+@pytest.mark.slow
+def test_spark_submit_with_avros_fast_reader_says_how_to_turn_it_off(tmp_path):
+    """A spark-defaults.conf from before the Avro option (the connectors, nothing else): the job
+    runs, and warns that its heap will grow, naming the fix."""
+    from alertsieve.spark.submit import submit_defaults
+
+    script = tmp_path / "job.py"
+    script.write_text("from alertsieve.spark.session import get_session\n"
+                      "get_session(conf={'spark.ui.enabled': 'false'}).stop()\n")  # fmt: skip
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(f"spark.jars {submit_defaults()['spark.jars']}\n")
+    out = _spark_submit(script, SPARK_CONF_DIR=str(conf))
+    assert out.returncode == 0, out.stderr[-2000:]
+    said = " ".join((out.stdout + out.stderr).split())
+    assert "Avro's fast reader is on in this Spark: a streaming job's heap will grow with every batch" in said
+    assert f"(it writes {conf / 'spark-defaults.conf'}), or add -Dorg.apache.avro.fastread=false" in said
 
 
 @pytest.mark.integration

@@ -91,3 +91,11 @@ def wait_for(done: Callable[[], bool], what: str, timeout_s: float, processes: S
         if time.monotonic() > deadline:
             raise error(f"not {what} after {timeout_s:.0f} s:\n" + "\n".join(p.tail(8) for p in processes))
         time.sleep(0.5)
+
+
+def children_except(processes: Sequence[JobProcess], others: Sequence[int] = ()) -> list[int]:
+    """This process's children that are none of ``processes`` nor ``others``: the producers a
+    benchmark started (``produce()`` spawns a fresh set for each visit), with the embedded broker
+    unless it is among ``others``."""
+    known = {pid for p in processes for pid in p.pids()} | set(others)
+    return [c.pid for c in psutil.Process().children() if c.pid not in known]

@@ -16,14 +16,14 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-import psutil
 import yaml
 from tqdm import tqdm
 
-from alertsieve.bench.broker_filters import bench_filters
+from alertsieve.bench.broker_filters import bench_filters, bench_job_settings
 from alertsieve.bench.experiments import (
     Experiment,
     Point,
@@ -36,7 +36,7 @@ from alertsieve.bench.experiments import (
     results_file,
 )
 from alertsieve.bench.machine import describe
-from alertsieve.bench.process import JobProcess, wait_for
+from alertsieve.bench.process import JobProcess, children_except, wait_for
 from alertsieve.bench.resources import ResourceSampler
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
@@ -76,39 +76,20 @@ def start_filter_job(
     index: int, folder: Path, point: Point, bootstrap: str, topic: str, store_dir: Path
 ) -> FilterJob:
     folder.mkdir(parents=True, exist_ok=True)
-    filters, _ = bench_filters(point.filters)
     config = {
-        "bootstrap": bootstrap,
-        "topic": topic,
-        "starting_offsets": "earliest",
-        "trigger": point.trigger,
-        "max_offsets_per_trigger": point.max_offsets_per_trigger,
-        "sql_filters": [{"name": f.name, "sql": f.sql} for f in filters],
-        "discover_filters": False,  # the benchmark's cuts only, not filters/
-        "sinks": list(point.sinks),
-        "output_prefix": f"{topic}-c{index}-",
-        "output_partitions": 1,
-        "delta_path": str(folder / "delta"),
-        "checkpoint": str(folder / "checkpoint"),
-        "metrics_path": str(folder / "metrics.jsonl"),
-        "schema_dir": str(store_dir),
+        **bench_job_settings(point.filters, bootstrap, topic, folder, trigger=point.trigger,
+                             max_offsets_per_trigger=point.max_offsets_per_trigger,
+                             output_prefix=f"{topic}-c{index}-", sinks=list(point.sinks), schema_dir=str(store_dir)),
         "spark_conf": {"spark.ui.enabled": "false"},
-    }
+    }  # fmt: skip
     (folder / "job.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     job = FilterJob(index, folder)
     job.start()
     return job
 
 
-def _wait(jobs: list[FilterJob], done, what: str, timeout: float) -> None:
-    wait_for(lambda: all(done(j) for j in jobs), what, timeout, jobs, PointFailed)
-
-
-def _producer_pids(jobs: list[FilterJob], broker: list[int]) -> list[int]:
-    """The producer processes: this process's children that are neither a filter job nor a
-    broker (produce() spawns a fresh set for every visit)."""
-    others = {pid for j in jobs for pid in j.pids()} | set(broker)
-    return [c.pid for c in psutil.Process().children() if c.pid not in others]
+def _all(jobs: list[FilterJob], done) -> Callable[[], bool]:
+    return lambda: all(done(j) for j in jobs)
 
 
 def output_latencies(bootstrap: str, topics: list[str], warm_end: dict[int, int]) -> list[float]:
@@ -169,17 +150,17 @@ def run_point(
             start_filter_job(i, folder / f"consumer-{i}", point, bootstrap, topic, store_dir)
             for i in range(point.consumers)
         ]
-        _wait(jobs, FilterJob.ready, "reading the topic", timeout=120 + 30 * point.consumers)
+        wait_for(_all(jobs, FilterJob.ready), "reading the topic", 120 + 30 * point.consumers, jobs, PointFailed)
         roles = {
             "broker": broker_pids,
             "filter_jobs": lambda: [pid for j in jobs for pid in j.pids()],
-            "producers": lambda: _producer_pids(jobs, broker_pids()),
+            "producers": lambda: children_except(jobs, broker_pids()),  # produce() spawns them per visit
         }
         # A small visit first, not measured: the jobs' first batch with data pays for class
         # loading and code generation (~8 s here), which no later visit does.
         _produce_visit(point, bootstrap, topic, store_dir, WARMUP_SEED, WARMUP_ALERTS)
         warm_end = end_offsets(bootstrap, topic)
-        _wait(jobs, lambda j: _reached(j, topic, warm_end), "done with the warm-up visit", 120)
+        wait_for(_all(jobs, lambda j: _reached(j, topic, warm_end)), "done with the warm-up visit", 120, jobs, PointFailed)
         reports: list[dict] = []
         ends: list[dict[int, int]] = []
         with ResourceSampler(roles) as sampler:
@@ -192,7 +173,8 @@ def run_point(
                 reports += [{**asdict(r), "visit_index": v} for r in summary.reports]
                 ends.append(end_offsets(bootstrap, topic))
             drain_s = 120 + point.alerts_per_visit * point.visits * point.consumers / 500
-            _wait(jobs, lambda j: _reached(j, topic, ends[-1]), "done with the last visit", drain_s)
+            wait_for(_all(jobs, lambda j: _reached(j, topic, ends[-1])), "done with the last visit", drain_s, jobs,
+                     PointFailed)
         resources = sampler.summary()
         for job in jobs:
             job.stop()

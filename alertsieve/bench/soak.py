@@ -28,11 +28,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import psutil
 import yaml
 
-from alertsieve.bench.broker_filters import bench_filters
-from alertsieve.bench.process import JobProcess, wait_for
+from alertsieve.bench.broker_filters import bench_filters, bench_job_settings
+from alertsieve.bench.process import JobProcess, children_except, wait_for
 from alertsieve.bench.resources import ResourceSampler
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka.topics import create_topic, end_offsets
@@ -82,17 +81,13 @@ class SoakPlan:
 def job_settings(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     """The job's settings file: the soak's filters, its folders, Kafka outputs and the archive's
     Delta path (read by the archive process)."""
-    filters, _ = bench_filters(plan.filters)
+    trigger = "realtime=30 seconds" if plan.trigger == "realtime" else "0"
     return {
-        "bootstrap": bootstrap, "topic": TOPIC, "starting_offsets": "earliest",
-        "trigger": "realtime=30 seconds" if plan.trigger == "realtime" else "0",
-        "max_offsets_per_trigger": 20_000, "output_prefix": PREFIX, "output_partitions": 1,
-        "sql_filters": [{"name": f.name, "sql": f.sql} for f in filters], "discover_filters": False,
+        **bench_job_settings(plan.filters, bootstrap, TOPIC, folder, trigger=trigger, max_offsets_per_trigger=20_000,
+                             output_prefix=PREFIX, sinks=["kafka"], schema_dir=str(folder / "schemas")),
         # The archive keeps each match's view fields, not its ~100 KB message: a night of those
         # beside the topics' copies would not fit on this machine's disk.
         "delta_messages": False,
-        "sinks": ["kafka"], "delta_path": str(folder / "delta"), "checkpoint": str(folder / "checkpoint"),
-        "metrics_path": str(folder / "metrics.jsonl"), "schema_dir": str(folder / "schemas"),
     }  # fmt: skip
 
 
@@ -189,20 +184,26 @@ def summarize(folder: Path, sent_for_s: float) -> dict:
     """A run's growth and per-minute latency from its folder (again at any time after)."""
     latencies = read_latencies(folder)
     early, late = windows(sent_for_s)
-    found = growth(read_samples(folder), window(latencies, *early), window(latencies, *late), early, late)
-    active = delta_active_files(folder / "delta" / "matches")
+    samples = read_samples(folder)
+    found = growth(samples, window(latencies, *early), window(latencies, *late), early, late)
+    active = delta_active_files(folder / "delta" / "matches", run_started(samples)) if samples else []
     if active:
         at_early = [n for t, n in active if t <= early[1]] or [active[0][1]]
         found["sizes"]["delta_active_files"] = {"early": at_early[-1], "end": active[-1][1], "max": max(n for _, n in active)}
     return {"growth": found, "latency_per_minute": per_minute(latencies)}
 
 
-def delta_active_files(table: Path) -> list[tuple[float, int]]:
-    """(seconds from the table's first commit, data files the table then references) after each
-    commit, replayed from the Delta log's JSON commits: what a reader sees. The files on disk are
+def run_started(samples: list[dict]) -> float:
+    """The Unix time of the run's first visit (a sample's ``t_s`` counts from it)."""
+    return samples[0]["at"] - samples[0]["t_s"]
+
+
+def delta_active_files(table: Path, since: float) -> list[tuple[float, int]]:
+    """(seconds from ``since``, a Unix time, to a commit; data files the table references after
+    it), replayed from the Delta log's JSON commits: what a reader sees. The files on disk are
     more until VACUUM deletes those that compaction replaced (docs/reliability.md)."""
     active: set[str] = set()
-    out, first = [], None
+    out = []
     for commit in sorted((table / "_delta_log").glob("*.json")):
         when = commit.stat().st_mtime
         for line in commit.read_text().splitlines():
@@ -213,8 +214,7 @@ def delta_active_files(table: Path) -> list[tuple[float, int]]:
                 active.discard(action["remove"]["path"])
             elif "commitInfo" in action and action["commitInfo"].get("timestamp"):
                 when = action["commitInfo"]["timestamp"] / 1000
-        first = when if first is None else first
-        out.append((round(when - first, 1), len(active)))
+        out.append((round(when - since, 1), len(active)))
     return out
 
 
@@ -246,8 +246,8 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     latency = LatencyLog(bootstrap, topics, started, folder / "latency.txt")
     producer = threading.Thread(target=send, daemon=True)
     producer.start()
-    roles = {"job": job.pids, "archive": archive.pids,  # and the broker and the producers this process started
-             "broker_and_producers": lambda: [c.pid for c in psutil.Process().children() if c.pid not in (*job.pids(), *archive.pids())]}  # fmt: skip
+    roles = {"job": job.pids, "archive": archive.pids,
+             "broker_and_producers": lambda: children_except([job, archive])}  # fmt: skip
     sampler = ResourceSampler(roles, interval_s=plan.sample_s)
     killed_at = None
     last_heap = 0.0
@@ -263,7 +263,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
                 log.info("soak: the job killed -9 at %.0f s; restarting from its checkpoint", now)
                 job.start()
             sampler.sample()
-            sample = {"t_s": round(now, 1), **_sizes(folder), "parts": sampler.last()}
+            sample = {"t_s": round(now, 1), "at": round(started + now, 1), **_sizes(folder), "parts": sampler.last()}
             if now - last_heap >= plan.heap_every_s:
                 last_heap = now
                 sample["heap_after_gc_mb"] = {p.name: heap_after_gc_mb(p.jvm()) for p in (job, archive) if p.jvm()}
@@ -369,7 +369,7 @@ def verify_topics(bootstrap: str, topics: list[str], schema_dir: str) -> dict:
     return {"exit_code": done.returncode, "verdict": lines[-1] if lines else done.stderr[-500:]}
 
 
-def check_delta(plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int, int]]] | None = None) -> dict:
+def check_delta(plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int, int]]]) -> dict:
     """The Delta ``matches`` table, two ways. Over the whole run, against what the job published
     (``published``: per filter, the input (partition, offset) of each match read back from its
     topic, which ``listen --verify`` checks against the counts): every match archived, once, under
@@ -405,14 +405,11 @@ def check_delta(plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int
             archived.setdefault(name, set()).add((r["partition"], r["offset"]))
             if r["alert_id"] in ids:
                 got.setdefault(name, set()).add(r["alert_id"])
-    whole_run = {"matches_archived": sum(len(r["filters"]) for r in rows)}
-    if published is not None:
-        whole_run |= {
-            "matches_published": sum(len(v) for v in published.values()),
-            "filters_unlike_their_topic": sorted(n for n in published if published[n] != archived.get(n, set())),
-        }
     return {
-        "rows": len(rows), "alerts_more_than_once": sum(1 for n in counts.values() if n > 1), **whole_run,
+        "rows": len(rows), "alerts_more_than_once": sum(1 for n in counts.values() if n > 1),
+        "matches_archived": sum(len(r["filters"]) for r in rows),
+        "matches_published": sum(len(v) for v in published.values()),
+        "filters_unlike_their_topic": sorted(n for n in published if published[n] != archived.get(n, set())),
         "sample": {"visits": visits, "alerts": len(ids), "matches": sum(len(v) for v in expected.values()),
                    "mismatched_filters": sorted(n for n in expected if expected[n] != got.get(n, set()))},
     }  # fmt: skip

@@ -12,7 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from alertsieve.bench.soak import delta_active_files, per_minute, read_latencies, read_samples
+from alertsieve.bench.soak import (
+    delta_active_files,
+    per_minute,
+    read_latencies,
+    read_samples,
+    run_started,
+)
 
 
 def plot_soak(folder: str | Path, out: str | Path | None = None):
@@ -44,7 +50,7 @@ def plot_soak(folder: str | Path, out: str | Path | None = None):
                        ("archive_checkpoint", "archive checkpoint files")):  # fmt: skip
         files.plot(t, [s[key]["files"] for s in samples], label=label)
     files.plot(t, [s["delta_log_files"] for s in samples], label="Delta log files")
-    active = delta_active_files(folder / "delta" / "matches")
+    active = delta_active_files(folder / "delta" / "matches", run_started(samples))
     if active:
         files.plot([s / 60 for s, _ in active], [n for _, n in active], label="Delta files the table references")
     files.set(ylabel="files", title="Files left on disk", ylim=(0, None))

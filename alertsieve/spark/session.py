@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -11,7 +12,9 @@ from contextlib import contextmanager
 
 from alertsieve.errors import AlertsieveError
 from alertsieve.spark.jars import spark_connector_jars
-from alertsieve.spark.submit import spark_defaults_file
+from alertsieve.spark.submit import AVRO_PLAIN_READER, java_options, spark_defaults_file
+
+log = logging.getLogger(__name__)
 
 #: Settings every alertsieve session gets unless the caller overrides them.
 DEFAULTS: dict[str, str] = {
@@ -69,6 +72,8 @@ def session_conf(
         settings.update(LOCAL_DEFAULTS)
         settings["spark.master"] = master or os.environ.get("ALERTSIEVE_SPARK_MASTER", "local[*]")
         settings["spark.jars"] = ",".join(str(j) for j in spark_connector_jars().jars)
+        # as spark-defaults.conf would give them, were `make setup` not run since they changed
+        settings["spark.driver.extraJavaOptions"] = settings["spark.executor.extraJavaOptions"] = java_options()
     elif master:
         settings["spark.master"] = master
     settings.update(conf or {})
@@ -119,7 +124,17 @@ def get_session(
     spark.sparkContext.setLogLevel(log_level)
     if launched_by_spark_submit():
         _check_connectors(spark)
+    _check_avro_reader(spark)
     return spark
+
+
+def _check_avro_reader(spark) -> None:
+    """Warn when the driver's Avro would cache a reader for every task's schema, for ever."""
+    if spark.sparkContext._jvm.org.apache.avro.generic.GenericData.get().isFastReaderEnabled():
+        log.warning(
+            "Avro's fast reader is on in this Spark: a streaming job's heap will grow with every batch"
+            " (AVRO-4253). Run `make setup` (it writes %s), or add %s to spark.driver.extraJavaOptions"
+            " and spark.executor.extraJavaOptions", spark_defaults_file(), AVRO_PLAIN_READER)  # fmt: skip
 
 
 @contextmanager

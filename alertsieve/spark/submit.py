@@ -14,6 +14,17 @@ from alertsieve.spark.jars import spark_connector_jars
 #: The log4j2 configuration every Spark JVM of this environment uses (shipped in the package).
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
+#: Avro's "fast" reader (on by default since Avro 1.10) keeps a reader per schema object in a
+#: cache whose entries hold their own keys, so none is ever freed (AVRO-4253), and Spark's
+#: ``from_avro`` parses its schema again in every task: a Real-Time Mode job's heap grew by the
+#: schemas of every epoch, ~2 MB a minute for as long as it ran (docs/reliability.md).
+AVRO_PLAIN_READER = "-Dorg.apache.avro.fastread=false"
+
+
+def java_options() -> str:
+    """The Java options of every Spark JVM (driver and executors) of this environment."""
+    return f"-Dlog4j2.configurationFile=file:{LOG4J2} {AVRO_PLAIN_READER}"
+
 
 def spark_defaults_file() -> Path:
     """The spark-defaults.conf that pip-installed pyspark's spark-submit reads."""
@@ -25,13 +36,12 @@ def spark_defaults_file() -> Path:
 
 def submit_defaults() -> dict[str, str]:
     """What spark-submit and every session started from Python get unless told otherwise."""
-    log_option = f"-Dlog4j2.configurationFile=file:{LOG4J2}"
     return {
         "spark.jars": ",".join(str(j) for j in spark_connector_jars().jars),
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
-        "spark.driver.extraJavaOptions": log_option,
-        "spark.executor.extraJavaOptions": log_option,
+        "spark.driver.extraJavaOptions": java_options(),
+        "spark.executor.extraJavaOptions": java_options(),
     }
 
 
