@@ -143,8 +143,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     elif args.what == "soak":
         from alertsieve.bench.soak import SoakPlan, soak
 
-        result = soak(SoakPlan(alerts=args.alerts, trigger=args.trigger, filters=args.filters,
-                               kill_after_s=args.kill_after, rate=args.rate), args.out, args.bootstrap)  # fmt: skip
+        plan = SoakPlan(alerts=args.alerts, trigger=args.trigger, filters=args.filters, kill_after_s=args.kill_after,
+                        rate=args.rate, visit_size=args.visit_size, interval_s=args.live_interval,
+                        sample_s=args.sample_every, heap_every_s=args.heap_every, oracle_visits=args.check_visits)
+        result = soak(plan, args.out, args.bootstrap)  # fmt: skip
     elif args.what == "xmatch":
         from alertsieve.bench.xmatch import bench_xmatch
 
@@ -491,9 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--figure", help="filters: draw the results to this PNG")
     bench.add_argument("--live-visits", type=int, default=3,
                        help="stream: visits produced at the cadence while the job runs (0: skip)")  # fmt: skip
-    bench.add_argument(
-        "--live-interval", type=float, default=39.0, help="stream: cadence in seconds"
-    )
+    bench.add_argument("--live-interval", type=float, default=39.0, help="stream, soak: cadence in seconds (default 39)")
     bench.add_argument("--latency", default="realtime,0",
                        help="stream: triggers whose latency to measure at 250 alerts/s and in a"
                             " 10,000-alert burst ('' to skip)")  # fmt: skip
@@ -501,6 +501,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--filters", type=int, default=10, help="soak: broker-like SQL filters in the job (default 10)")
     bench.add_argument("--kill-after", type=float, help="soak: kill -9 the job this many seconds in, then restart it")
     bench.add_argument("--rate", type=int, help="soak: this many alerts every second instead of 10,000 every 39 s")
+    bench.add_argument("--visit-size", type=int, default=10_000, help="soak: alerts per visit (default 10000)")
+    bench.add_argument("--sample-every", type=float, default=5.0,
+                       help="soak: seconds between samples of CPU, memory and files (default 5)")
+    bench.add_argument("--heap-every", type=float, default=300.0,
+                       help="soak: seconds between heap readings after a full GC (default 300)")
+    bench.add_argument("--check-visits", type=int, default=3,
+                       help="soak: visits re-simulated to check the Delta archive against plain Python (default 3)")
     bench.add_argument("--out", default="results/soak", help="soak: folder of its samples and files (default results/soak)")
 
     schemas = sub.add_parser("schemas", help="the filter view across Rubin schema versions")

@@ -8,10 +8,12 @@ broker, a cluster, a job's process or a server on a port fails, saying so (``fas
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import uuid
 
 import pytest
@@ -116,17 +118,23 @@ def topic_name(request) -> str:
 
 @pytest.fixture(scope="session")
 def quick_results(kafka, tmp_path_factory):
-    """The --quick scale of two experiment files, run once against the session's broker: the
-    runner's tests and notebook 04 both read it. Returns (results folder, experiments, results)."""
+    """The --quick scale of two experiment files, run once against the session's broker by
+    `alertsieve bench run`: the runner's tests and notebook 04 both read it. Returns (results
+    folder, experiments, the results it wrote, in the order it ran them)."""
     from pathlib import Path
 
-    from alertsieve.bench.experiments import load_experiment
-    from alertsieve.bench.runner import run_experiments
+    from job_helpers import run_command
 
-    folder = Path(__file__).resolve().parents[1] / "conf" / "experiments"
-    experiments = [load_experiment(folder / f"{n}.yaml", quick=True) for n in QUICK_EXPERIMENTS]
+    from alertsieve.bench.experiments import load_experiment, results_file
+
+    files = [Path(__file__).resolve().parents[1] / "conf" / "experiments" / f"{n}.yaml" for n in QUICK_EXPERIMENTS]
+    experiments = [load_experiment(f, quick=True) for f in files]
     root = tmp_path_factory.mktemp("results")
-    written = run_experiments(experiments, root, kafka.bootstrap_servers, progress=False)
+    done = run_command([sys.executable, "-m", "alertsieve.cli", "bench", "run", *map(str, files), "--quick",
+                        "--results", str(root), "--bootstrap", kafka.bootstrap_servers, "-q"], timeout=1500)  # fmt: skip
+    summary = json.loads(done.stdout)  # printed whether or not every point succeeded (exit 1 if not)
+    written = [json.loads(line) for e in experiments for line in results_file(root, e.name).read_text().splitlines()]
+    assert summary["points_run"] == len(written) and done.returncode == (1 if summary["failed"] else 0), done.stderr[-3000:]
     return root, experiments, written
 
 

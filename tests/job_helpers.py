@@ -4,7 +4,9 @@ evaluation of the same filters over the alerts as fastavro decodes them from the
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -50,6 +52,24 @@ def drain_archive(bootstrap: str, topic: str, workdir: Path, *extra: str, names:
 
 #: A frame of a Java stack trace, as log4j and py4j print them.
 JAVA_FRAME = re.compile(r"^\s+at [\w$.]+\([\w$.]*(:\d+)?\)", re.M)
+
+
+def run_command(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """A command that starts processes of its own (a benchmark's jobs, in their own groups), run to
+    its end. Past ``timeout`` it gets Ctrl-C, so that its own clean-up stops what it started, then
+    TimeoutExpired: a kill would leave its jobs running on the machine's two cores."""
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=120)
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        raise
+    return subprocess.CompletedProcess(args, process.returncode, out, err)
 
 
 def assert_reads_as_success(output: str) -> None:

@@ -205,8 +205,8 @@ RUN_BY: dict[str, str | None] = {
     "listen": "test_stream_restart.py::test_kill_9_mid_stream_then_restart",
     "demo": "test_front_door.py::test_demo_leaves_nothing_running_and_no_spark_log_lines",
     # Not yet run through the command line by any test (their functions are, at small scale):
-    "bench run": None,  # run_experiments: conftest's quick_results (two experiments, --quick)
-    "bench soak": None,  # run_soak: test_soak.py
+    "bench run": "conftest.py::quick_results",
+    "bench soak": "test_soak.py::test_a_short_soak_with_a_kill_loses_nothing",
     "bench stream": None,
     "bench filters": None,
     "bench payloads": None,

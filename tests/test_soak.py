@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 
 import pytest
-
-from alertsieve.bench.soak import SoakPlan, run_soak
+from job_helpers import run_command
 
 
 @pytest.mark.slow
 @pytest.mark.integration
 def test_a_short_soak_with_a_kill_loses_nothing(kafka, tmp_path):
-    plan = SoakPlan(alerts=8_000, visit_size=1_000, interval_s=10, filters=10, kill_after_s=35,
-                    sample_s=2, heap_every_s=30, oracle_visits=8)  # fmt: skip
-    result = run_soak(plan, kafka.bootstrap_servers, tmp_path / "soak")
+    done = run_command([sys.executable, "-m", "alertsieve.cli", "bench", "soak", "--bootstrap", kafka.bootstrap_servers,
+                        "--alerts", "8000", "--visit-size", "1000", "--live-interval", "10", "--filters", "10",
+                        "--kill-after", "35", "--sample-every", "2", "--heap-every", "30", "--check-visits", "8",
+                        "--out", str(tmp_path / "soak"), "-q"], timeout=800)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result == json.loads((tmp_path / "soak" / "summary.json").read_text())
     assert result["produced"] == 8_000 and result["killed_at_s"] >= 35
     assert result["verify"]["exit_code"] == 0, result["verify"]
     assert result["verify"]["verdict"].startswith("verified: complete"), result["verify"]
@@ -33,13 +37,18 @@ def test_a_short_soak_with_a_kill_loses_nothing(kafka, tmp_path):
     assert len(samples) >= 10 and statistics.median(s["parts"]["job"]["rss_mb"] for s in samples) > 0
     heaps = [s["heap_after_gc_mb"]["job"] for s in samples if "job" in s.get("heap_after_gc_mb", {})]
     assert heaps and all(h > 0 for h in heaps)
-    assert samples[-1]["checkpoint"]["files"] > 0 and samples[-1]["delta_matches"]["files"] > 0
+    # the job's checkpoint grew while it ran; the archive's table (which may first commit only as
+    # it drains, on a slow machine) references its files at the end, read from the Delta log
+    assert samples[-1]["checkpoint"]["files"] > 0 and all("delta_matches" in s for s in samples)
+    assert result["growth"]["sizes"]["delta_active_files"]["end"] >= 1
     assert sum(m["n"] for m in result["latency_per_minute"]) >= sample["matches"]
 
     from alertsieve.bench.soak_plot import plot_soak
 
     figure = plot_soak(tmp_path / "soak", tmp_path / "soak.png")
     latency, memory, files = figure.axes
+    kills = [line for line in latency.lines if line.get_label() == "job killed -9"]
+    assert [line.get_xdata()[0] for line in kills] == [result["killed_at_s"] / 60]
     assert (tmp_path / "soak.png").stat().st_size > 0
     assert list(latency.lines[1].get_ydata()) == [m["p99"] for m in result["latency_per_minute"]]
     assert len(memory.lines[0].get_xdata()) == len(samples) and len(files.lines[0].get_xdata()) == len(samples)
