@@ -73,4 +73,7 @@ def test_growth_compares_the_first_window_after_warm_up_with_the_last():
     got = growth(samples, {"p99": 200.0}, {"p99": 300.0}, early, late)
     assert got["p99_late_over_early"] == 1.5
     assert got["heap_after_gc"]["job"] == {"early_mb": 500.0, "end_mb": 550.0, "ratio": 1.1}  # not the warm-up's 900
+    killed = growth(samples, {}, {}, early, late, killed_at_s=100.0)  # each JVM against itself
+    assert killed["heap_after_gc"]["job"] == {"early_mb": 500.0, "end_mb": 500.0, "ratio": 1.0}
+    assert killed["heap_after_gc"]["job_restarted"] == {"early_mb": 550.0, "end_mb": 550.0, "ratio": 1.0}  # 160 s after its start
     assert got["sizes"]["checkpoint"] == {"early": {"mb": 1.0, "files": 9}, "end": {"mb": 1.0, "files": 7}, "max_files": 9}

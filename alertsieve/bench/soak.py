@@ -181,12 +181,12 @@ def window(latencies: list[tuple[float, float]], start_s: float, end_s: float) -
     return quantiles([ms for t, ms in latencies if start_s <= t < end_s])
 
 
-def summarize(folder: Path, sent_for_s: float) -> dict:
+def summarize(folder: Path, sent_for_s: float, killed_at_s: float | None = None) -> dict:
     """A run's growth and per-minute latency from its folder (again at any time after)."""
     latencies = read_latencies(folder)
     early, late = windows(sent_for_s)
     samples = read_samples(folder)
-    found = growth(samples, window(latencies, *early), window(latencies, *late), early, late)
+    found = growth(samples, window(latencies, *early), window(latencies, *late), early, late, killed_at_s)
     active = delta_active_files(folder / "delta" / "matches", run_started(samples)) if samples else []
     if active:
         at_early = [n for t, n in active if t <= early[1]] or [active[0][1]]
@@ -289,7 +289,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
         archive.kill()
     return {
         "plan": asdict(plan), "produced": summary.acked, "killed_at_s": killed_at, "sent_for_s": round(sent_for_s, 1),
-        **summarize(folder, sent_for_s),
+        **summarize(folder, sent_for_s, killed_at),
         "verify": verify_topics(bootstrap, topics, settings["schema_dir"]),
         "delta": check_delta(plan, folder, published),
         "samples": str(folder / "samples.jsonl"),
@@ -314,21 +314,30 @@ def read_samples(folder: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def growth(samples: list[dict], first: dict, last: dict, early: tuple, late: tuple) -> dict:
+def growth(samples: list[dict], first: dict, last: dict, early: tuple, late: tuple,
+           killed_at_s: float | None = None) -> dict:
     """What grew between the early window and the end: latency (p99 of the last window over the
     first's), each JVM's heap after a full GC (its last value over its first after the early
-    window began), and the files the run leaves (checkpoints, Delta data files and log)."""
+    window began), and the files the run leaves (checkpoints, Delta data files and log).
+
+    A job killed at ``killed_at_s`` has two JVMs, each compared with itself: ``job`` up to the
+    kill, ``job_restarted`` from the same warm-up after its restart to the end."""
 
     def ratio(a, b):
         return round(a / b, 2) if a is not None and b else None
 
-    heaps = {}
-    for part in ("job", "archive"):
+    def heap(part: str, born: float, start: float, end: float) -> dict | None:
         values = [(s["t_s"], s["heap_after_gc_mb"][part]) for s in samples
-                  if s.get("heap_after_gc_mb", {}).get(part) is not None]  # fmt: skip
-        after = [v for t, v in values if t >= early[0]] or [v for _, v in values]
-        if after:
-            heaps[part] = {"early_mb": after[0], "end_mb": after[-1], "ratio": ratio(after[-1], after[0])}
+                  if s.get("heap_after_gc_mb", {}).get(part) is not None and born <= s["t_s"] < end]  # fmt: skip
+        after = [v for t, v in values if t >= start] or [v for _, v in values]
+        return {"early_mb": after[0], "end_mb": after[-1], "ratio": ratio(after[-1], after[0])} if after else None
+
+    forever = float("inf")
+    lives = {"job": (0.0, early[0], forever), "archive": (0.0, early[0], forever)}
+    if killed_at_s is not None:
+        lives.update(job=(0.0, early[0], killed_at_s), job_restarted=(killed_at_s, killed_at_s + early[0], forever))
+    heaps = {name: found for name, life in lives.items()
+             if (found := heap(name.removesuffix("_restarted"), *life)) is not None}  # fmt: skip
     at = [s for s in samples if s["t_s"] >= early[1]] or samples
     sizes = {}
     for key in ("checkpoint", "archive_checkpoint", "delta_matches"):

@@ -38,12 +38,14 @@ DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
     "spark.ui.showConsoleProgress": "false",
     # Spark keeps the last 1,000 jobs, stages and SQL executions in the driver's status store, UI
-    # or not, and a streaming job adds one or two a batch: its heap would fill with them for hours
-    # (a 30-minute soak's job heap after GC still grew, 281 to 318 MB from minute 10 to 25). A
-    # hundred of each still show a job's recent history.
-    "spark.ui.retainedJobs": "100",
-    "spark.ui.retainedStages": "100",
-    "spark.sql.ui.retainedExecutions": "100",
+    # or not, and a streaming job adds a few a minute: its heap would fill with them for hours. A
+    # retained SQL execution holds its plan's description, ~0.7 MB for a query over the alert
+    # view, and a hundred of them took the first 30 minutes of a million-alert soak to fill (its
+    # heap after GC grew 195 to 245 MB meanwhile, then stayed flat). Twenty of each fill within
+    # ten minutes and still show the recent batches; the metrics log keeps every batch.
+    "spark.ui.retainedJobs": "20",
+    "spark.ui.retainedStages": "20",
+    "spark.sql.ui.retainedExecutions": "20",
     # Workers must run the same interpreter (and so the same installed alertsieve) as the driver.
     "spark.pyspark.python": sys.executable,
     "spark.pyspark.driver.python": sys.executable,

@@ -221,34 +221,49 @@ def stop_realtime(spark, query, timeout_s: float = 30.0) -> None:
     its expected cancellation as errors. Its tasks run for the whole checkpoint interval, so a
     stop always cancels them: nothing is lost (the interval's epoch is redone on restart), and the
     query's own failure, if any, still surfaces as its exception. The loggers are quiet only until
-    the epoch's stage has ended with no task left running (at most ``timeout_s``), then back to
-    their levels."""
+    every job the query started has ended and its killed tasks are gone (at most ``timeout_s``),
+    then back to their levels."""
     if not query.isActive:
         return
     log4j = spark._jvm.org.apache.logging.log4j
     configurator = log4j.core.config.Configurator
     tracker = spark.sparkContext.statusTracker()
-    stages = tracker.getActiveStageIds()  # the running epoch's (and any other query's batch)
+    context = spark.sparkContext._jsc.sc()
+    bus, scheduler = context.listenerBus(), context.taskScheduler()
+    group = str(query.runId)  # Spark runs each query's jobs in a job group named by its run id
     before = {name: log4j.LogManager.getLogger(name).getLevel() for name in CANCELLATION_LOGGERS}
     for name in before:
         configurator.setLevel(name, log4j.Level.OFF)
     try:
         query.stop()
         deadline = time.monotonic() + timeout_s
-        while not _stages_ended(tracker, stages) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            # The status store learns from Spark's listener bus: an epoch's job start still queued
+            # there (the epoch began as the stop was asked for) would make the query look ended.
+            bus.waitUntilEmpty(max(1, int((deadline - time.monotonic()) * 1000)))
+            if _jobs_ended(tracker, scheduler, group):
+                break
             time.sleep(0.05)
     finally:
         for name, level in before.items():
             configurator.setLevel(name, level)
 
 
-def _stages_ended(tracker, stages: list[int]) -> bool:
-    """Whether Spark's status store has each stage ended with no task running. It learns of a
-    cancelled stage's end first and of each killed task's after the task's end was logged, so
-    this holds only once every line about the cancellation has been written."""
-    active = set(tracker.getActiveStageIds())
-    infos = [tracker.getStageInfo(s) for s in stages]
-    return not active & set(stages) and all(info is None or info.numActiveTasks == 0 for info in infos)
+def _jobs_ended(tracker, scheduler, group: str) -> bool:
+    """Whether every job of the group has ended and the scheduler has let go of each of its
+    stages' task sets.
+
+    The group's jobs, not the stages active before the stop: a stop that lands as an epoch starts
+    cancels a stage that was not yet running when it was asked for. And the scheduler, not the
+    status store's task counts, which may never have seen such an epoch's tasks start: a cancelled
+    stage's task set stays with the scheduler until each killed task has logged its abort on the
+    executor and its loss on the driver, so this holds only once every line about it is written."""
+    jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+    if any(job is not None and job.status == "RUNNING" for job in jobs):
+        return False
+    stages = [(s, tracker.getStageInfo(s)) for job in jobs if job is not None for s in job.stageIds]
+    return not any(scheduler.taskSetManagerForAttempt(s, info.currentAttemptId).isDefined()
+                   for s, info in stages if info is not None)  # fmt: skip
 
 
 def published(plan, cfg: JobConfig) -> list[Published]:
