@@ -4,7 +4,8 @@ Tiers: a test that uses the broker (directly or through a fixture) is marked ``i
 (tests that start clusters or whole processes say so themselves), so
 ``make test-fast`` (``-m "not integration and not slow"``) runs the pure logic and Spark on static
 DataFrames without starting a broker; ``make test`` runs everything. A fast test that starts a
-broker, a cluster, a job's process or a server on a port fails, saying so (``fast_tests_start_nothing``)."""
+broker, a cluster, a job's process or a server on a port fails, saying so (``pytest_runtest_call``
+and ``fast_tests_start_nothing``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import socket
 import subprocess
 import sys
 import uuid
+from contextlib import contextmanager
 
 import pytest
 
@@ -31,21 +33,21 @@ def pytest_collection_modifyitems(items):
 HEAVY_COMMANDS = {"filter", "archive", "kafka", "produce", "listen", "demo", "bench"}
 
 
-@pytest.fixture(autouse=True)
-def fast_tests_start_nothing(request, monkeypatch):
-    """The fast tier's promise, checked: a test neither ``integration`` nor ``slow`` starts no Kafka
-    broker, no Spark cluster, no job (or producer, or subscriber) process and no server on a port
-    (Spark's own session, shared by the whole run, is the one JVM it uses)."""
-    if request.node.get_closest_marker("integration") or request.node.get_closest_marker("slow"):
-        yield
-        return
+def _fast(item) -> bool:
+    return not (item.get_closest_marker("integration") or item.get_closest_marker("slow"))
+
+
+def _refuse(what: str):
+    def refused(*args, **kwargs):
+        pytest.fail(f"a fast test started {what}: mark it integration (make test-fast starts nothing)")
+
+    return refused
+
+
+@contextmanager
+def _heavy_starts_refused():
+    """Brokers, clusters and alertsieve's heavy commands refused while it lasts."""
     from alertsieve.spark import standalone
-
-    def refuse(what: str):
-        def refused(*args, **kwargs):
-            pytest.fail(f"a fast test started {what}: mark it integration (make test-fast starts nothing)")
-
-        return refused
 
     popen = subprocess.Popen.__init__
 
@@ -53,13 +55,45 @@ def fast_tests_start_nothing(request, monkeypatch):
         words = [str(w) for w in args] if isinstance(args, list | tuple) else str(args).split()
         for i, word in enumerate(words[:-1]):
             if (word == "alertsieve.cli" or word.endswith("/alertsieve")) and words[i + 1] in HEAVY_COMMANDS:
-                refuse(f"'alertsieve {words[i + 1]}'")()
+                _refuse(f"'alertsieve {words[i + 1]}'")()
         popen(self, args, *rest, **kwargs)
 
-    monkeypatch.setattr(embedded, "start", refuse("a Kafka broker"))
-    monkeypatch.setattr(standalone, "start", refuse("a Spark cluster"))
-    monkeypatch.setattr(socket.socket, "listen", refuse("a server on a port"))
-    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(embedded, "start", _refuse("a Kafka broker"))
+        patch.setattr(standalone, "start", _refuse("a Spark cluster"))
+        patch.setattr(subprocess.Popen, "__init__", guarded)
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """A fast test's fixtures too, module- and session-scoped ones included (set up before any
+    function-scoped fixture could guard them), start no broker, cluster or job."""
+    if not _fast(item):
+        return (yield)
+    with _heavy_starts_refused():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """The fast tier's promise, checked: a test neither ``integration`` nor ``slow`` starts no Kafka
+    broker, no Spark cluster and no job (or producer, or subscriber) process."""
+    if not _fast(item):
+        return (yield)
+    with _heavy_starts_refused():
+        return (yield)
+
+
+@pytest.fixture(autouse=True)
+def fast_tests_start_nothing(request, monkeypatch):
+    """Nor a server on a port. Spark's own session, shared by the whole run, is the one JVM a fast
+    test uses, and its Python side listens on a port: servers are refused from the test's own
+    fixtures on, not while the session's start."""
+    if not _fast(request.node):
+        yield
+        return
+    monkeypatch.setattr(socket.socket, "listen", _refuse("a server on a port"))
     yield
 
 
