@@ -7,6 +7,7 @@ import json
 import sys
 
 from alertsieve import logs
+from alertsieve.bench.soak_plan import SoakPlan
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.settings import SettingsError
@@ -141,7 +142,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
         result = bench_payloads(args.bootstrap, alerts=args.alerts, batch=args.batch)
     elif args.what == "soak":
-        from alertsieve.bench.soak import SoakPlan, soak
+        from alertsieve.bench.soak import soak
 
         plan = SoakPlan(alerts=args.alerts, trigger=args.trigger, filters=args.filters, kill_after_s=args.kill_after,
                         rate=args.rate, visit_size=args.visit_size, interval_s=args.live_interval,
@@ -497,17 +498,21 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--latency", default="realtime,0",
                        help="stream: triggers whose latency to measure at 250 alerts/s and in a"
                             " 10,000-alert burst ('' to skip)")  # fmt: skip
-    bench.add_argument("--trigger", choices=["realtime", "micro"], default="realtime", help="soak: the job's trigger")
-    bench.add_argument("--filters", type=int, default=10, help="soak: broker-like SQL filters in the job (default 10)")
+    bench.add_argument("--trigger", choices=["realtime", "micro"], default=SoakPlan.trigger,
+                       help=f"soak: the job's trigger (default {SoakPlan.trigger})")
+    bench.add_argument("--filters", type=int, default=SoakPlan.filters,
+                       help=f"soak: broker-like SQL filters in the job (default {SoakPlan.filters})")
     bench.add_argument("--kill-after", type=float, help="soak: kill -9 the job this many seconds in, then restart it")
     bench.add_argument("--rate", type=int, help="soak: this many alerts every second instead of 10,000 every 39 s")
-    bench.add_argument("--visit-size", type=int, default=10_000, help="soak: alerts per visit (default 10000)")
-    bench.add_argument("--sample-every", type=float, default=5.0,
-                       help="soak: seconds between samples of CPU, memory and files (default 5)")
-    bench.add_argument("--heap-every", type=float, default=300.0,
-                       help="soak: seconds between heap readings after a full GC (default 300)")
-    bench.add_argument("--check-visits", type=int, default=3,
-                       help="soak: visits re-simulated to check the Delta archive against plain Python (default 3)")
+    bench.add_argument("--visit-size", type=int, default=SoakPlan.visit_size,
+                       help=f"soak: alerts per visit (default {SoakPlan.visit_size})")
+    bench.add_argument("--sample-every", type=float, default=SoakPlan.sample_s,
+                       help=f"soak: seconds between samples of CPU, memory and files (default {SoakPlan.sample_s:g})")
+    bench.add_argument("--heap-every", type=float, default=SoakPlan.heap_every_s,
+                       help=f"soak: seconds between heap readings after a full GC (default {SoakPlan.heap_every_s:g})")
+    bench.add_argument("--check-visits", type=int, default=SoakPlan.oracle_visits,
+                       help="soak: visits re-simulated to check the Delta archive against plain Python"
+                            f" (default {SoakPlan.oracle_visits})")
     bench.add_argument("--out", default="results/soak", help="soak: folder of its samples and files (default results/soak)")
 
     schemas = sub.add_parser("schemas", help="the filter view across Rubin schema versions")

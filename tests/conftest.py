@@ -65,24 +65,19 @@ def _heavy_starts_refused():
         yield
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item):
-    """A fast test's fixtures too, module- and session-scoped ones included (set up before any
-    function-scoped fixture could guard them), start no broker, cluster or job."""
-    if not _fast(item):
-        return (yield)
-    with _heavy_starts_refused():
-        return (yield)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
+def _guard_fast_tests(item):
     """The fast tier's promise, checked: a test neither ``integration`` nor ``slow`` starts no Kafka
-    broker, no Spark cluster and no job (or producer, or subscriber) process."""
+    broker, no Spark cluster and no job (or producer, or subscriber) process. Guarded while its
+    fixtures are set up too, module- and session-scoped ones included (set up before any
+    function-scoped fixture could guard them), and while it runs."""
     if not _fast(item):
         return (yield)
     with _heavy_starts_refused():
         return (yield)
+
+
+pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_guard_fast_tests)
+pytest_runtest_call = pytest.hookimpl(wrapper=True)(_guard_fast_tests)
 
 
 @pytest.fixture(autouse=True)

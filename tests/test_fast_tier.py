@@ -64,6 +64,6 @@ def test_a_fast_test_that_starts_a_broker_a_server_or_a_job_fails_saying_so(tmp_
         "test_a_plain_process": "PASSED",
         "test_an_integration_test_may_start_what_it_needs": "PASSED",
     }, said
-    assert said.count("a fast test started a Kafka broker: mark it integration") >= 1, said
+    assert "a fast test started a Kafka broker: mark it integration" in said, said
     assert "a fast test started a server on a port" in said, said
     assert "a fast test started 'alertsieve filter'" in said, said

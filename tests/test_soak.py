@@ -76,4 +76,6 @@ def test_growth_compares_the_first_window_after_warm_up_with_the_last():
     killed = growth(samples, {}, {}, early, late, killed_at_s=100.0)  # each JVM against itself
     assert killed["heap_after_gc"]["job"] == {"early_mb": 500.0, "end_mb": 500.0, "ratio": 1.0}
     assert killed["heap_after_gc"]["job_restarted"] == {"early_mb": 550.0, "end_mb": 550.0, "ratio": 1.0}  # 160 s after its start
+    hourly = [sample(305, 166.5, 3), sample(605, 176.2, 3), sample(3640, 173.0, 3)]  # readings every 5 min
+    assert growth(hourly, {}, {}, *windows(3660.0))["heap_after_gc"]["job"]["early_mb"] == 176.2  # at 10 minutes
     assert got["sizes"]["checkpoint"] == {"early": {"mb": 1.0, "files": 9}, "end": {"mb": 1.0, "files": 7}, "max_files": 9}

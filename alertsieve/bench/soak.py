@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import yaml
@@ -33,6 +33,7 @@ import yaml
 from alertsieve.bench.broker_filters import bench_filters, bench_job_settings
 from alertsieve.bench.process import JobProcess, children_except, wait_for
 from alertsieve.bench.resources import ResourceSampler
+from alertsieve.bench.soak_plan import SoakPlan
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce
@@ -50,32 +51,6 @@ INPUT_CONFIG = {"message.timestamp.type": "LogAppendTime", "retention.ms": str(1
 
 class SoakFailed(AlertsieveError, RuntimeError):
     """A part of the soak stopped before its end (its log's last lines follow)."""
-
-
-@dataclass(frozen=True)
-class SoakPlan:
-    alerts: int
-    trigger: str = "realtime"  # or "micro"
-    filters: int = 10
-    kill_after_s: float | None = None
-    rate: int | None = None  # alerts every second, instead of visits
-    visit_size: int = 10_000
-    interval_s: float = 39.0
-    sample_s: float = 5.0
-    heap_every_s: float = 300.0
-    oracle_visits: int = 3  # visits re-simulated for the Delta check (evenly spread)
-
-    @property
-    def per_visit(self) -> int:
-        return self.rate or self.visit_size
-
-    @property
-    def visits(self) -> int:
-        return max(1, self.alerts // self.per_visit)
-
-    @property
-    def every_s(self) -> float:
-        return 1.0 if self.rate else self.interval_s
 
 
 def job_settings(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
@@ -317,25 +292,28 @@ def read_samples(folder: Path) -> list[dict]:
 def growth(samples: list[dict], first: dict, last: dict, early: tuple, late: tuple,
            killed_at_s: float | None = None) -> dict:
     """What grew between the early window and the end: latency (p99 of the last window over the
-    first's), each JVM's heap after a full GC (its last value over its first after the early
-    window began), and the files the run leaves (checkpoints, Delta data files and log).
+    first's), each JVM's heap after a full GC (its last value over its first a window's length
+    into its life: "its value after 10 minutes" in a full run), and the files the run leaves
+    (checkpoints, Delta data files and log).
 
     A job killed at ``killed_at_s`` has two JVMs, each compared with itself: ``job`` up to the
-    kill, ``job_restarted`` from the same warm-up after its restart to the end."""
+    kill, ``job_restarted`` from its restart to the end."""
 
     def ratio(a, b):
         return round(a / b, 2) if a is not None and b else None
 
-    def heap(part: str, born: float, start: float, end: float) -> dict | None:
+    settled_after_s = early[1] - early[0]
+
+    def heap(part: str, born: float, end: float) -> dict | None:
         values = [(s["t_s"], s["heap_after_gc_mb"][part]) for s in samples
                   if s.get("heap_after_gc_mb", {}).get(part) is not None and born <= s["t_s"] < end]  # fmt: skip
-        after = [v for t, v in values if t >= start] or [v for _, v in values]
+        after = [v for t, v in values if t >= born + settled_after_s] or [v for _, v in values]
         return {"early_mb": after[0], "end_mb": after[-1], "ratio": ratio(after[-1], after[0])} if after else None
 
     forever = float("inf")
-    lives = {"job": (0.0, early[0], forever), "archive": (0.0, early[0], forever)}
+    lives = {"job": (0.0, forever), "archive": (0.0, forever)}
     if killed_at_s is not None:
-        lives.update(job=(0.0, early[0], killed_at_s), job_restarted=(killed_at_s, killed_at_s + early[0], forever))
+        lives.update(job=(0.0, killed_at_s), job_restarted=(killed_at_s, forever))
     heaps = {name: found for name, life in lives.items()
              if (found := heap(name.removesuffix("_restarted"), *life)) is not None}  # fmt: skip
     at = [s for s in samples if s["t_s"] >= early[1]] or samples
