@@ -190,7 +190,7 @@ RUN_BY: dict[str, str | None] = {
     "kafka stop": "test_commands.py::test_kafka_starts_two_brokers_and_stop_purges_them",
     "kafka status": "test_commands.py::test_kafka_starts_two_brokers_and_stop_purges_them",
     "produce": "test_commands.py::test_produce_with_its_options_sends_what_they_say",
-    "filter": "test_stream_restart.py::test_kill_9_mid_stream_then_restart",
+    "filter": "test_faults.py::test_the_driver_killed_again_and_again",
     "archive": "test_archive.py::test_the_archive_killed_mid_way_then_run_again_holds_every_match_once",
     "filters list": "test_wheel.py::test_the_installed_job_finds_and_checks_every_contributed_filter",
     "filters check": "test_wheel.py::test_the_installed_job_finds_and_checks_every_contributed_filter",
@@ -202,7 +202,7 @@ RUN_BY: dict[str, str | None] = {
     "catalog list": "test_commands.py::test_catalogs_and_watch_maps_are_added_and_listed",
     "watch add": "test_commands.py::test_catalogs_and_watch_maps_are_added_and_listed",
     "watch list": "test_commands.py::test_catalogs_and_watch_maps_are_added_and_listed",
-    "listen": "test_stream_restart.py::test_kill_9_mid_stream_then_restart",
+    "listen": "test_faults.py::test_the_driver_killed_again_and_again",
     "demo": "test_front_door.py::test_demo_leaves_nothing_running_and_no_spark_log_lines",
     # Not yet run through the command line by any test (their functions are, at small scale):
     "bench run": "conftest.py::quick_results",

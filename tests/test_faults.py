@@ -1,6 +1,7 @@
 """Faults a night brings, with real processes: a broker killed mid-stream in a 3-broker cluster,
-the driver killed -9 again and again at points reached as conditions. Each test asserts exact counts: nothing lost, Delta exactly
-once, and Kafka duplicates only where a batch was interrupted."""
+the driver killed -9 again and again at points reached as conditions and restarted from its
+checkpoint. Each test asserts exact counts: nothing lost, Delta exactly once, Kafka duplicates only
+where a batch was interrupted, and a subscriber's `listen --verify` saying so."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 from job_helpers import (
+    NAMES,
     assert_outputs,
+    assert_reads_as_success,
     batches,
     drain_archive,
     expected_matches,
@@ -112,32 +116,51 @@ def _committed_batches(checkpoint: Path) -> int:
 @pytest.mark.slow
 def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, processes):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
-    for seed in (51, 52, 53):
+    for seed in (51, 52):
         assert _visit(bootstrap, topic_name, seed, schema_dir, alerts=400).ok
-    total, expected = expected_matches(bootstrap, topic_name, schema_dir)
     replayable: set[tuple[int, int]] = set()
-    committed_before = 0
+    committed_before, sent = 0, 800
     # Kill points spread over the stream, reached as conditions (alerts read), never timed:
     # the job reads 100 alerts a batch, so each kill leaves hundreds of the 1,200 still to read.
-    for kill_after in (150, 600):
+    # The third visit is sent while the job is down: the stream goes on after a kill.
+    for kill_after, then_send in ((150, 53), (600, None)):
         job = processes(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         wait_for(lambda n=kill_after: rows_read(tmp_path) >= n, f"{kill_after} alerts read", 240, job)
-        os.killpg(job.pid, signal.SIGKILL)
+        os.killpg(job.pid, signal.SIGKILL)  # the driver: Python and its JVM, no goodbye
         job.wait(30)
-        assert rows_read(tmp_path) < total, "killed mid-stream"
+        assert rows_read(tmp_path) < sent, "killed mid-stream"
         committed = _committed_batches(tmp_path / "ckpt")
         assert committed > committed_before, "each run went on from the last one's checkpoint"
         committed_before = committed
         replayable |= _interrupted_range(tmp_path / "ckpt", topic_name) or set()
+        if then_send:
+            assert _visit(bootstrap, topic_name, then_send, schema_dir, alerts=400).ok
+            sent += 400
+    total, expected = expected_matches(bootstrap, topic_name, schema_dir)
     final = subprocess.run(job_command(bootstrap, topic_name, tmp_path, "--available-now"),
                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert final.returncode == 0, final.stdout[-2000:] + final.stderr[-2000:]
+    assert_reads_as_success(final.stdout + final.stderr)  # the restart recovers without alarm
     seen = assert_outputs(spark, bootstrap, topic_name, tmp_path, expected)
     # Duplicates on Kafka only for alerts of the batches that were interrupted.
-    for n in ("bright", "first_seen", "solar_system"):
-        for m in consume_all(bootstrap, f"{topic_name}-{n}"):
-            if seen[(n, m.key().decode())] > 1:
-                h = dict(m.headers())
-                assert (int(h["source_partition"]), int(h["source_offset"])) in replayable
+    topics = [f"{topic_name}-{n}" for n in NAMES]
+    records = [m for t in topics for m in consume_all(bootstrap, t)]
+    for m in records:
+        if seen[(m.topic().removeprefix(f"{topic_name}-"), m.key().decode())] > 1:
+            h = dict(m.headers())
+            assert (int(h["source_partition"]), int(h["source_offset"])) in replayable
     assert sum(end_offsets(bootstrap, topic_name).values()) == total == 1200
+
+    # A subscriber checks what it got against the counts topic: nothing missing, and the records
+    # the killed batches had published before they were run again counted as duplicates, not hidden.
+    sources = {(m.topic(), *(dict(m.headers())[h] for h in ("source_partition", "source_offset"))) for m in records}
+    duplicates = len(records) - len(sources)
+    listen = subprocess.run([sys.executable, "-m", "alertsieve.cli", "listen", "--bootstrap", bootstrap,
+                             "--topic", ",".join(topics), "--from-beginning", "--until-end", "--verify",
+                             "--counts-topic", f"{topic_name}-counts", "--schema-dir", schema_dir],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert listen.returncode == 0, listen.stdout[-2000:] + listen.stderr[-2000:]
+    verdict = listen.stdout.splitlines()[-1]
+    assert verdict.startswith(f"verified: complete, {len(sources)} of {len(sources)} counted records received"), verdict
+    assert (f"{duplicates} duplicates" in verdict) if duplicates else ("duplicates" not in verdict), verdict
