@@ -25,27 +25,36 @@ NAMES = ("bright", "first_seen", "solar_system")
 JOB_FILTERS = {**FILTERS, **CATALOG_FILTERS}
 
 
+#: Alerts a test job reads a batch: enough batches in a visit of a few hundred to kill a job among.
+PER_BATCH = 100
+#: A run that only finishes what others left (a final ``--available-now`` run, an archive drain) reads
+#: it in one batch: a batch costs seconds of its own (an archive's MERGE ~7 s), whatever its size.
+WHOLE_BACKLOG = 100_000
+
+
 def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES,
-                catalog_dir: Path | None = None) -> list[str]:  # fmt: skip
+                catalog_dir: Path | None = None, per_batch: int = PER_BATCH) -> list[str]:  # fmt: skip
     args = [sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", bootstrap,
             "--topic", topic, "--output-prefix", f"{topic}-", "--checkpoint", str(workdir / "ckpt"),
             "--delta-path", str(workdir / "delta"), "--metrics", str(workdir / "metrics.jsonl"),
-            "--max-offsets-per-trigger", "100", "--master", "local[2]", "--no-discover", *extra]  # fmt: skip
+            "--max-offsets-per-trigger", str(per_batch), "--master", "local[2]", "--no-discover", *extra]  # fmt: skip
     for name in names:
         args += ["--sql", f"{name}={JOB_FILTERS[name][0]}"]
     return args + (["--catalog-dir", str(catalog_dir)] if catalog_dir else [])
 
 
-def archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES) -> list[str]:
+def archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES,
+                    per_batch: int = PER_BATCH) -> list[str]:  # fmt: skip
     """`alertsieve archive` with the job's own settings: the filters' topics into Delta."""
-    args = job_command(bootstrap, topic, workdir, *extra, names=names)
+    args = job_command(bootstrap, topic, workdir, *extra, names=names, per_batch=per_batch)
     args[args.index("filter")] = "archive"
     return args
 
 
 def drain_archive(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES) -> None:
     """Archive everything the job published so far (after the job was stopped or killed)."""
-    done = subprocess.run(archive_command(bootstrap, topic, workdir, "--available-now", *extra, names=names),
+    done = subprocess.run(archive_command(bootstrap, topic, workdir, "--available-now", *extra, names=names,
+                                          per_batch=WHOLE_BACKLOG),
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 

@@ -13,6 +13,7 @@ import pytest
 from job_helpers import (
     JOB_FILTERS,
     NAMES,
+    WHOLE_BACKLOG,
     archive_command,
     assert_outputs,
     expected_matches,
@@ -24,14 +25,12 @@ from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
 
-PER_BATCH = 60
+ARCHIVE_PER_BATCH = 60
 
 
 def _archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
     """Sixty records a batch, a batch a second: several batches (every match is published twice) to be killed among."""
-    args = archive_command(bootstrap, topic, workdir, *extra)
-    args[args.index("--max-offsets-per-trigger") + 1] = str(PER_BATCH)
-    return [*args, "--archive-trigger", "1"]
+    return [*archive_command(bootstrap, topic, workdir, *extra, per_batch=ARCHIVE_PER_BATCH), "--archive-trigger", "1"]
 
 
 def _committed(checkpoint: Path) -> int:
@@ -60,9 +59,9 @@ def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(kafka,
     wait_for(lambda: _committed(tmp_path / "ckpt-archive") >= 2, "two archive batches", 240, archive)
     os.killpg(archive.pid, signal.SIGKILL)
     archive.wait(30)
-    assert _committed(tmp_path / "ckpt-archive") * PER_BATCH < published, "killed mid-way"
+    assert _committed(tmp_path / "ckpt-archive") * ARCHIVE_PER_BATCH < published, "killed mid-way"
 
-    again = subprocess.run(_archive_command(bootstrap, topic_name, tmp_path, "--available-now"),
+    again = subprocess.run(archive_command(bootstrap, topic_name, tmp_path, "--available-now", per_batch=WHOLE_BACKLOG),
                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert_outputs(spark, bootstrap, topic_name, tmp_path, expected)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from job_helpers import (
     NAMES,
+    WHOLE_BACKLOG,
     assert_outputs,
     assert_reads_as_success,
     batches,
@@ -138,7 +139,7 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, p
             assert _visit(bootstrap, topic_name, then_send, schema_dir, alerts=400).ok
             sent += 400
     total, expected = expected_matches(bootstrap, topic_name, schema_dir)
-    final = subprocess.run(job_command(bootstrap, topic_name, tmp_path, "--available-now"),
+    final = subprocess.run(job_command(bootstrap, topic_name, tmp_path, "--available-now", per_batch=WHOLE_BACKLOG),
                            capture_output=True, text=True, timeout=300)  # fmt: skip
     assert final.returncode == 0, final.stdout[-2000:] + final.stderr[-2000:]
     assert_reads_as_success(final.stdout + final.stderr)  # the restart recovers without alarm
