@@ -11,6 +11,7 @@ from alertsieve.bench.soak_plan import SoakPlan
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.settings import SettingsError
+from alertsieve.sim import VISIT_CADENCE_S
 from alertsieve.stream.flags import add_arguments
 from alertsieve.subscribe import command as listen
 
@@ -404,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     prod.add_argument("--visits", type=int, default=1, help="simulated visits to send (default 1)")
     prod.add_argument("--alerts-per-visit", type=int, default=10_000, help="alerts in each visit (default 10,000)")
     prod.add_argument(
-        "--interval", type=float, default=39.0, help="seconds between visits (0: back to back)"
+        "--interval", type=float, default=VISIT_CADENCE_S, help="seconds between visits (0: back to back)"
     )
     prod.add_argument(
         "--producers", type=int, default=1, help="producer processes splitting each visit"
@@ -494,7 +495,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--figure", help="filters: draw the results to this PNG")
     bench.add_argument("--live-visits", type=int, default=3,
                        help="stream: visits produced at the cadence while the job runs (0: skip)")  # fmt: skip
-    bench.add_argument("--live-interval", type=float, default=39.0, help="stream, soak: cadence in seconds (default 39)")
+    bench.add_argument("--live-interval", type=float, default=VISIT_CADENCE_S,
+                       help=f"stream, soak: cadence in seconds (default {VISIT_CADENCE_S:g})")
     bench.add_argument("--latency", default="realtime,0",
                        help="stream: triggers whose latency to measure at 250 alerts/s and in a"
                             " 10,000-alert burst ('' to skip)")  # fmt: skip

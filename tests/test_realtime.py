@@ -18,7 +18,7 @@ from alertsieve.filtering.model import AlertFilter, FilterError, PythonFilter
 from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import ConfigError, JobConfig
-from alertsieve.stream.job import check_realtime
+from alertsieve.stream.job import _is_timeout, check_realtime
 
 
 def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str):
@@ -90,3 +90,17 @@ def test_real_time_mode_is_refused_for_python_filters_and_too_few_cores(kafka, s
         " Real-Time Mode runs a task per partition at once: give Spark at least 4 cores"
         " (--master local[4]) or use micro-batches (--trigger 0)"
     )
+
+
+def test_the_stop_outlasts_only_the_listener_bus_timeout(spark):
+    """The stop waits for Spark's listener bus, whose wait throws java.util.concurrent's
+    TimeoutException when it runs out (that one is expected: a warning); any other Java error
+    is the stop's own fault and must be raised. Both kinds thrown by the session's JVM."""
+    from py4j.protocol import Py4JJavaError
+
+    concurrent = spark._jvm.java.util.concurrent
+    with pytest.raises(Py4JJavaError) as timeout:
+        concurrent.CompletableFuture().get(1, concurrent.TimeUnit.MILLISECONDS)
+    with pytest.raises(Py4JJavaError) as other:
+        spark._jvm.java.lang.Class.forName("no.such.Listener")
+    assert _is_timeout(timeout.value) and not _is_timeout(other.value)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from alertsieve.sim import VISIT_CADENCE_S
+
 
 @dataclass(frozen=True)
 class SoakPlan:
@@ -14,7 +16,7 @@ class SoakPlan:
     kill_after_s: float | None = None
     rate: int | None = None  # alerts every second, instead of visits
     visit_size: int = 10_000
-    interval_s: float = 39.0
+    interval_s: float = VISIT_CADENCE_S
     sample_s: float = 5.0
     heap_every_s: float = 300.0
     oracle_visits: int = 3  # visits re-simulated for the Delta check (evenly spread)

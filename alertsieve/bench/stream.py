@@ -22,6 +22,7 @@ from alertsieve.bench.noop import decode_over_bytes
 from alertsieve.bench.topic import MANY_QUERIES, bench_place, fill_topic
 from alertsieve.errors import AlertsieveError
 from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.sim import VISIT_CADENCE_S
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
 
@@ -142,7 +143,7 @@ def bench_stream(
     batch: int = 20_000,
     seeds_alerts: int = 3_000,
     live_visits: int = 3,
-    live_interval_s: float = 39.0,
+    live_interval_s: float = VISIT_CADENCE_S,
     latency_triggers: tuple[str, ...] = ("realtime", "0"),
 ) -> dict:
     with bench_place("stream", bootstrap, spark_conf=MANY_QUERIES) as bench:

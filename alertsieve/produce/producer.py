@@ -25,6 +25,7 @@ from alertsieve.alerts.schemas import frame, load_rubin_schema, open_store
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka.client_security import librdkafka_conf
 from alertsieve.kafka.topics import create_topic
+from alertsieve.sim import VISIT_CADENCE_S
 
 #: librdkafka settings tuned for ~100 KB messages, durable and idempotent.
 PRODUCER_DEFAULTS: dict[str, Any] = {
@@ -51,7 +52,7 @@ class ProduceConfig:
     topic: str
     visits: int = 1
     alerts_per_visit: int = 10_000
-    interval_s: float = 39.0
+    interval_s: float = VISIT_CADENCE_S
     producers: int = 1
     partitions: int = 4
     stamp_size: int = 84  # 0: no cutouts
@@ -262,7 +263,7 @@ def _simulated_visits(
             max_forced=cfg.max_history,
             stamp_size=cfg.stamp_size,
             seed=cfg.seed,
-            cadence_s=cfg.interval_s or 39.0,
+            cadence_s=cfg.interval_s or VISIT_CADENCE_S,
         )
     )
     schema = sim.schema

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from alertsieve.sim import VISIT_CADENCE_S
+
 BANDS = "ugrizy"
 #: AB magnitude of 1 nJy: m = 31.4 - 2.5 log10(flux / nJy).
 ZERO_POINT = 31.4
@@ -131,7 +133,7 @@ class AlertTruth:
     trailed: bool = False
 
 
-def make_visit(seed: int, index: int, start_mjd: float = 61000.2, cadence_s: float = 39.0) -> Visit:
+def make_visit(seed: int, index: int, start_mjd: float = 61000.2, cadence_s: float = VISIT_CADENCE_S) -> Visit:
     rng = np.random.default_rng([seed, index, 0xF1E1D])
     dec = math.degrees(
         math.asin(rng.uniform(math.sin(math.radians(-75)), math.sin(math.radians(8))))

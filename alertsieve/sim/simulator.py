@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from alertsieve.alerts.schemas import AlertSchema, load_rubin_schema
+from alertsieve.sim import VISIT_CADENCE_S
 from alertsieve.sim.cutouts import StampMaker
 from alertsieve.sim.populations import (
     DEFAULT_MIX,
@@ -44,7 +45,7 @@ class SimulationConfig:
     stamp_size: int = 84  # pixels per side; 0 = no cutouts. 84 px is ~32 KB per FITS stamp
     seed: int = 0
     mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
-    cadence_s: float = 39.0
+    cadence_s: float = VISIT_CADENCE_S
 
 
 # --- the schema, seen as record types ------------------------------------------------------

@@ -244,7 +244,9 @@ def stop_realtime(spark, query, timeout_s: float = 30.0) -> None:
             # there (the epoch began as the stop was asked for) would make the query look ended.
             try:
                 bus.waitUntilEmpty(max(1, int((deadline - time.monotonic()) * 1000)))
-            except Py4JJavaError:  # Spark's TimeoutException: still busy at the deadline
+            except Py4JJavaError as e:
+                if not _is_timeout(e):
+                    raise
                 log.warning("Spark's listener bus still busy %.0f s after the stop; its lines may follow", timeout_s)
                 break
             if _jobs_ended(tracker, scheduler, group):
@@ -253,6 +255,12 @@ def stop_realtime(spark, query, timeout_s: float = 30.0) -> None:
     finally:
         for name, level in before.items():
             configurator.setLevel(name, level)
+
+
+def _is_timeout(error) -> bool:
+    """Whether a Java error is the listener bus's wait running out (java.util.concurrent's
+    TimeoutException): the one the stop expects; any other is a fault of its own."""
+    return error.java_exception.getClass().getName() == "java.util.concurrent.TimeoutException"
 
 
 def _jobs_ended(tracker, scheduler, group: str) -> bool:
