@@ -92,10 +92,12 @@ def test_real_time_mode_is_refused_for_python_filters_and_too_few_cores(kafka, s
     )
 
 
-def test_the_stop_outlasts_only_the_listener_bus_timeout(spark):
-    """The stop waits for Spark's listener bus, whose wait throws java.util.concurrent's
-    TimeoutException when it runs out (that one is expected: a warning); any other Java error
-    is the stop's own fault and must be raised. Both kinds thrown by the session's JVM."""
+def test_only_a_java_timeout_counts_as_the_listener_bus_running_out(spark):
+    """The Real-Time Mode stop waits for Spark's listener bus, whose wait throws
+    java.util.concurrent's TimeoutException when it runs out (expected: a warning); the stop
+    raises any other Java error as its own fault. This checks the test it uses to tell them
+    apart, on both kinds thrown by the session's JVM (the bus itself cannot be made to time out
+    on demand)."""
     from py4j.protocol import Py4JJavaError
 
     concurrent = spark._jvm.java.util.concurrent
