@@ -186,7 +186,11 @@ def _await(queries: list, timeout_s: float | None, poll=None, stop: threading.Ev
                 return
             if any(q.exception() for q in queries):
                 return
-            next(q for q in queries if q.isActive).awaitTermination(1)
+            # A query may end between the checks above and this one (an available-now run
+            # finishing): the loop's own test then sees it, rather than a wait on nothing.
+            active = next((q for q in queries if q.isActive), None)
+            if active is not None:
+                active.awaitTermination(1)
 
 
 #: How long a stop waits for the running batch to end: bounded, as a batch may be stuck on a
