@@ -22,6 +22,24 @@ import pytest
 
 from alertsieve.kafka import embedded
 
+#: The run's JVM census (tests/jvm_census.py), kept on the config from session start to summary.
+CENSUS = pytest.StashKey()
+
+
+def pytest_sessionstart(session):
+    from jvm_census import JvmCensus
+
+    session.config.stash[CENSUS] = JvmCensus()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, config):
+    """The run's JVM count beside its slowest tests (tests/jvm_census.py says why)."""
+    counts = config.stash[CENSUS].stop()
+    terminalreporter.write_sep("=", "Java processes this run started")
+    for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{n:5d}  {kind}")
+
 
 def pytest_collection_modifyitems(items):
     for item in items:

@@ -1,0 +1,76 @@
+"""How many Java virtual machines the test run starts, by kind, printed at the end of every run.
+
+Each Spark JVM costs ~10 s bare and a job process ~20-45 s before its first batch on these two
+cores: the count is what the suite's time is made of, so every run shows it beside its slowest
+tests. A thread samples the machine's processes twice a second and keeps every Java process
+not already there when the run began (process birth times drift from the wall clock by a second
+or so, so the run's start is a set of processes, not a time) (a short-lived ``java -version`` probe counts as a tool, not a JVM the
+suite waits on). Sampling can miss a JVM that lives under half a second; none that the suite
+pays for does."""
+
+from __future__ import annotations
+
+import threading
+
+import psutil
+
+#: The main class (or a word of it) of each kind, in the order they are tried.
+KINDS = (
+    ("Kafka broker", "kafka.Kafka"),
+    ("Spark cluster master/worker", "org.apache.spark.deploy.master.Master"),
+    ("Spark cluster master/worker", "org.apache.spark.deploy.worker.Worker"),
+    ("Spark executor", "CoarseGrainedExecutorBackend"),
+    ("Spark driver", "org.apache.spark.deploy.SparkSubmit"),
+)
+
+SAMPLE_EVERY_S = 0.5
+
+
+def kind_of(cmdline: list[str]) -> str:
+    """The kind of Java process a command line starts: its main class decides."""
+    for kind, word in KINDS:
+        if any(part == word or part.endswith(word) for part in cmdline):
+            return kind
+    return "other Java tool"
+
+
+class JvmCensus:
+    """Counts Java processes born while it runs; `stop()` ends the sampling."""
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, float], str] = {}
+        self.already_running = set(self._java_processes())
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample_until_stopped, daemon=True, name="jvm-census")
+        self._thread.start()
+
+    def _sample_until_stopped(self) -> None:
+        while not self._stop.wait(SAMPLE_EVERY_S):
+            self.sample()
+
+    @staticmethod
+    def _java_processes() -> dict[tuple[int, float], list[str]]:
+        found = {}
+        for proc in psutil.process_iter(["pid", "name", "cmdline", "create_time"]):
+            info = proc.info
+            if info["name"] == "java" and info["cmdline"]:
+                found[(info["pid"], info["create_time"])] = info["cmdline"]
+        return found
+
+    def sample(self) -> None:
+        for key, cmdline in self._java_processes().items():
+            if key not in self.already_running:
+                self.seen.setdefault(key, kind_of(cmdline))
+
+    def stop(self) -> dict[str, int]:
+        """Stops sampling; counts per kind, and the total of those the suite waits on."""
+        self._stop.set()
+        self._thread.join()
+        self.sample()
+        counts: dict[str, int] = {}
+        for kind in self.seen.values():
+            counts[kind] = counts.get(kind, 0) + 1
+        counts["JVMs and brokers (without tools)"] = sum(
+            n for kind, n in counts.items() if kind != "other Java tool"
+        )
+        return counts
