@@ -15,7 +15,7 @@ HEADER = """# Configuration
 
 Generated from the code by `python -m alertsieve.configuration_doc > docs/configuration.md` (a
 test keeps this page equal to what it prints): edit the settings model
-(`alertsieve/stream/config.py`) or the command line (`alertsieve/cli.py`), not this page.
+(`alertsieve/stream/config.py`) or the command line (`alertsieve/cli/`), not this page.
 
 ## The filter job's settings
 
@@ -47,13 +47,15 @@ def settings_table() -> list[str]:
     return rows
 
 
-def _commands(parser: argparse.ArgumentParser, prefix: str = "alertsieve") -> list[tuple[str, argparse.ArgumentParser]]:
-    """(command, its parser) for every command and sub-command, in the order they are declared."""
+def _commands(parser: argparse.ArgumentParser, prefix: str = "alertsieve") -> list[tuple[str, str | None, argparse.ArgumentParser]]:
+    """(command, its help line, its parser) for every command and sub-command, in the order they
+    are declared."""
     out = []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
             for name, child in action.choices.items():
-                out.append((f"{prefix} {name}", child))
+                out.append((f"{prefix} {name}", helps.get(name), child))
                 out += _commands(child, f"{prefix} {name}")
     return out
 
@@ -62,17 +64,14 @@ def flags_section() -> list[str]:
     """Each command's help line and its flags (positional arguments too)."""
     from alertsieve.cli import build_parser
 
-    parser = build_parser()
-    helps = {a.dest: a.help for a in parser._actions if isinstance(a, argparse._SubParsersAction)
-             for a in a._choices_actions}  # fmt: skip
     lines = ["", "## Every command's flags", ""]
-    for command, child in _commands(parser):
+    for command, help_line, child in _commands(build_parser()):
         lines += [f"### `{command}`", ""]
-        if helps.get(command.split()[-1]):
-            lines += [_cell(helps[command.split()[-1]]), ""]
+        if help_line:
+            lines += [_cell(help_line), ""]
         rows = []
         for action in child._actions:
-            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            if isinstance(action, argparse._HelpAction):
                 continue
             name = ", ".join(f"`{s}`" for s in action.option_strings) or f"`{action.dest}`"
             if action.choices and not action.option_strings:

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
@@ -81,7 +82,22 @@ def _wait_for_rows(job: FilterStream, rows: int, timeout_s: float) -> int:
     return read
 
 
+@dataclass(frozen=True)
+class Sent:
+    """What the demo sent: alerts acknowledged (warm-up and visits), and where the warm-up ended."""
+
+    alerts: int
+    warm_end: dict[int, int]
+
+    @property
+    def expected(self) -> int:
+        """Messages the job must read: the alerts and the malformed ones."""
+        return self.alerts + len(MALFORMED)
+
+
 def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 5.0, warmup: int = 200) -> dict:
+    """Start a broker and the job, send the visits, stop the job, summarise what came out; whatever
+    happens, stop everything and remove the throwaway directory."""
     workdir = Path(tempfile.mkdtemp(prefix="alertsieve-demo-"))
     t0 = time.monotonic()
     spark = None
@@ -95,72 +111,11 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 
                     "metrics_path": str(workdir / "metrics.jsonl"), "schema_dir": str(workdir / "schemas")}  # fmt: skip
         cfg = load_config(str(CONFIG), settings)
         spark = get_session("alertsieve-demo", conf={"spark.ui.enabled": "false"})
-        live, how = choose_trigger(spark, cfg)
-        job = FilterStream(spark, live)
-        print(f"Job      : {CONFIG.name}, every filter in filters/, {how}; started before the alerts")
-        failed: list[BaseException] = []
-        runner = threading.Thread(target=_run_keeping_failure, args=(job, failed), daemon=True)
-        runner.start()
-        while not any(q.name == QUERY_NAME for q in spark.streams.active):
-            if not runner.is_alive():
-                raise failed[0]
-            time.sleep(0.2)
-        schemas = str(workdir / "schemas")
-        # A warm-up visit first: the job's first alerts pay for its start (planning, generating
-        # code, the JIT, the first fetch); the visits after it show the latency it keeps.
-        warm = produce(ProduceConfig(bootstrap=bootstrap, topic="alerts", visits=1, alerts_per_visit=warmup,
-                                     interval_s=0, producers=1, progress=False, seed=WARMUP_SEED, schema_dir=schemas))  # fmt: skip
-        read = _wait_for_rows(job, warm.acked, 300)
-        warm_end = end_offsets(bootstrap, "alerts")
-        print(f"Warm-up  : {warm.acked} alerts filtered before the measured visits" if read >= warm.acked
-              else f"Warm-up  : only {read} of {warm.acked} alerts read after 300 s; the visits follow")  # fmt: skip
-        summary = produce(
-            ProduceConfig(bootstrap=bootstrap, topic="alerts", visits=visits, alerts_per_visit=alerts_per_visit,
-                          interval_s=interval_s, producers=2, progress=False, schema_dir=schemas)
-        )  # fmt: skip
-        print(f"Produce  : {summary.line()}, a visit every {interval_s:g} s while the job runs")
-        producer = Producer({"bootstrap.servers": bootstrap})
-        for value in MALFORMED:
-            producer.produce("alerts", value=value)
-        producer.flush(30)
-        del producer
-        print(f"Produce  : {len(MALFORMED)} malformed messages (empty, short, not Avro, unknown schema id)")
-        expected = warm.acked + summary.acked + len(MALFORMED)
-        _wait_for_rows(job, expected, 300)
+        job, runner = _start_job(spark, cfg)
+        sent = _send_visits(job, bootstrap, str(workdir / "schemas"), visits, alerts_per_visit, interval_s, warmup)
         job.stop()
         runner.join(120)
-        lines = job.metrics.written
-        counts = run_archive(cfg.model_copy(update={"available_now": True}), spark)  # what the stream left it
-        totals = Counter()
-        for line in lines:
-            totals.update(line["matches"])
-        seen = sum(line["input_rows"] for line in lines)
-        quarantined = sum(line["quarantined_rows"] for line in lines)
-        for name, n in totals.items():
-            print(f"Filter   : {name:<18} {n:>5} matches -> topic {cfg.output_prefix}{name}")
-        reasons = Counter(
-            r["reason"].split(" for schema id")[0]
-            for r in spark.read.format("delta").load(str(workdir / "delta" / "quarantine")).collect()
-        )
-        for reason, n in sorted(reasons.items()):
-            print(f"Quarantine: {n} x {reason}")
-        topics = [f.output_topic(cfg.output_prefix) for f in job.filters]
-        latency = latency_lines(bootstrap, topics, warm_end)
-        for line in latency["lines"]:
-            print(f"Latency  : {line}")
-        subscribed = received_and_verified(bootstrap, topics, cfg.counts_topic, workdir / "schemas")
-        print(f"Subscriber: {subscribed['received']} matches read back and decoded (alertsieve listen);"
-              f" {summary_line(subscribed['report'])}")  # fmt: skip
-        print(f"Archive  : Delta 'matches' {counts['matches']} alerts (each once, with its filters),"
-              f" 'quarantine' {counts['quarantine']} messages")  # fmt: skip
-        ok = (seen == expected and quarantined == len(MALFORMED) and counts["quarantine"] == len(MALFORMED)
-              and subscribed["report"]["complete"])  # fmt: skip
-        print(
-            f"Verdict  : {seen} read = {warm.acked + summary.acked} alerts + {len(MALFORMED)} malformed;"
-            f" {quarantined} quarantined; {'nothing lost' if ok else 'MISMATCH'}"
-        )
-        return {"ok": ok, "read": seen, "quarantined": quarantined, "matches": dict(totals),
-                "latency_ms": {k: v for k, v in latency.items() if k != "lines"}, "archive": counts}  # fmt: skip
+        return _summary(spark, cfg, job, sent, workdir)
     finally:
         if spark is not None:  # Spark first: its Kafka clients would complain of a broker gone
             stop_session(spark)
@@ -168,6 +123,87 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 
         stopped = embedded.stop(workdir / "kafka")
         shutil.rmtree(workdir, ignore_errors=True)
         print(f"Cleanup  : stopped broker pid(s) {stopped}; total {time.monotonic() - t0:.0f}s")
+
+
+def _start_job(spark, cfg: JobConfig) -> tuple[FilterStream, threading.Thread]:
+    """The job in a thread of its own, returned once its query runs (or its failure raised), so
+    that no alert is sent before it reads."""
+    live, how = choose_trigger(spark, cfg)
+    job = FilterStream(spark, live)
+    print(f"Job      : {CONFIG.name}, every filter in filters/, {how}; started before the alerts")
+    failed: list[BaseException] = []
+    runner = threading.Thread(target=_run_keeping_failure, args=(job, failed), daemon=True)
+    runner.start()
+    while not any(q.name == QUERY_NAME for q in spark.streams.active):
+        if not runner.is_alive():
+            raise failed[0]
+        time.sleep(0.2)
+    return job, runner
+
+
+def _send_visits(job: FilterStream, bootstrap: str, schemas: str, visits: int, alerts_per_visit: int,
+                 interval_s: float, warmup: int) -> Sent:  # fmt: skip
+    """The warm-up visit, the measured visits while the job runs, then the malformed messages;
+    returns once the job has read them all (or after 300 s)."""
+    # A warm-up visit first: the job's first alerts pay for its start (planning, generating
+    # code, the JIT, the first fetch); the visits after it show the latency it keeps.
+    warm = produce(ProduceConfig(bootstrap=bootstrap, topic="alerts", visits=1, alerts_per_visit=warmup,
+                                 interval_s=0, producers=1, progress=False, seed=WARMUP_SEED, schema_dir=schemas))  # fmt: skip
+    read = _wait_for_rows(job, warm.acked, 300)
+    warm_end = end_offsets(bootstrap, "alerts")
+    print(f"Warm-up  : {warm.acked} alerts filtered before the measured visits" if read >= warm.acked
+          else f"Warm-up  : only {read} of {warm.acked} alerts read after 300 s; the visits follow")  # fmt: skip
+    summary = produce(
+        ProduceConfig(bootstrap=bootstrap, topic="alerts", visits=visits, alerts_per_visit=alerts_per_visit,
+                      interval_s=interval_s, producers=2, progress=False, schema_dir=schemas)
+    )  # fmt: skip
+    print(f"Produce  : {summary.line()}, a visit every {interval_s:g} s while the job runs")
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in MALFORMED:
+        producer.produce("alerts", value=value)
+    producer.flush(30)
+    del producer
+    print(f"Produce  : {len(MALFORMED)} malformed messages (empty, short, not Avro, unknown schema id)")
+    sent = Sent(alerts=warm.acked + summary.acked, warm_end=warm_end)
+    _wait_for_rows(job, sent.expected, 300)
+    return sent
+
+
+def _summary(spark, cfg: JobConfig, job: FilterStream, sent: Sent, workdir: Path) -> dict:
+    """The stopped job's outputs read back, one line each: matches, quarantine, latency, what a
+    subscriber receives, the archive; then the verdict (nothing lost, or a mismatch)."""
+    lines = job.metrics.written
+    counts = run_archive(cfg.model_copy(update={"available_now": True}), spark)  # what the stream left it
+    totals = Counter()
+    for line in lines:
+        totals.update(line["matches"])
+    seen = sum(line["input_rows"] for line in lines)
+    quarantined = sum(line["quarantined_rows"] for line in lines)
+    for name, n in totals.items():
+        print(f"Filter   : {name:<18} {n:>5} matches -> topic {cfg.output_prefix}{name}")
+    reasons = Counter(
+        r["reason"].split(" for schema id")[0]
+        for r in spark.read.format("delta").load(str(workdir / "delta" / "quarantine")).collect()
+    )
+    for reason, n in sorted(reasons.items()):
+        print(f"Quarantine: {n} x {reason}")
+    topics = [f.output_topic(cfg.output_prefix) for f in job.filters]
+    latency = latency_lines(cfg.bootstrap, topics, sent.warm_end)
+    for line in latency["lines"]:
+        print(f"Latency  : {line}")
+    subscribed = received_and_verified(cfg.bootstrap, topics, cfg.counts_topic, workdir / "schemas")
+    print(f"Subscriber: {subscribed['received']} matches read back and decoded (alertsieve listen);"
+          f" {summary_line(subscribed['report'])}")  # fmt: skip
+    print(f"Archive  : Delta 'matches' {counts['matches']} alerts (each once, with its filters),"
+          f" 'quarantine' {counts['quarantine']} messages")  # fmt: skip
+    ok = (seen == sent.expected and quarantined == len(MALFORMED) and counts["quarantine"] == len(MALFORMED)
+          and subscribed["report"]["complete"])  # fmt: skip
+    print(
+        f"Verdict  : {seen} read = {sent.alerts} alerts + {len(MALFORMED)} malformed;"
+        f" {quarantined} quarantined; {'nothing lost' if ok else 'MISMATCH'}"
+    )
+    return {"ok": ok, "read": seen, "quarantined": quarantined, "matches": dict(totals),
+            "latency_ms": {k: v for k, v in latency.items() if k != "lines"}, "archive": counts}  # fmt: skip
 
 
 def latency_lines(bootstrap: str, topics: list[str], warm_end: dict[int, int]) -> dict:

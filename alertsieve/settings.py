@@ -9,6 +9,7 @@ the spelling of where the value came from (a YAML key or a command-line flag).
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,35 @@ def masked(mapping: dict[str, Any]) -> dict[str, Any]:
 
 class SettingsError(AlertsieveError, ValueError):
     """A settings file or flag that cannot work, one line per problem: where, key, value, fix."""
+
+
+def split_pair(flag: str, text: str, form: str = "KEY=VALUE") -> tuple[str, str]:
+    """One ``KEY=VALUE`` given to ``flag`` as (key, value), stripped: both are needed, so a value
+    lost on the way (``KEY=$UNSET``) fails here rather than reaching a client as an empty setting."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise SettingsError(f"{flag} {text!r}: expected {form}")
+    return key.strip(), value.strip()
+
+
+def parse_pairs(flag: str, texts: list[str]) -> dict[str, str]:
+    """A repeatable ``KEY=VALUE`` flag (``--kafka-conf``) as one mapping; a key given again wins."""
+    return dict(split_pair(flag, text) for text in texts)
+
+
+def resolve_secret(value: str) -> str:
+    """``env:NAME`` and ``file:PATH`` keep credentials out of config files and shell history."""
+    if value.startswith("env:"):
+        name = value[4:]
+        if name not in os.environ:
+            raise SettingsError(f"environment variable {name} (named by {value!r}) is not set")
+        return os.environ[name]
+    if value.startswith("file:"):
+        path = Path(value[5:]).expanduser()
+        if not path.exists():
+            raise SettingsError(f"secret file {path} (named by {value!r}) does not exist")
+        return path.read_text().strip()
+    return value
 
 
 def read_yaml(path: str | Path, error: type[SettingsError] = SettingsError) -> dict[str, Any]:

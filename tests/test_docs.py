@@ -47,17 +47,24 @@ def console_commands(page: Path) -> list[tuple[str, str]]:
 
 
 def _subcommand(tokens: list[str]) -> list[str] | None:
-    """The alertsieve command a console line runs (['filter'], ['kafka'], ...), or None."""
+    """The alertsieve command a console line runs with the word after it (['filter', '--topic'],
+    ['filters', 'diff'], ...), or None."""
     if tokens and (tokens[0].endswith("/alertsieve") or tokens[0] == "alertsieve"):
-        return tokens[1:2]
+        return tokens[1:3]
     script = next((t for t in tokens[:3] if t in JOB_SCRIPTS), None)
     return [JOB_SCRIPTS[script]] if script else None
 
 
-def _options(command: str) -> set[str]:
+def _options(words: list[str]) -> set[str]:
+    """The flags of the command ``words`` name, down to its sub-command where it has them
+    (``filters diff``, ``bench soak``)."""
     parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
-    return {s for action in sub._actions for s in action.option_strings}
+    for word in words:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or word not in sub.choices:
+            break
+        parser = sub.choices[word]
+    return {s for action in parser._actions for s in action.option_strings}
 
 
 def test_readme_fits_a_screen_and_links_pages_that_exist():
@@ -84,7 +91,7 @@ def test_every_flag_in_the_readme_and_docs_exists():
             sub = _subcommand(tokens)
             if not sub:
                 continue
-            known = _options(sub[0])
+            known = _options(sub)
             for flag in (t.split("=")[0] for t in tokens if t.startswith("--")):
                 assert flag in known, f"{page.name}: {command}: alertsieve {sub[0]} has no {flag}"
                 checked += 1

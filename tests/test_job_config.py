@@ -11,12 +11,12 @@ import yaml
 from alertsieve.cli import build_parser
 from alertsieve.filtering.checks import not_an_expression, validate
 from alertsieve.filtering.model import AlertFilter, FilterError, PythonFilter
+from alertsieve.settings import SettingsError, resolve_secret
 from alertsieve.stream.config import (
     ConfigError,
     JobConfig,
     check_writable,
     load_config,
-    resolve_secret,
 )
 from alertsieve.stream.flags import overrides
 from alertsieve.stream.source import source_options
@@ -183,7 +183,7 @@ def test_secrets_come_from_environment_or_file_and_are_masked(tmp_path, monkeypa
     (tmp_path / "jaas").write_text("jaas-line\n")
     assert resolve_secret("env:KAFKA_PW") == "s3cret"
     assert resolve_secret(f"file:{tmp_path / 'jaas'}") == "jaas-line"
-    with pytest.raises(ConfigError, match="environment variable NOPE"):
+    with pytest.raises(SettingsError, match="environment variable NOPE"):
         resolve_secret("env:NOPE")
     conf = {"sasl.username": "alice", "sasl.password": "env:KAFKA_PW", "security.protocol": "SASL_SSL"}
     cfg = JobConfig(topic="a", kafka_conf=conf)

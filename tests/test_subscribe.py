@@ -21,7 +21,8 @@ import pytest
 from astropy.io import fits
 
 from alertsieve.alerts.schemas import LocalSchemaStore, frame
-from alertsieve.subscribe import command, subscriber
+from alertsieve.cli import listen
+from alertsieve.subscribe import subscriber
 from alertsieve.subscribe.cutouts import save_cutouts
 from alertsieve.subscribe.errors import SubscribeError
 from alertsieve.subscribe.records import Match, decode, decode_record, make_match
@@ -459,8 +460,8 @@ def _listen(*argv: str) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="alertsieve")
-    command.add_parser(parser.add_subparsers(dest="command"))
-    return command.run(parser.parse_args(["listen", *argv]))
+    listen.add_parser(parser.add_subparsers(dest="command"))
+    return listen.run(parser.parse_args(["listen", *argv]))
 
 
 def test_listen_errors_before_reading_are_one_line_and_exit_2(capsys):
@@ -472,6 +473,6 @@ def test_listen_errors_before_reading_are_one_line_and_exit_2(capsys):
 
 
 def test_the_counts_topic_is_derived_from_the_prefix():
-    assert command.derive_counts_topic("alertsieve-bright") == "alertsieve-counts"
-    assert command.derive_counts_topic("alertsieve-very-bright") == "alertsieve-counts"
-    assert command.derive_counts_topic("bright") == "counts"
+    assert listen.derive_counts_topic("alertsieve-bright") == "alertsieve-counts"
+    assert listen.derive_counts_topic("alertsieve-very-bright") == "alertsieve-counts"
+    assert listen.derive_counts_topic("bright") == "counts"

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from alertsieve.filtering.model import AlertFilter, Filter, PythonFilter
 from alertsieve.filtering.tables import SqlFilterSpec
 from alertsieve.kafka.client_security import SecurityConfigError, java_conf
-from alertsieve.settings import SettingsError, explain, masked, read_yaml
+from alertsieve.settings import SettingsError, explain, masked, read_yaml, resolve_secret
 
 
 class ConfigError(SettingsError):
@@ -298,21 +298,6 @@ def _duration(text: str) -> str:
     if not m or m[2] not in _UNITS or int(m[1]) == 0:
         raise ValueError(f"realtime={text}: the checkpoint interval must be like 30s, 5 minutes or 1h")
     return f"{int(m[1])} {_UNITS[m[2]]}"
-
-
-def resolve_secret(value: str) -> str:
-    """``env:NAME`` and ``file:PATH`` keep credentials out of config files and shell history."""
-    if value.startswith("env:"):
-        name = value[4:]
-        if name not in os.environ:
-            raise ConfigError(f"environment variable {name} (named by {value!r}) is not set")
-        return os.environ[name]
-    if value.startswith("file:"):
-        path = Path(value[5:]).expanduser()
-        if not path.exists():
-            raise ConfigError(f"secret file {path} (named by {value!r}) does not exist")
-        return path.read_text().strip()
-    return value
 
 
 def flag_fields() -> dict[str, dict[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from alertsieve.settings import SettingsError, parse_pairs, split_pair
 from alertsieve.stream.config import ConfigError, JobConfig, flag_fields
 
 
@@ -40,7 +41,10 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         raw = getattr(args, name, None)
         if raw is None:
             continue
-        out[name] = _convert(meta, raw)
+        try:
+            out[name] = _convert(meta, raw)
+        except SettingsError as e:  # said where the settings' own errors say it: the command line
+            raise ConfigError(f"the command line: {e}") from None
     return out
 
 
@@ -49,18 +53,12 @@ def _convert(meta: dict[str, Any], raw: Any) -> Any:
     if kind == "csv":
         return [part.strip() for part in raw.split(",") if part.strip()]
     if kind == "pairs":
-        return dict(_pair(meta["flag"], text, "KEY=VALUE") for text in raw)
+        return parse_pairs(meta["flag"], raw)
     if kind == "sql":
         specs = []
         for text in raw:
-            name, expression = _pair(meta["flag"], text, "NAME=EXPRESSION, e.g. bright='diaSource.snr > 50'")
+            name, expression = split_pair(meta["flag"], text, "NAME=EXPRESSION, e.g. bright='diaSource.snr > 50'")
             specs.append({"name": name, "sql": expression, "origin": f"--sql {name}"})
         return specs
     return raw
 
-
-def _pair(flag: str, text: str, form: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip() or not value.strip():
-        raise ConfigError(f"the command line: {flag} {text!r}: expected {form}")
-    return key.strip(), value.strip()

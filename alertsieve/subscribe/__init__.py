@@ -3,8 +3,8 @@
 and check against the job's counts topic that nothing was lost.
 
 Modules: ``records`` (decode one Kafka record), ``writers`` (JSON lines and Parquet),
-``cutouts`` (FITS stamps), ``verify`` (received vs counted, a pure function), ``subscriber``
-(the Kafka consumer) and ``command`` (``alertsieve listen``).
+``cutouts`` (FITS stamps), ``verify`` (received vs counted, a pure function) and ``subscriber``
+(the Kafka consumer); the command, ``alertsieve listen``, is ``alertsieve.cli.listen``.
 """
 
 from alertsieve.subscribe.errors import SubscribeError

@@ -32,6 +32,7 @@ from confluent_kafka import (
 
 from alertsieve.alerts.schemas import SchemaStore, open_store
 from alertsieve.kafka.client_security import SecurityConfigError, librdkafka_conf
+from alertsieve.settings import resolve_secret
 from alertsieve.subscribe.errors import SubscribeError
 from alertsieve.subscribe.records import Match, match_from_message
 
@@ -67,8 +68,6 @@ def _resolve(conf: dict[str, str]) -> dict[str, str]:
     """``env:NAME`` and ``file:PATH`` values read, as the job reads them."""
     if not any(str(v).startswith(("env:", "file:")) for v in conf.values()):
         return conf
-    from alertsieve.stream.config import resolve_secret
-
     try:
         return {k: resolve_secret(str(v)) for k, v in conf.items()}
     except ValueError as e:

@@ -17,6 +17,7 @@ from collections import Counter
 from typing import Any
 
 from alertsieve.alerts.schemas import SchemaError
+from alertsieve.settings import SettingsError, parse_pairs
 from alertsieve.subscribe.errors import SubscribeError
 
 EPILOG = """examples:
@@ -58,6 +59,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--kafka-conf", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
                    help="librdkafka settings, e.g. security.protocol=SASL_SSL sasl.password=env:PW")  # fmt: skip
+    p.set_defaults(handler=run)
     return p
 
 
@@ -65,16 +67,6 @@ def derive_counts_topic(topic: str) -> str:
     """``alertsieve-bright`` -> ``alertsieve-counts`` (see the module doc)."""
     head, sep, _ = topic.partition("-")
     return f"{head}{sep}counts" if sep else "counts"
-
-
-def parse_conf(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise SubscribeError(f"--kafka-conf expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def match_line(n: int, match: Any) -> str:
@@ -90,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``listen``; 0 done, 1 ``--verify`` found missing records, 2 an error (one line)."""
     try:
         return _run(args)
-    except (SubscribeError, SchemaError) as e:
+    except (SubscribeError, SchemaError, SettingsError) as e:
         print(f"alertsieve listen: error: {e}", file=sys.stderr)
         return 2
 
@@ -109,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
             " end can be checked against the counts"
         )
     counts_topic = (args.counts_topic or derive_counts_topic(topics[0])) if args.verify else None
-    kafka_conf = parse_conf(args.kafka_conf)
+    kafka_conf = parse_pairs("--kafka-conf", args.kafka_conf)
     store = open_store(args.schema_registry, args.schema_dir)
     subscriber = Subscriber(args.bootstrap, topics, from_beginning=args.from_beginning,
                             until_end=args.until_end, group_id=args.group, kafka_conf=kafka_conf,

@@ -1,0 +1,64 @@
+"""The `alertsieve` command: thin argument parsing over the library."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from alertsieve import logs
+from alertsieve.cli import (
+    backtest,
+    bench,
+    catalog,
+    demo,
+    filters,
+    jars,
+    job,
+    kafka,
+    listen,
+    produce,
+    schemas,
+    setup,
+)
+from alertsieve.cli.shared import add_verbosity, verbosity
+from alertsieve.errors import AlertsieveError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every command, each from its module, in the order ``--help`` lists them; each parser's
+    ``handler`` default is the function that runs it."""
+    parser = argparse.ArgumentParser(prog="alertsieve", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    setup.add_parser(sub)
+    jars.add_parser(sub)
+    kafka.add_parser(sub)
+    produce.add_parser(sub)
+    job.add_parsers(sub)
+    filters.add_parser(sub)
+    backtest.add_parser(sub)
+    bench.add_parser(sub)
+    schemas.add_parser(sub)
+    catalog.add_parsers(sub)
+    listen.add_parser(sub)
+    demo.add_parser(sub)
+    for command in sub.choices.values():
+        add_verbosity(command)
+        for sub_command in _sub_commands(command):
+            add_verbosity(sub_command, inherited=True)
+    return parser
+
+
+def _sub_commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``bench soak``, ``filters list``, ...: the sub-commands of a command that has them."""
+    return [child for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for child in action.choices.values()]  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logs.configure(verbosity(args))
+    try:
+        return args.handler(args)
+    except AlertsieveError as e:  # ours, explained in the message; anything else is a bug: its traceback
+        print(f"alertsieve {args.command}: error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,43 @@
+"""``alertsieve backtest``: filters run over a topic, Avro files, a Delta archive or simulated
+alerts; a table of their matches a night, and exit 1 when one matches too much."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from alertsieve.cli.shared import chosen_filters, night
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    bt = sub.add_parser("backtest", help="run filters over a topic, Avro files, a Delta archive or simulated alerts")
+    bt.add_argument("--filter", help="comma-separated filter names (default: all discovered)")
+    bt.add_argument(
+        "--input", required=True, action="append",
+        help="a topic, an Avro file or folder (repeat for more), a job's Delta archive (its delta_path), or simulated:N",
+    )  # fmt: skip
+    bt.add_argument("--since", type=night, help="first observing night, YYYY-MM-DD (Rubin's dayObs)")
+    bt.add_argument("--until", type=night, help="last observing night, YYYY-MM-DD (inclusive)")
+    bt.add_argument("--bootstrap", help="Kafka bootstrap servers, when --input is a topic")
+    bt.add_argument("--schema-dir", help="local schema store directory")
+    bt.add_argument(
+        "--max-rate", type=float, default=0.05, help="warn above this match rate (default 0.05)"
+    )
+    bt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules")
+    bt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
+    bt.set_defaults(handler=run)
+    return bt
+
+
+def run(args: argparse.Namespace) -> int:
+    from alertsieve.filtering.backtest import backtest, for_survey, load_alerts, report
+    from alertsieve.spark.session import command_session
+
+    filters = chosen_filters(args.filter, args.filter_path)
+    with command_session("alertsieve-backtest", conf={"spark.ui.enabled": "false"}) as spark:
+        alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
+        filters = for_survey(filters, alerts.decoder.survey, ", ".join(args.input), named=bool(args.filter))
+        rows = backtest(spark, filters, alerts, args.catalog_dir, args.since, args.until)
+        text, ok = report(rows, args.max_rate)
+    print(text)
+    return 0 if ok else 1

@@ -1,0 +1,20 @@
+"""``alertsieve demo``: embedded Kafka, simulated visits, the filter job and a summary (``make demo``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    demo = sub.add_parser("demo", help="embedded Kafka, simulated visits, the filter job, a summary")
+    demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")
+    demo.add_argument("--alerts-per-visit", type=int, default=2000, help="default 2000")
+    demo.set_defaults(handler=run)
+    return demo
+
+
+def run(args: argparse.Namespace) -> int:
+    from alertsieve.demo import run_demo
+
+    return 0 if run_demo(args.visits, args.alerts_per_visit)["ok"] else 1

@@ -1,0 +1,115 @@
+"""``alertsieve filters list|check|diff``: the filters there are, whether each works on the alerts
+of every schema version, and what a change to one would add and drop before it goes live."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from alertsieve.cli.shared import chosen_filters
+
+#: ``filters list`` shows each filter up to this many, and counts by source beyond.
+LIST_IN_FULL = 30
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    flt = sub.add_parser(
+        "filters", help="list the discovered filters, check them on sample alerts, or diff a change"
+    )
+    action = flt.add_subparsers(dest="action", required=True,
+                                help="list them, check them on sample alerts, or diff one against a deployed copy")  # fmt: skip
+    listed = action.add_parser("list", help="each filter: its kind, version, what it publishes, origin and parameters")
+    listed.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
+    listed.add_argument("--names", action="store_true", help="every filter's name, one a line")
+    listed.set_defaults(handler=run_list)
+    check = action.add_parser("check", help="compile each filter and run it on sample alerts of every schema version")
+    check.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
+    check.set_defaults(handler=run_check)
+    diff = action.add_parser("diff", help="the alerts a change to one filter adds and drops, against the copy that runs now")
+    diff.add_argument("name", nargs="?", help="the filter (one name)")
+    diff.add_argument("--input", action="append", help="alerts to run both versions over (as backtest --input)")
+    diff.add_argument("--against", metavar="PATH",
+                      help="the file or folder holding the filter as it runs now (the new one is discovered)")  # fmt: skip
+    diff.add_argument("--bootstrap", help="Kafka bootstrap servers, when --input is a topic")
+    diff.add_argument("--schema-dir", help="local schema store directory")
+    diff.add_argument("--show", type=int, default=20, help="alert ids shown of each side (default 20)")
+    diff.set_defaults(handler=run_diff)
+    for parser in (listed, check, diff):
+        parser.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules and tables")
+        parser.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
+    return flt
+
+
+def run_list(args: argparse.Namespace) -> int:
+    filters = chosen_filters(args.name, args.filter_path)
+    if args.names:
+        print("\n".join(f.name for f in filters))
+        return 0
+    if len(filters) > LIST_IN_FULL:
+        from alertsieve.filtering.discovery import counts_by_source
+
+        print(f"{len(filters)} filters  ('--names' lists every name; 'filters list NAME[,NAME]' shows those)")
+        print(f"{'filters':>7}  {'survey':<6} {'kind':<7} source")
+        for survey, kind, source, n in counts_by_source(filters):
+            print(f"{n:>7}  {survey:<6} {kind:<7} {source}")
+        return 0
+    from alertsieve.publish.versions import filter_versions
+
+    versions = filter_versions(filters, args.catalog_dir)
+    for f in filters:
+        kind = "python" if hasattr(f, "function") else "sql"
+        summary = (f.description or "").strip().splitlines()[0] if f.description else ""
+        publishes = "alert" if f.payload == "alert" else f"fields ({f.format}: {', '.join(f.fields)})"
+        print(f"{f.name:<22} {kind:<7} {summary}")
+        print(f"{'':<22} {'':<7} version {versions[f.name]}; publishes {publishes}")
+        print(f"{'':<22} {'':<7} {f.origin}; params {dict(f.params)}")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    filters = chosen_filters(args.name, args.filter_path)
+    from alertsieve.catalogs.context import load_context
+    from alertsieve.filtering.checks import validate
+    from alertsieve.filtering.model import FilterError
+    from alertsieve.publish.payloads import check_payload, record_types
+    from alertsieve.spark.session import command_session
+    from alertsieve.stream.config import JobConfig
+    from alertsieve.stream.plan import filter_reads, lacking_fields, lacking_lines, sample_alerts
+    from alertsieve.stream.surveys import rubin_decoder, ztf_decoder
+
+    decoders = {"rubin": rubin_decoder(JobConfig(topic="alerts", survey="rubin")), "ztf": ztf_decoder([])}
+    failures = 0
+    with command_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"}) as spark:
+        for f in filters:
+            decoder = decoders[f.survey or "rubin"]
+            try:
+                context = load_context(args.catalog_dir, [f], decoder.detection)
+                samples = sample_alerts(spark, decoder, context=context)
+                validate([f], samples, decoder.view)
+                check_payload(f)
+                record_types([f], decoder, {f.name: ""}, samples)  # its fields compile on every version
+                print(f"ok      {f.name} ({decoder.survey})")
+                for line in lacking_lines(lacking_fields(decoder, [f], filter_reads(spark, decoder, [f], context))):
+                    print(f"        {line}")
+            except FilterError as e:
+                failures += 1
+                print(f"FAILED  {e}")
+    return 1 if failures else 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from alertsieve.filtering.backtest import load_alerts
+    from alertsieve.filtering.diff import diff, diff_lines, filter_named
+    from alertsieve.filtering.model import FilterError
+    from alertsieve.spark.session import command_session
+
+    if not args.name or "," in args.name or not args.input or not args.against:
+        raise FilterError("filters diff takes one filter NAME, --input (alerts) and --against PATH"
+                          " (the file or folder holding the filter as it runs now)")  # fmt: skip
+    after = filter_named(args.name, args.filter_path or [])
+    before = filter_named(args.name, [args.against], builtin=False)
+    with command_session("alertsieve-filters-diff", conf={"spark.ui.enabled": "false"}) as spark:
+        alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
+        result = diff(spark, before, after, alerts, args.catalog_dir)
+    print("\n".join(diff_lines(result, args.against, after.origin, args.show)))
+    return 0

@@ -1,0 +1,49 @@
+"""What several commands share: the ``-v``/``-q`` every command takes, a night on the command line,
+and the filters a command is given by name."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import date
+
+from alertsieve import logs
+
+
+def add_verbosity(parser: argparse.ArgumentParser, inherited: bool = False) -> None:
+    """Every command's ``-v``/``-q``: how much of the library's log it shows. A sub-command's
+    (``bench soak -q``) are ``inherited``: not given, they leave what its command was given
+    (``bench -q soak``) as it is."""
+    default = argparse.SUPPRESS if inherited else False
+    said = parser.add_mutually_exclusive_group()
+    said.add_argument("-v", "--verbose", action="store_true", default=default,
+                      help="also debug lines, each with its time and logger")  # fmt: skip
+    said.add_argument("-q", "--quiet", action="store_true", default=default,
+                      help="warnings and errors only; no progress bar")  # fmt: skip
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    return logs.QUIET if args.quiet else logs.VERBOSE if args.verbose else logs.NORMAL
+
+
+def night(text: str) -> date:
+    """An observing night on the command line: an ISO date, or a clear error naming the form."""
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a night: give a date, YYYY-MM-DD") from None
+
+
+def chosen_filters(names: str | None, paths: list[str] | None):
+    """The discovered filters (``paths`` and the installed ones), or those of the comma-separated
+    ``names`` in their order; a name not found fails naming the known ones."""
+    from alertsieve.filtering.discovery import discover
+    from alertsieve.filtering.model import FilterError
+
+    found = discover(paths or [])
+    if not names:
+        return found
+    by_name = {f.name: f for f in found}
+    missing = [n for n in names.split(",") if n not in by_name]
+    if missing:
+        raise FilterError(f"no filter named {missing}; known: {sorted(by_name)}")
+    return [by_name[n] for n in names.split(",")]
