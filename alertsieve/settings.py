@@ -30,6 +30,10 @@ class SettingsError(AlertsieveError, ValueError):
     """A settings file or flag that cannot work, one line per problem: where, key, value, fix."""
 
 
+class ConfigError(SettingsError):
+    """A job setting that cannot work, named with its source and the fix."""
+
+
 def read_yaml(path: str | Path, error: type[SettingsError] = SettingsError) -> dict[str, Any]:
     """A YAML mapping from ``path`` (an empty file is an empty mapping)."""
     try:
