@@ -26,8 +26,9 @@ from alertsieve.filtering.model import FilterError
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce, stop_resource_tracker
+from alertsieve.settings import ConfigError
 from alertsieve.spark.session import get_session, stop_session
-from alertsieve.stream.config import ConfigError, JobConfig, load_config
+from alertsieve.stream.config import JobConfig, load_config
 from alertsieve.stream.job import QUERY_NAME, FilterStream, check_realtime, run_archive
 from alertsieve.stream.latency import OutputReader, quantiles
 from alertsieve.stream.plan import select_filters

@@ -31,6 +31,10 @@ class SettingsError(AlertsieveError, ValueError):
     """A settings file or flag that cannot work, one line per problem: where, key, value, fix."""
 
 
+class ConfigError(SettingsError):
+    """A job setting that cannot work, named with its source and the fix."""
+
+
 def split_pair(flag: str, text: str, form: str = "KEY=VALUE") -> tuple[str, str]:
     """One ``KEY=VALUE`` given to ``flag`` as (key, value), stripped: both are needed, so a value
     lost on the way (``KEY=$UNSET``) fails here rather than reaching a client as an empty setting."""

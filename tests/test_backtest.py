@@ -10,7 +10,9 @@ import pytest
 from oracles import dayobs
 
 from alertsieve.alerts.schemas import load_rubin_schema
-from alertsieve.filtering.backtest import BacktestRow, backtest, for_survey, load_alerts, report
+from alertsieve.backtest.report import report
+from alertsieve.backtest.run import BacktestRow, backtest, for_survey
+from alertsieve.backtest.sources import load_alerts
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import AlertFilter, FilterError
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig

@@ -15,13 +15,13 @@ from oracles import contributed_filters_in_plain_python, contributed_oracles
 from pyspark.sql import functions as F
 
 from alertsieve.alerts.schemas import load_rubin_schema, unframe
-from alertsieve.filtering.backtest import AlertSource, messages_source, records_source
+from alertsieve.backtest.sources import AlertSource, messages_source, records_source
 from alertsieve.filtering.checks import validate
 from alertsieve.filtering.discovery import discover, load_filter_file
+from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import AlertFilter, FilterError
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-from alertsieve.stream.decode import filter_view
-from alertsieve.stream.plan import view_paths
+from alertsieve.view.decoder import view_paths
 
 SCHEMA = load_rubin_schema()
 SIM = AlertSimulator(SimulationConfig(seed=3, stamp_size=0))

@@ -17,7 +17,7 @@ from astropy.coordinates import SkyCoord
 
 from alertsieve.alerts.replay import read_raw_records
 from alertsieve.alerts.schemas import frame, load_rubin_schema
-from alertsieve.catalogs.context import BROADCAST_FACTOR, load_context, named_catalogs
+from alertsieve.catalogs.context import BROADCAST_FACTOR, load_context
 from alertsieve.catalogs.healpix import order_for_radius, pixels, with_neighbours, with_pixel
 from alertsieve.catalogs.store import (
     CatalogError,
@@ -26,13 +26,14 @@ from alertsieve.catalogs.store import (
     list_catalogs,
     load_meta,
 )
-from alertsieve.filtering.model import AlertFilter, FilterError
+from alertsieve.filtering.filter_view import filter_view
+from alertsieve.filtering.model import AlertFilter
+from alertsieve.filtering.prepare import catalog_uses, filter_paths, filter_reads
+from alertsieve.filtering.sql_text import named_catalogs
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import filter_view
-from alertsieve.stream.plan import filter_paths, filter_reads
-from alertsieve.stream.source import message_frame
-from alertsieve.stream.surveys import rubin_decoder
+from alertsieve.view.decode_settings import DecodeSettings
+from alertsieve.view.samples import message_frame
+from alertsieve.view.surveys import rubin_decoder
 
 REAL = Path(__file__).parent / "data" / "real"
 IDS = {"7.4": 704, "10.0": 1000, "11.1": 1101}
@@ -94,9 +95,9 @@ def setup(spark, tmp_path_factory):
 
 def _view(spark, root, alerts, sql: dict[str, str]):
     """Each alert's filter view with the catalogs the ``sql`` filters name, in input order."""
-    decoder = rubin_decoder(JobConfig(topic="x", survey="rubin", schema_versions=list(IDS)))
+    decoder = rubin_decoder(DecodeSettings(topic="x", survey="rubin", schema_versions=tuple(IDS)))
     filters = [AlertFilter(name=n, sql=s) for n, s in sql.items()]
-    context = load_context(root, filters, decoder.detection)
+    context = load_context(root, catalog_uses(filters), decoder.detection)
     decoded = decoder.decode(message_frame(spark, [m for m, _, _ in alerts]), filter_paths(decoder, filter_reads(spark, decoder, filters, context)))
     view = filter_view(decoded, ("_offset",), context)
     columns = [f.evaluate()[0].alias(f.name) for f in filters]
@@ -219,10 +220,10 @@ def test_a_watchmap_finer_than_order_12_grows_to_its_order_12_cells(spark, setup
 
 def test_unknown_or_misnamed_catalog_fails_naming_the_filter_and_the_fix(setup):
     root = setup[0]
-    with pytest.raises(FilterError, match=r"filter 'f' .* reads xmatch\.nope, not in the catalog folder .*alertsieve catalog add nope FILE"):
-        load_context(root, [AlertFilter(name="f", sql="xmatch.nope.distance_arcsec < 1")], "diaSource")
-    with pytest.raises(FilterError, match=r"reads xmatch\.targets, but targets is a watchlist: write watch\.targets"):
-        load_context(root, [AlertFilter(name="f", sql="xmatch.targets IS NOT NULL")], "diaSource")
+    with pytest.raises(CatalogError, match=r"filter 'f' .* reads xmatch\.nope, not in the catalog folder .*alertsieve catalog add nope FILE"):
+        load_context(root, catalog_uses([AlertFilter(name="f", sql="xmatch.nope.distance_arcsec < 1")]), "diaSource")
+    with pytest.raises(CatalogError, match=r"reads xmatch\.targets, but targets is a watchlist: write watch\.targets"):
+        load_context(root, catalog_uses([AlertFilter(name="f", sql="xmatch.targets IS NOT NULL")]), "diaSource")
     assert named_catalogs("xmatch.a.b > 1 AND watch.c AND 'xmatch.d' = ''") == {("xmatch", "a"), ("watch", "c")}
 
 
@@ -236,10 +237,10 @@ def test_a_catalog_too_big_to_broadcast_is_refused_before_any_alert(setup):
     assert meta.memory_mb == round(pq.read_table(root / "mine" / "index.parquet").nbytes / 2**20, 1) > 0
     f = AlertFilter(name="f", sql="xmatch.mine.distance_arcsec < 1")
     enough = BROADCAST_FACTOR * meta.memory_mb + 1
-    assert load_context(root, [f], "diaSource", heap_mb=enough).catalogs == (meta,)
+    assert load_context(root, catalog_uses([f]), "diaSource", heap_mb=enough).catalogs == (meta,)
     with pytest.raises(CatalogError, match=r"take \d+ MB in memory \(xmatch\.mine \d+ MB\) and a broadcast needs about 5 times that.*"
                                            r"give the driver more memory \(spark\.driver\.memory, spark-submit --driver-memory\)"):
-        load_context(root, [f], "diaSource", heap_mb=enough - 2)
+        load_context(root, catalog_uses([f]), "diaSource", heap_mb=enough - 2)
 
 
 def test_catalog_add_refuses_bad_files_with_the_fix(tmp_path):

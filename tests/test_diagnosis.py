@@ -1,6 +1,6 @@
 """A batch whose every message was quarantined says why, in one line with the likely fix; a batch
-with one decoded message says nothing. The reasons are written as ``alertsieve.stream.decode``
-and ``alertsieve.stream.surveys`` write them. The last test runs the real job (integration)."""
+with one decoded message says nothing. The reasons are written as ``alertsieve.view.decoder``
+and ``alertsieve.view.surveys`` write them. The last test runs the real job (integration)."""
 
 from __future__ import annotations
 

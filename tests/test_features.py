@@ -16,12 +16,12 @@ from oracles import assert_features_equal, expected_features
 from alertsieve.alerts.replay import read_raw_records
 from alertsieve.alerts.schemas import frame, load_rubin_schema
 from alertsieve.filtering.features import BANDS
+from alertsieve.filtering.filter_view import filter_view
+from alertsieve.filtering.references import referenced_paths
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import filter_view
-from alertsieve.stream.references import referenced_paths
-from alertsieve.stream.source import message_frame
-from alertsieve.stream.surveys import rubin_decoder
+from alertsieve.view.decode_settings import DecodeSettings
+from alertsieve.view.samples import message_frame
+from alertsieve.view.surveys import rubin_decoder
 
 IDS = {"7.4": 704, "10.0": 1000, "11.1": 1101}
 READ = ["diaSource.midpointMjdTai", "diaSource.psfFlux", "diaSource.psfFluxErr", "diaSource.band",
@@ -65,7 +65,7 @@ def _edge_cases(alerts: list[dict]) -> list[dict]:
 @pytest.fixture(scope="module")
 def computed(spark):
     messages = _messages()
-    decoder = rubin_decoder(JobConfig(topic="f", survey="rubin", schema_versions=list(IDS)))
+    decoder = rubin_decoder(DecodeSettings(topic="f", survey="rubin", schema_versions=tuple(IDS)))
     decoded = decoder.decode(message_frame(spark, [m for _, m in messages]), READ).orderBy("_offset")
     rows = filter_view(decoded).select("features").collect()
     return messages, [r["features"].asDict(recursive=True) for r in rows]
@@ -102,7 +102,7 @@ def test_the_corpus_exercises_every_feature(computed):
 def test_a_filter_on_features_decodes_only_the_four_history_fields(spark):
     """Spark's own pruning finds what a features filter reads: the detection's and the history's
     time, band, flux and error, nothing else of the ~100 fields a history entry has."""
-    decoder = rubin_decoder(JobConfig(topic="f", survey="rubin", schema_versions=list(IDS)))
+    decoder = rubin_decoder(DecodeSettings(topic="f", survey="rubin", schema_versions=tuple(IDS)))
     paths = referenced_paths(spark, decoder.view, ["features.r.rate_sigma > 5 AND features.n_detections >= 3"])
     assert sorted(paths) == sorted(READ)
 

@@ -10,9 +10,9 @@ import fastavro
 import pytest
 from crafted import REAL, REAL_FILES
 
+from alertsieve.backtest.diff import diff, diff_lines, filter_named
+from alertsieve.backtest.sources import load_alerts
 from alertsieve.cli import main
-from alertsieve.filtering.backtest import load_alerts
-from alertsieve.filtering.diff import diff, diff_lines, filter_named
 from alertsieve.publish.versions import filter_version
 
 BEFORE = "from alertsieve.filtering.model import AlertFilter\nF = AlertFilter(name='doubt', sql='diaSource.reliability > {r}', params={{'r': {r}}})\n"

@@ -11,9 +11,8 @@ import yaml
 from alertsieve.cli import build_parser
 from alertsieve.filtering.checks import not_an_expression, validate
 from alertsieve.filtering.model import AlertFilter, FilterError, PythonFilter
-from alertsieve.settings import SettingsError, resolve_secret
+from alertsieve.settings import ConfigError, SettingsError, resolve_secret
 from alertsieve.stream.config import (
-    ConfigError,
     JobConfig,
     check_writable,
     load_config,
@@ -401,10 +400,11 @@ def test_a_misspelled_field_is_answered_with_the_versions_that_have_the_closest(
     """The view holds every version's fields; a field renamed between versions (is_negative in
     7.3-7.4, isNegative from 8.0) is suggested with the versions that carry each spelling."""
     from alertsieve.alerts.schemas import view_versions
-    from alertsieve.stream.plan import sample_alerts
-    from alertsieve.stream.surveys import rubin_decoder
+    from alertsieve.filtering.prepare import sample_alerts
+    from alertsieve.view.decode_settings import DecodeSettings
+    from alertsieve.view.surveys import rubin_decoder
 
-    decoder = rubin_decoder(JobConfig(topic="alerts", survey="rubin"))
+    decoder = rubin_decoder(DecodeSettings(topic="alerts", survey="rubin"))
     typo = AlertFilter(name="f", sql="NOT diaSource.isNegativ", origin="f.yaml")
     with pytest.raises(FilterError) as err:
         validate([typo], sample_alerts(spark, decoder), decoder.view)

@@ -404,13 +404,14 @@ def test_fields_may_read_catalogs_and_features_no_condition_names(spark, field_c
     """A fields payload reading ``xmatch.*`` joins that catalog although the condition does not
     name it, and ``features.*`` compile into the record's type."""
     from alertsieve.catalogs.context import load_context
-    from alertsieve.stream.plan import sample_alerts
-    from alertsieve.stream.surveys import rubin_decoder
+    from alertsieve.filtering.prepare import catalog_uses, sample_alerts
+    from alertsieve.view.decode_settings import DecodeSettings
+    from alertsieve.view.surveys import rubin_decoder
 
     f = AlertFilter(name="near", sql="diaSource.snr > 5", payload="fields",
                     fields={"field_distance": "xmatch.field.distance_arcsec", "r_rate": "features.r.rate"})  # fmt: skip
-    decoder = rubin_decoder(JobConfig(topic="t", survey="rubin"))
-    context = load_context(field_catalog, [f], decoder.detection)
+    decoder = rubin_decoder(DecodeSettings(topic="t", survey="rubin"))
+    context = load_context(field_catalog, catalog_uses([f]), decoder.detection)
     assert [m.name for m in context.catalogs] == ["field"]
     from alertsieve.publish.payloads import record_types
 
@@ -420,12 +421,13 @@ def test_fields_may_read_catalogs_and_features_no_condition_names(spark, field_c
 
 
 def test_a_field_that_does_not_compile_is_named_at_start_up(spark):
+    from alertsieve.filtering.prepare import sample_alerts
     from alertsieve.publish.payloads import record_types
-    from alertsieve.stream.plan import sample_alerts
-    from alertsieve.stream.surveys import rubin_decoder
+    from alertsieve.view.decode_settings import DecodeSettings
+    from alertsieve.view.surveys import rubin_decoder
 
     f = AlertFilter(name="typo", sql="true", payload="fields", origin="mine.yaml",
                     fields={"snr": "diaSource.snr", "flux": "diaSource.psfFlx"})  # fmt: skip
-    decoder = rubin_decoder(JobConfig(topic="t", survey="rubin"))
+    decoder = rubin_decoder(DecodeSettings(topic="t", survey="rubin"))
     with pytest.raises(FilterError, match=r"^filter 'typo' \(mine.yaml\): fields\['flux'\]: .*psfFlx"):
         record_types([f], decoder, {"typo": "v"}, sample_alerts(spark, decoder))

@@ -17,7 +17,8 @@ from kafka_helpers import consume_all
 from alertsieve.filtering.model import AlertFilter, FilterError, PythonFilter
 from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
-from alertsieve.stream.config import ConfigError, JobConfig
+from alertsieve.settings import ConfigError
+from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import _is_timeout, check_realtime
 
 

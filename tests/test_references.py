@@ -6,12 +6,13 @@ from __future__ import annotations
 import pytest
 
 from alertsieve.alerts.view import build_view
+from alertsieve.filtering.lacking import lacking_fields
 from alertsieve.filtering.model import AlertFilter
+from alertsieve.filtering.prepare import filter_reads
+from alertsieve.filtering.references import referenced_paths
 from alertsieve.filtering.sql_text import minds_null, only_existence
-from alertsieve.stream.config import JobConfig
-from alertsieve.stream.plan import filter_reads, lacking_fields
-from alertsieve.stream.references import referenced_paths
-from alertsieve.stream.surveys import make_decoder
+from alertsieve.view.decode_settings import DecodeSettings
+from alertsieve.view.surveys import make_decoder
 
 VIEW = build_view(["7.4", "10.0", "11.1"])
 HISTORY = sorted(f.path for f in VIEW if f.path.startswith("prvDiaSources[]."))
@@ -51,7 +52,7 @@ def test_a_field_whose_null_the_filter_handles():
 
 
 def test_versions_lacking_a_field_are_named_unless_the_filter_says_what_its_null_means(spark):
-    decoder = make_decoder(JobConfig(topic="alerts"), [])
+    decoder = make_decoder(DecodeSettings(topic="alerts"), [])
     bare = AlertFilter(name="bare", sql="diaSource.isDipole OR diaObject.nDiaSources > 1")
     minded = AlertFilter(name="minded", sql="NOT coalesce(diaSource.isDipole, false) AND ssSource IS NULL")
     old = ["7.0", "7.1", "7.2", "7.3", "7.4"]
@@ -61,7 +62,7 @@ def test_versions_lacking_a_field_are_named_unless_the_filter_says_what_its_null
 
 
 def test_one_analysis_per_expression_shape():
-    from alertsieve.stream.references import shape
+    from alertsieve.filtering.references import shape
 
     assert shape("pmod(diaSource.diaSourceId, 5000) = 17 AND diaSource.snr > 5.5e1") == shape(
         "pmod(diaSource.diaSourceId, 750) = 3 AND diaSource.snr > 6"

@@ -18,9 +18,11 @@ from registry_server import FIRST_ID, serve
 from alertsieve.alerts.schemas import RegistrySchemaStore, SchemaError, load_rubin_schema
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.produce.producer import ProduceConfig, produce
-from alertsieve.stream.config import ConfigError, JobConfig
+from alertsieve.settings import ConfigError
+from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
-from alertsieve.stream.surveys import rubin_decoder
+from alertsieve.view.decode_settings import DecodeSettings
+from alertsieve.view.surveys import rubin_decoder
 
 pytestmark = pytest.mark.integration  # a server on a port of its own
 
@@ -41,9 +43,9 @@ def test_the_store_registers_lists_and_reads_schemas_by_id():
         with pytest.raises(SchemaError, match=f"schema id {FIRST_ID + 7}: .*not found"):
             fresh.get(FIRST_ID + 7)
         # A job reading a version the registry has no writer of is refused at start-up, saying so.
-        cfg = JobConfig(topic="alerts", schema_registry=url, schema_versions=["10.0", "11.1"])
+        settings = DecodeSettings(topic="alerts", schema_registry=url, schema_versions=("10.0", "11.1"))
         with pytest.raises(ConfigError) as refused:
-            rubin_decoder(cfg)
+            rubin_decoder(settings)
         assert str(refused.value) == (f"the command line: schema_versions ['10.0'] have no writer schema in {url};"
                                       " register them, or choose from those it has")  # fmt: skip
 

@@ -18,7 +18,8 @@ from kafka_helpers import consume_all
 from oracles import contributed_filters_in_plain_python, dayobs
 
 from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
-from alertsieve.filtering.backtest import backtest, load_alerts
+from alertsieve.backtest.run import backtest
+from alertsieve.backtest.sources import load_alerts
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce

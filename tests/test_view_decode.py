@@ -15,9 +15,9 @@ from alertsieve.alerts.replay import read_raw_records
 from alertsieve.alerts.schemas import frame, load_rubin_schema
 from alertsieve.alerts.view import build_view
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-from alertsieve.stream.config import JobConfig
-from alertsieve.stream.source import message_frame
-from alertsieve.stream.surveys import rubin_decoder
+from alertsieve.view.decode_settings import DecodeSettings
+from alertsieve.view.samples import message_frame
+from alertsieve.view.surveys import rubin_decoder
 
 REAL = Path(__file__).parent / "data" / "real"
 VERSIONS = {"7.4": 704, "10.0": 1000, "11.1": 1101}
@@ -61,7 +61,7 @@ def _nest(record: dict) -> dict:
 def decoded(spark):
     messages = _messages()
     raw = message_frame(spark, [m for _, m in messages])
-    decoder = rubin_decoder(JobConfig(topic="mixed", survey="rubin", schema_versions=list(VERSIONS)))
+    decoder = rubin_decoder(DecodeSettings(topic="mixed", survey="rubin", schema_versions=tuple(VERSIONS)))
     assert decoder.view == build_view(list(VERSIONS))
     frame_ = decoder.decode(raw, PATHS).orderBy("_offset")
     return messages, frame_
@@ -111,7 +111,7 @@ def test_every_sample_alert_of_lsst_alert_packet_decodes(spark):
         messages.append(frame(load_rubin_schema(version).schema_id, raw.body))
         s = record["diaSource"]
         expected.append((s["diaSourceId"], s["ra"], s.get("dec")))  # "decl" before 4.0: null in the view
-    decoder = rubin_decoder(JobConfig(topic="s", survey="rubin", schema_versions=list(rubin_versions())))
+    decoder = rubin_decoder(DecodeSettings(topic="s", survey="rubin", schema_versions=tuple(rubin_versions())))
     paths = ["diaSource.diaSourceId", "diaSource.ra", "diaSource.dec"]
     rows = decoder.decode(message_frame(spark, messages), paths).orderBy("_offset").collect()
     assert [r["_reason"] for r in rows] == [None] * len(rubin_versions())

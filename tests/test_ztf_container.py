@@ -54,8 +54,8 @@ def test_spark_reads_ztf_messages_in_place_equal_to_fastavro(spark):
     """Real ZTF messages (container files as ZTF's Kafka carries them) decoded by the job's ZTF
     decoder, against fastavro; what is not a readable container is quarantined with its reason."""
 
-    from alertsieve.stream.source import message_frame
-    from alertsieve.stream.surveys import ztf_decoder
+    from alertsieve.view.samples import message_frame
+    from alertsieve.view.surveys import ztf_decoder
 
     messages = [p.read_bytes() for p in ZTF]
     buffer = io.BytesIO()

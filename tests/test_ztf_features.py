@@ -14,10 +14,10 @@ from oracles import assert_features_equal, expected_ztf_features
 
 from alertsieve.alerts.ztf import one_alert_container
 from alertsieve.filtering.features.ztf import READ_PATHS
-from alertsieve.stream.decode import filter_view
-from alertsieve.stream.references import referenced_paths
-from alertsieve.stream.source import message_frame
-from alertsieve.stream.surveys import ztf_decoder
+from alertsieve.filtering.filter_view import filter_view
+from alertsieve.filtering.references import referenced_paths
+from alertsieve.view.samples import message_frame
+from alertsieve.view.surveys import ztf_decoder
 
 HISTORIES = sorted((Path(__file__).parent / "data" / "real" / "ztf-3.3-histories").glob("*.avro"))
 

@@ -29,11 +29,11 @@ from ztf_oracles import ztf_oracles
 
 from alertsieve.alerts.ztf import header, one_alert_container
 from alertsieve.filtering.discovery import discover
+from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import AlertFilter
-from alertsieve.stream.decode import filter_view
-from alertsieve.stream.plan import view_paths
-from alertsieve.stream.source import message_frame
-from alertsieve.stream.surveys import ztf_decoder
+from alertsieve.view.decoder import view_paths
+from alertsieve.view.samples import message_frame
+from alertsieve.view.surveys import ztf_decoder
 
 Case = tuple[str, dict, bool]
 

@@ -9,11 +9,12 @@ import tempfile
 import time
 
 from alertsieve.errors import AlertsieveError
+from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import filter_view
-from alertsieve.stream.plan import plan_job, view_paths
+from alertsieve.stream.plan import plan_job
 from alertsieve.stream.source import source_options
+from alertsieve.view.decoder import view_paths
 
 
 def _noop_seconds(frame, checkpoint: str) -> tuple[float, float]:

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from alertsieve.catalogs.context import load_context
 from alertsieve.catalogs.store import add_catalog
+from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import AlertFilter
-from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import filter_view
-from alertsieve.stream.plan import filter_paths, filter_reads
-from alertsieve.stream.source import message_frame
-from alertsieve.stream.surveys import rubin_decoder
+from alertsieve.filtering.prepare import prepare
+from alertsieve.view.decode_settings import DecodeSettings
+from alertsieve.view.samples import message_frame
+from alertsieve.view.surveys import rubin_decoder
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +68,15 @@ def bench_xmatch(sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000), radi
         schema = load_rubin_schema("11.1")
         sim = AlertSimulator(SimulationConfig(schema_version="11.1", stamp_size=0, seed=5))
         messages = [schema.encode_framed(a) for a in sim.visit_alerts(0, count=alerts)]
-        decoder = rubin_decoder(JobConfig(topic="x", survey="rubin", schema_versions=["11.1"]))
+        decoder = rubin_decoder(DecodeSettings(survey="rubin", topic="x", schema_versions=("11.1",)))
         raw = message_frame(spark, messages).cache()
         raw.count()
 
         def frame(sql: str):
             f = AlertFilter(name="m", sql=sql)
-            context = load_context(workdir / "catalogs", [f], decoder.detection)
-            decoded = decoder.decode(raw, filter_paths(decoder, filter_reads(spark, decoder, [f], context)))
-            return filter_view(decoded, (), context).select(f.evaluate()[0].alias("m"))
+            prepared = prepare(spark, [f], decoder, catalog_dir=workdir / "catalogs")
+            decoded = decoder.decode(raw, prepared.paths)
+            return filter_view(decoded, (), prepared.context).select(f.evaluate()[0].alias("m"))
 
         baseline, _ = _visit_seconds(spark, frame(f"abs(diaSource.ra - diaSource.dec) < {radius_arcsec / 3600}"), repeats)
         out = {"alerts": alerts, "radius_arcsec": radius_arcsec, "baseline_visit_s": round(baseline, 3),

@@ -17,7 +17,7 @@ A job whose filters name no catalog joins nothing.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,15 +31,18 @@ from alertsieve.catalogs.store import (
     catalog_dir,
     list_catalogs,
 )
-from alertsieve.filtering.sql_text import without_strings
 
 FAMILIES = ("xmatch", "watch")
-_NAMED = re.compile(r"(?<![\w.`])`?(xmatch|watch)`?\s*\.\s*`?([A-Za-z]\w*)`?", flags=re.I)
 
 
-def named_catalogs(expression: str) -> set[tuple[str, str]]:
-    """(family, name) pairs an expression reads: ``xmatch.hipparcos.distance_arcsec`` -> ('xmatch', 'hipparcos')."""
-    return {(f.lower(), n) for f, n in _NAMED.findall(without_strings(expression))}
+@dataclass(frozen=True)
+class CatalogUse:
+    """A catalog a filter names in its SQL: who reads it (for errors: ``filter 'f' (f.py)``), its
+    family (``xmatch`` or ``watch``) and its name."""
+
+    reader: str
+    family: str
+    name: str
 
 
 @dataclass(frozen=True)
@@ -67,29 +70,29 @@ class Context:
 BROADCAST_FACTOR = 5
 
 
-def load_context(root: str | Path, filters, detection: str, heap_mb: float | None = None) -> Context:
-    """The catalogs ``filters`` name, from the catalog folder ``root``: a name that is not there,
-    or is there as another kind, fails here naming the filter and the fix; so do catalogs that
-    would not fit a driver of ``heap_mb`` once broadcast (``check_broadcast``)."""
+def load_context(root: str | Path, uses: Iterable[CatalogUse], detection: str, heap_mb: float | None = None) -> Context:
+    """The catalogs the filters name (``uses``, in the filters' order), from the catalog folder
+    ``root``: a name that is not there, or is there as another kind, fails here naming the filter
+    and the fix; so do catalogs that would not fit a driver of ``heap_mb`` once broadcast
+    (``check_broadcast``)."""
     known = {m.name: m for m in list_catalogs(root)}
     chosen: dict[str, CatalogMeta] = {}
-    for f in filters:
-        for expression in [*f.expressions().values(), *f.fields.values()]:  # a fields payload may read them too
-            for family, name in sorted(named_catalogs(expression)):
-                meta = known.get(name)
-                if meta is None:
-                    have = ", ".join(f"{m.family}.{m.name}" for m in known.values()) or "none"
-                    add = "catalog add" if family == "xmatch" else "watch add"
-                    raise CatalogError(
-                        f"filter {f.name!r} ({f.origin}) reads {family}.{name}, not in the catalog folder"
-                        f" {root} (there: {have}); add it with: alertsieve {add} {name} FILE ..., or set catalog_dir"
-                    )
-                if meta.family != family:
-                    raise CatalogError(
-                        f"filter {f.name!r} ({f.origin}) reads {family}.{name}, but {name} is a {meta.kind}:"
-                        f" write {meta.family}.{name}"
-                    )
-                chosen[name] = meta
+    for use in uses:
+        family, name = use.family, use.name
+        meta = known.get(name)
+        if meta is None:
+            have = ", ".join(f"{m.family}.{m.name}" for m in known.values()) or "none"
+            add = "catalog add" if family == "xmatch" else "watch add"
+            raise CatalogError(
+                f"{use.reader} reads {family}.{name}, not in the catalog folder"
+                f" {root} (there: {have}); add it with: alertsieve {add} {name} FILE ..., or set catalog_dir"
+            )
+        if meta.family != family:
+            raise CatalogError(
+                f"{use.reader} reads {family}.{name}, but {name} is a {meta.kind}:"
+                f" write {meta.family}.{name}"
+            )
+        chosen[name] = meta
     metas = tuple(chosen[n] for n in sorted(chosen))
     if heap_mb is not None:
         check_broadcast(metas, heap_mb)

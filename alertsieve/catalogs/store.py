@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 
 from alertsieve.catalogs.healpix import order_for_radius, pixel_size_arcsec, pixels, with_neighbours
-from alertsieve.filtering.model import FilterError
+from alertsieve.errors import AlertsieveError
 
 Kind = Literal["catalog", "watchlist", "watchmap"]
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -30,7 +30,7 @@ RA, DEC, RADIUS = "_ra", "_dec", "_radius_arcsec"
 MAP_PIXELS = 4_000_000
 
 
-class CatalogError(FilterError):
+class CatalogError(AlertsieveError, ValueError):
     """A catalog that cannot be built or used, named with the fix."""
 
 

@@ -30,7 +30,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from alertsieve.filtering.backtest import backtest, for_survey, load_alerts, report
+    from alertsieve.backtest.report import report
+    from alertsieve.backtest.run import backtest, for_survey
+    from alertsieve.backtest.sources import load_alerts
     from alertsieve.spark.session import command_session
 
     filters = chosen_filters(args.filter, args.filter_path)

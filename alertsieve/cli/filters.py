@@ -57,7 +57,7 @@ def run_list(args: argparse.Namespace) -> int:
 
     versions = filter_versions(filters, args.catalog_dir)
     for f in filters:
-        kind = "python" if hasattr(f, "function") else "sql"
+        kind = f.kind
         summary = (f.description or "").strip().splitlines()[0] if f.description else ""
         publishes = "alert" if f.payload == "alert" else f"fields ({f.format}: {', '.join(f.fields)})"
         print(f"{f.name:<22} {kind:<7} {summary}")
@@ -68,38 +68,39 @@ def run_list(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     filters = chosen_filters(args.name, args.filter_path)
-    from alertsieve.catalogs.context import load_context
-    from alertsieve.filtering.checks import validate
+    from alertsieve.catalogs.store import CatalogError
+    from alertsieve.filtering.lacking import lacking_fields, lacking_lines
     from alertsieve.filtering.model import FilterError
+    from alertsieve.filtering.prepare import prepare
     from alertsieve.publish.payloads import check_payload, record_types
     from alertsieve.spark.session import command_session
-    from alertsieve.stream.config import JobConfig
-    from alertsieve.stream.plan import filter_reads, lacking_fields, lacking_lines, sample_alerts
-    from alertsieve.stream.surveys import rubin_decoder, ztf_decoder
+    from alertsieve.view.decode_settings import DecodeSettings
+    from alertsieve.view.surveys import rubin_decoder, ztf_decoder
 
-    decoders = {"rubin": rubin_decoder(JobConfig(topic="alerts", survey="rubin")), "ztf": ztf_decoder([])}
+    decoders = {"rubin": rubin_decoder(DecodeSettings(survey="rubin")), "ztf": ztf_decoder([])}
     failures = 0
     with command_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"}) as spark:
         for f in filters:
             decoder = decoders[f.survey or "rubin"]
-            try:
-                context = load_context(args.catalog_dir, [f], decoder.detection)
-                samples = sample_alerts(spark, decoder, context=context)
-                validate([f], samples, decoder.view)
+
+            def payload(samples, f=f, decoder=decoder) -> None:
                 check_payload(f)
                 record_types([f], decoder, {f.name: ""}, samples)  # its fields compile on every version
+
+            try:
+                prepared = prepare(spark, [f], decoder, catalog_dir=args.catalog_dir, check=payload)
                 print(f"ok      {f.name} ({decoder.survey})")
-                for line in lacking_lines(lacking_fields(decoder, [f], filter_reads(spark, decoder, [f], context))):
+                for line in lacking_lines(lacking_fields(decoder, [f], prepared.reads)):
                     print(f"        {line}")
-            except FilterError as e:
+            except (FilterError, CatalogError) as e:
                 failures += 1
                 print(f"FAILED  {e}")
     return 1 if failures else 0
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    from alertsieve.filtering.backtest import load_alerts
-    from alertsieve.filtering.diff import diff, diff_lines, filter_named
+    from alertsieve.backtest.diff import diff, diff_lines, filter_named
+    from alertsieve.backtest.sources import load_alerts
     from alertsieve.filtering.model import FilterError
     from alertsieve.spark.session import command_session
 

@@ -56,10 +56,10 @@ def validate(filters: list[Filter], alerts, view: list[ViewField] | None = None)
             )
         seen[f.name] = f
         _check_expressions(f)
-    sql = [f for f in filters if not isinstance(f, PythonFilter)]
+    sql = [f for f in filters if not f.runs_python]
     types = _compiled_together(sql, alerts)
     for f in filters:
-        if isinstance(f, PythonFilter):
+        if f.runs_python:
             _run_on_samples(f, alerts, view)
             continue
         dtype = types[f.name] if types is not None else _compiled(f, alerts, view)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from alertsieve.filtering.model import Filter, FilterError, PythonFilter
+from alertsieve.filtering.model import Filter, FilterError
 from alertsieve.filtering.tables import load_filter_table
 
 #: Files a filter folder holds: modules and tables.
@@ -142,6 +142,6 @@ def counts_by_source(filters: list[Filter]) -> list[tuple[str, str, str, int]]:
     thousand filters is made of."""
     counts: dict[tuple[str, str, str], int] = {}
     for f in filters:
-        key = (f.survey or "any", "python" if isinstance(f, PythonFilter) else "sql", source_of(f))
+        key = (f.survey or "any", f.kind, source_of(f))
         counts[key] = counts.get(key, 0) + 1
     return [(*key, n) for key, n in counts.items()]

@@ -10,6 +10,8 @@ job can skip that filter's output for that batch and let the others go on.
 
 from __future__ import annotations
 
+import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -45,8 +47,40 @@ class FilterInfo:
         return self.topic or f"{prefix}{self.name}"
 
 
+class Filter(FilterInfo, ABC):
+    """A filter: SQL (``AlertFilter``) or a Python function (``PythonFilter``). What the job and
+    the checks ask of one, each kind answers: its expressions, its columns, whether it runs in
+    Python, and what decides its matches."""
+
+    name: str
+
+    @abstractmethod
+    def expressions(self) -> dict[str, str]:
+        """Where in the filter -> each SQL expression it evaluates over the alert."""
+
+    @abstractmethod
+    def evaluate(self):
+        """(match column, error column or None): the filter over a frame of the filter view."""
+
+    @property
+    @abstractmethod
+    def runs_python(self) -> bool:
+        """Whether a Python worker runs it (a pandas UDF): Real-Time Mode cannot, it reports its
+        errors in a column of its own, and Spark queues whole rows while it computes."""
+
+    @abstractmethod
+    def code(self) -> str | None:
+        """What decides its matches beyond its expressions and parameters, as text (a Python
+        filter's function source); None when nothing does."""
+
+    @property
+    def kind(self) -> str:
+        """'python' or 'sql', as listings and counts name it."""
+        return "python" if self.runs_python else "sql"
+
+
 @dataclass(frozen=True)
-class AlertFilter(FilterInfo):
+class AlertFilter(Filter):
     """A SQL filter: ``sql`` is a boolean expression over the alert's fields; ``{param}``
     placeholders are filled from ``params`` (defaults here, overridable from config)."""
 
@@ -63,9 +97,16 @@ class AlertFilter(FilterInfo):
 
         return F.expr(self.expressions()["sql"]), None
 
+    @property
+    def runs_python(self) -> bool:
+        return False
+
+    def code(self) -> str | None:
+        return None
+
 
 @dataclass(frozen=True)
-class PythonFilter(FilterInfo):
+class PythonFilter(Filter):
     """A Python filter: ``function(columns: pd.DataFrame, **params) -> pd.Series[bool]``, where
     ``columns`` maps each pandas column name to a SQL expression over the alert's fields."""
 
@@ -88,6 +129,13 @@ class PythonFilter(FilterInfo):
         run = guarded(self.function, dict(self.params), self.name)
         result = pandas_udf(run, "struct<match:boolean,error:string>")(self.inputs())
         return result["match"], result["error"]
+
+    @property
+    def runs_python(self) -> bool:
+        return True
+
+    def code(self) -> str | None:
+        return _source(self.function)
 
 
 def guarded(function: Callable[..., Any], params: dict, name: str) -> Callable:
@@ -116,7 +164,13 @@ def guarded(function: Callable[..., Any], params: dict, name: str) -> Callable:
     return run
 
 
-Filter = AlertFilter | PythonFilter
+def _source(function) -> str:
+    """A function's source text; its compiled code where the source is not at hand (a notebook)."""
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        code = function.__code__
+        return code.co_code.hex() + repr(code.co_consts)
 
 
 def python_filter(

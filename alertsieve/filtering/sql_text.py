@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 _STRINGS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_CATALOG = re.compile(r"(?<![\w.`])`?(xmatch|watch)`?\s*\.\s*`?([A-Za-z]\w*)`?", flags=re.I)
 
 
 def without_strings(expression: str) -> str:
@@ -51,3 +52,8 @@ def minds_null(expression: str, name: str) -> bool:
     ``coalesce(x, ...)``, ``ifnull``/``nvl(x, ...)``, ``x IS [NOT] NULL``, ``isnull(x)``,
     ``isnotnull(x)``. Such a filter has decided how to treat versions that lack the field."""
     return _every_use_is(expression, name, "coalesce|ifnull|nvl|isnull|isnotnull")
+
+
+def named_catalogs(expression: str) -> set[tuple[str, str]]:
+    """(family, name) pairs an expression reads: ``xmatch.hipparcos.distance_arcsec`` -> ('xmatch', 'hipparcos')."""
+    return {(f.lower(), n) for f, n in _CATALOG.findall(without_strings(expression))}

@@ -11,14 +11,13 @@ in fields records, in the counts topic and in the Delta archive.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 from functools import cache, partial
 from pathlib import Path
 
-from alertsieve.catalogs.context import named_catalogs
 from alertsieve.catalogs.store import catalog_dir
-from alertsieve.filtering.model import Filter, PythonFilter
+from alertsieve.filtering.model import Filter
+from alertsieve.filtering.sql_text import named_catalogs
 
 #: Hex digits of a version: 48 bits, enough that two versions of one filter never collide.
 VERSION_DIGITS = 12
@@ -47,20 +46,12 @@ def _deciding(f: Filter, fingerprint) -> list[str]:
     expressions = f.expressions()
     parts = [type(f).__name__, json.dumps(expressions, sort_keys=True),
              json.dumps(dict(f.params), sort_keys=True, default=repr)]  # fmt: skip
-    if isinstance(f, PythonFilter):
-        parts.append(_source(f.function))
+    code = f.code()
+    if code is not None:
+        parts.append(code)
     named = sorted({n for e in expressions.values() for n in named_catalogs(e)})
     parts += [f"{family}.{name}:{fingerprint(name)}" for family, name in named]
     return parts
-
-
-def _source(function) -> str:
-    """A function's source text; its compiled code where the source is not at hand (a notebook)."""
-    try:
-        return inspect.getsource(function)
-    except (OSError, TypeError):
-        code = function.__code__
-        return code.co_code.hex() + repr(code.co_consts)
 
 
 def catalog_fingerprint(root: str | Path, name: str) -> str:

@@ -22,10 +22,10 @@ import json
 from pathlib import Path
 
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import META
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import kafka_options
 from alertsieve.stream.source import source_columns
+from alertsieve.view.decoder import META
 
 KEY = ("topic", "partition", "offset")  # where an alert came from: its identity in the archive
 

@@ -14,14 +14,18 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from alertsieve.filtering.model import AlertFilter, Filter, PythonFilter
+from alertsieve.filtering.model import Filter
 from alertsieve.filtering.tables import SqlFilterSpec
 from alertsieve.kafka.client_security import SecurityConfigError, java_conf
-from alertsieve.settings import SettingsError, explain, masked, read_yaml, resolve_secret
-
-
-class ConfigError(SettingsError):
-    """A job setting that cannot work, named with its source and the fix."""
+from alertsieve.settings import (
+    ConfigError,
+    SettingsError,
+    explain,
+    masked,
+    read_yaml,
+    resolve_secret,
+)
+from alertsieve.view.decode_settings import DecodeSettings
 
 
 def _flag(flag: str, cli: str = "value", example: str | None = None, **extra: Any) -> dict:
@@ -183,7 +187,7 @@ class JobConfig(BaseModel):
     @classmethod
     def _filter_objects(cls, value: list[Any]) -> list[Any]:
         for f in value:
-            if not isinstance(f, AlertFilter | PythonFilter):
+            if not isinstance(f, Filter):
                 raise ValueError(f"expected AlertFilter or PythonFilter objects, got {type(f).__name__}")
         return value
 
@@ -248,6 +252,14 @@ class JobConfig(BaseModel):
     @property
     def where(self) -> str:
         return self.config_file or "the command line"
+
+    @property
+    def decode_settings(self) -> DecodeSettings:
+        """What the job's decoder is built from (``alertsieve.view.surveys``)."""
+        versions = None if self.schema_versions is None else tuple(self.schema_versions)
+        return DecodeSettings(survey=self.survey, topic=self.topic, schema_versions=versions,
+                              wire_format=self.wire_format, writer_schema_version=self.writer_schema_version,
+                              schema_registry=self.schema_registry, schema_dir=self.schema_dir, where=self.where)  # fmt: skip
 
     @property
     def trigger_seconds(self) -> float | None:

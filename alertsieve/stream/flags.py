@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from alertsieve.settings import SettingsError, parse_pairs, split_pair
-from alertsieve.stream.config import ConfigError, JobConfig, flag_fields
+from alertsieve.settings import ConfigError, SettingsError, parse_pairs, split_pair
+from alertsieve.stream.config import JobConfig, flag_fields
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

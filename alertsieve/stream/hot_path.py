@@ -12,12 +12,12 @@ the Delta archive is its own query reading these topics (``alertsieve.stream.arc
 
 from __future__ import annotations
 
-from alertsieve.filtering.model import PythonFilter
+from alertsieve.filtering.filter_view import filter_view
 from alertsieve.publish.payloads import record_column
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.decode import META, filter_view
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import headers, kafka_options
+from alertsieve.view.decoder import META
 
 #: The names of the ``observe()`` metrics of each batch (``alertsieve.stream.metrics``).
 ARRIVED = "alertsieve_input"
@@ -120,7 +120,7 @@ def outcome_metrics(plan: JobPlan) -> list:
         F.collect_list(matched).alias(MATCHES),
     ]
     for i, f in enumerate(plan.filters):
-        if isinstance(f, PythonFilter):
+        if f.runs_python:
             out.append(F.first(F.when(index == error_index(i), F.col(error(i))), ignorenulls=True).alias(error(i)))
     return out
 
@@ -142,7 +142,7 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig):
     formats = F.array(*[F.lit(f.format) for f in plan.filters if f.name in plan.payloads] or [F.lit("")])
     slot = F.array(*[F.lit(fields_filters.index(f.name) + 1 if f.name in plan.payloads else 0)
                      for f in plan.filters])  # fmt: skip
-    errors = [error(i) for i, f in enumerate(plan.filters) if isinstance(f, PythonFilter)]
+    errors = [error(i) for i, f in enumerate(plan.filters) if f.runs_python]
     # explode_outer, then the empty alerts' null row dropped: a plain explode makes Spark infer
     # ``size(_outcomes) > 0`` and push it below the decode, where every field a filter reads is
     # replaced by its whole decoding expression (a 90 MB plan at 100 filters, out of memory at

@@ -13,11 +13,13 @@ from contextlib import contextmanager
 
 from py4j.protocol import Py4JJavaError
 
+from alertsieve.catalogs.store import CatalogError
 from alertsieve.errors import AlertsieveError
-from alertsieve.filtering.model import FilterError, PythonFilter
+from alertsieve.filtering.model import FilterError
 from alertsieve.publish.counts import CountsTopic, Published
+from alertsieve.settings import ConfigError
 from alertsieve.stream.archive import Archive, archive_topics
-from alertsieve.stream.config import ConfigError, JobConfig, check_writable
+from alertsieve.stream.config import JobConfig, check_writable
 from alertsieve.stream.diagnosis import Diagnoser
 from alertsieve.stream.hot_path import MAX_MESSAGE_BYTES, codegen_conf, hot_path, sink_options
 from alertsieve.stream.metrics import MetricsLog, make_listener
@@ -46,7 +48,7 @@ class FilterStream:
             check_realtime(spark, cfg, self.filters)
         for line in self.plan.describe():
             log.info("%s", line)
-        python = {f.name for f in self.filters if isinstance(f, PythonFilter)}
+        python = {f.name for f in self.filters if f.runs_python}
         self.session_before = {k: spark.conf.get(k, None) for k in codegen_conf(self.plan)}
         self.counts = CountsTopic(cfg.bootstrap, cfg.counts_topic, cfg.kafka_conf, published(self.plan, cfg),
                                   cfg.quarantine_topic)  # fmt: skip
@@ -71,7 +73,7 @@ class FilterStream:
         for key, value in codegen_conf(self.plan).items():  # read as each batch is planned
             self.spark.conf.set(key, value)
         options = source_options(cfg)
-        if any(isinstance(f, PythonFilter) for f in self.filters) and cfg.max_offsets_per_trigger:
+        if any(f.runs_python for f in self.filters) and cfg.max_offsets_per_trigger:
             # Spark queues each whole row (~100 KB) while Python computes a filter over a few of its
             # columns, and its writer runs a whole partition ahead: small partitions bound that queue.
             options["minPartitions"] = str(-(-cfg.max_offsets_per_trigger // PYTHON_ROWS_PER_PARTITION))
@@ -143,7 +145,7 @@ class FilterStream:
                 plan = plan_job(self.spark, self.cfg)
                 if self.cfg.realtime:
                     check_realtime(self.spark, self.cfg, plan.filters)
-            except (FilterError, ConfigError) as e:
+            except (FilterError, CatalogError, ConfigError) as e:
                 log.warning("watch: change refused, the running filters go on: %s", e)
                 return
             change = describe_change(self.plan.versions, plan.versions)  # ~name: a new version
@@ -151,7 +153,7 @@ class FilterStream:
             self._stop(queries[0])
             self.metrics.flush(queries[0].recentProgress)  # the old query's batches, by the old filters
             self.plan, self.filters = plan, plan.filters
-            self.metrics.use_filters([f.name for f in plan.filters], {f.name for f in plan.filters if isinstance(f, PythonFilter)})
+            self.metrics.use_filters([f.name for f in plan.filters], {f.name for f in plan.filters if f.runs_python})
             self.counts.use(published(plan, self.cfg))
             queries[0] = self.start()
             if len(queries) > 1:
@@ -304,7 +306,7 @@ def check_realtime(spark, cfg: JobConfig, filters) -> None:
     """Real-Time Mode runs SQL only, and one long-running task per input partition at once."""
     from alertsieve.kafka.topics import partition_count
 
-    python = [f for f in filters if isinstance(f, PythonFilter)]
+    python = [f for f in filters if f.runs_python]
     if python:
         f = python[0]
         raise FilterError(

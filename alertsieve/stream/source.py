@@ -42,12 +42,3 @@ def source_columns() -> list:
         F.col("_offset").alias("offset"),
         F.col("_timestamp").alias("kafka_timestamp"),
     ]
-
-
-def message_frame(spark, values: list[bytes], topic: str = "held"):
-    """Messages held in memory as rows shaped like the Kafka source's (one partition, offsets in
-    order): start-up samples go through the job's own decoder this way."""
-    now = datetime.now().astimezone()
-    rows = [(topic, 0, i, now, None, v) for i, v in enumerate(values)]
-    schema = "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
-    return spark.createDataFrame(rows, schema)

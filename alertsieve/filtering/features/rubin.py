@@ -164,5 +164,5 @@ def with_features(frame):
     return steps.withColumn("features", F.expr(features_sql())).drop("_det", "_now", *bands, *means)
 
 
-#: The view fields the features read, as ``alertsieve.stream.references`` names paths.
+#: The view fields the features read, as ``alertsieve.filtering.references`` names paths.
 READ_PATHS = [f"diaSource.{f}" for f in READS] + [f"prvDiaSources[].{f}" for f in READS]

@@ -150,5 +150,5 @@ def with_features(frame):
     return steps.withColumn("features", F.expr(features_sql())).drop(*dropped)
 
 
-#: The view fields the features read, as ``alertsieve.stream.references`` names paths.
+#: The view fields the features read, as ``alertsieve.filtering.references`` names paths.
 READ_PATHS = [f"candidate.{f}" for f in READS] + [f"prv_candidates[].{f}" for f in READS]

@@ -28,8 +28,9 @@ from alertsieve.alerts.ztf import (
     schema_fingerprint,
     writer_of,
 )
-from alertsieve.stream.config import ConfigError, JobConfig
-from alertsieve.stream.decode import Decoder, framed
+from alertsieve.settings import ConfigError
+from alertsieve.view.decode_settings import DecodeSettings
+from alertsieve.view.decoder import Decoder, framed
 
 
 def shipped_ztf_schemas() -> list[bytes]:
@@ -49,26 +50,26 @@ def detect_survey(messages: list[bytes]) -> str | None:
     return "ztf" if sum(m.startswith(MAGIC) for m in messages) * 2 > len(messages) else "rubin"
 
 
-def survey_of(cfg: JobConfig, head: list[bytes]) -> str:
-    if cfg.survey != "auto":
-        return cfg.survey
+def survey_of(settings: DecodeSettings, head: list[bytes]) -> str:
+    if settings.survey != "auto":
+        return settings.survey
     return detect_survey(head) or "rubin"
 
 
-def rubin_decoder(cfg: JobConfig, store: SchemaStore | None = None, view_also: list[str] = ()) -> Decoder:
+def rubin_decoder(settings: DecodeSettings, store: SchemaStore | None = None, view_also: list[str] = ()) -> Decoder:
     """Every Rubin writer the topic may carry that the job reads, the view of their union (and of
     the versions ``view_also``: a backtest of one file's alerts runs filters written for the
     job's view), and why the others are refused."""
-    wanted = cfg.schema_versions or view_versions()
-    if cfg.wire_format == "plain":
-        schema = load_rubin_schema(cfg.writer_schema_version)
+    wanted = list(settings.schema_versions or view_versions())
+    if settings.wire_format == "plain":
+        schema = load_rubin_schema(settings.writer_schema_version)
         version = rubin_version_of(schema.definition)
         return Decoder("rubin", "plain", view_of({version: schema.definition}),
                        {schema.schema_id: schema.definition}, {schema.schema_id: schema.name},
                        {schema.schema_id: version})  # fmt: skip
-    store = store or open_store(cfg.schema_registry, cfg.schema_dir)
+    store = store or open_store(settings.schema_registry, settings.schema_dir)
     writers, names, versions, refused, definitions = {}, {}, {}, {}, {}
-    for schema in store.candidates(f"{cfg.topic or 'alerts'}-value"):
+    for schema in store.candidates(f"{settings.topic or 'alerts'}-value"):
         version = rubin_version_of(schema.definition)
         where = f"schema id {schema.schema_id} ({schema.name})"
         if version is None:
@@ -85,10 +86,10 @@ def rubin_decoder(cfg: JobConfig, store: SchemaStore | None = None, view_also: l
             names[schema.schema_id] = schema.name
             versions[schema.schema_id] = label
     missing = [v for v in wanted if v not in set(versions.values())]
-    if not writers or (missing and cfg.schema_versions):
-        source = cfg.schema_registry or "the local schema store"
+    if not writers or (missing and settings.schema_versions):
+        source = settings.schema_registry or "the local schema store"
         raise ConfigError(
-            f"{cfg.where}: schema_versions {missing or wanted} have no writer schema in {source};"
+            f"{settings.where}: schema_versions {missing or wanted} have no writer schema in {source};"
             " register them, or choose from those it has"
         )
     in_view = {v: load_rubin_schema(v).definition for v in view_also if v not in definitions}
@@ -121,10 +122,10 @@ def ztf_decoder(head: list[bytes]) -> Decoder:
                    night_offset=2440587.5, mjd_offset=2400000.5)  # fmt: skip
 
 
-def make_decoder(cfg: JobConfig, head: list[bytes], view_also: list[str] = (), seen: list[bytes] = ()) -> Decoder:
+def make_decoder(settings: DecodeSettings, head: list[bytes], view_also: list[str] = (), seen: list[bytes] = ()) -> Decoder:
     """The decoder of the job's survey; ``head``: the topic's first messages (may be empty), which
     tell the survey; ``seen``: more messages whose ZTF writer schemas are learned too;
     ``view_also``: Rubin versions the view covers beyond those read."""
-    if survey_of(cfg, head) == "ztf":
+    if survey_of(settings, head) == "ztf":
         return ztf_decoder([*head, *seen])
-    return rubin_decoder(cfg, view_also=view_also)
+    return rubin_decoder(settings, view_also=view_also)

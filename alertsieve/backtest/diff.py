@@ -1,21 +1,19 @@
 """`alertsieve filters diff`: which alerts a change to a filter would add and drop, before it goes
 live (skyportal PR #6674). Both versions run over the same alerts in one pass, decoded as the job
-decodes them: real files, a topic, or a job's Delta archive (``alertsieve.filtering.backtest``)."""
+decodes them: real files, a topic, or a job's Delta archive (``alertsieve.backtest.sources``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from alertsieve.catalogs.context import load_context
-from alertsieve.filtering.backtest import AlertSource
-from alertsieve.filtering.checks import validate
+from alertsieve.backtest.sources import AlertSource
 from alertsieve.filtering.discovery import discover
+from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import Filter, FilterError
+from alertsieve.filtering.prepare import prepare
 from alertsieve.publish.versions import filter_version
 from alertsieve.spark.session import driver_heap_mb
-from alertsieve.stream.decode import filter_view
-from alertsieve.stream.plan import filter_paths, filter_reads, sample_alerts
 
 
 @dataclass(frozen=True)
@@ -45,11 +43,9 @@ def diff(spark, before: Filter, after: Filter, alerts: AlertSource, catalog_dir:
 
     renamed = [replace(before, name="before"), replace(after, name="after")]
     decoder = alerts.decoder
-    context = load_context(catalog_dir, renamed, decoder.detection, driver_heap_mb(spark))
-    validate(renamed, sample_alerts(spark, decoder, alerts.head, context), decoder.view)
-    paths = filter_paths(decoder, filter_reads(spark, decoder, renamed, context))
-    decoded = decoder.decode(alerts.raw, paths).where("_reason IS NULL")
-    view = filter_view(decoded, context=context)
+    prepared = prepare(spark, renamed, decoder, alerts.head, catalog_dir, driver_heap_mb(spark))
+    decoded = decoder.decode(alerts.raw, prepared.paths).where("_reason IS NULL")
+    view = filter_view(decoded, context=prepared.context)
     (was, _), (now, _) = (f.evaluate() for f in renamed)
     was, now = F.coalesce(was, F.lit(False)), F.coalesce(now, F.lit(False))
     rows = view.select(F.col(decoder.id_path).cast("string").alias("id"), was.alias("b"), now.alias("a"))

@@ -4,7 +4,7 @@ A :class:`Decoder` knows, for one survey, which writer schemas a topic may carry
 message names its own: Rubin's Confluent framing (``0x00``, a 4-byte schema id, the body), a plain
 schemaless body of one configured version, or ZTF's container file per message (the writer schema
 in its header, known by the SHA-256 of its JSON). Each writer is read with its own schema and
-resolved by Avro straight into the view's paths asked for (``alertsieve.stream.view_decode``).
+resolved by Avro straight into the view's paths asked for (``alertsieve.view.reader_schema``).
 PERMISSIVE ``from_avro`` turns an undecodable body into nulls instead of failing the batch; a
 ``tell`` path that no decoded alert lacks turns those nulls into a quarantine reason.
 """
@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any, Literal
 
 from alertsieve.alerts.view import ViewField
-from alertsieve.stream.view_decode import view_column
+from alertsieve.view.reader_schema import view_column
 
 #: Metadata columns the job carries next to the alert's own fields (underscored: never a clash).
 META = {
@@ -208,15 +208,7 @@ def framed(definition: dict) -> dict:
     return {**definition, "fields": header + list(definition["fields"])}
 
 
-def filter_view(decoded, keep: tuple[str, ...] = (), context=None):
-    """What filters see: the alert struct's top-level fields as columns (``diaSource.snr``), for
-    Rubin and ZTF alerts the light-curve ``features`` (``alertsieve.filtering.features``), and the
-    catalogs the filters name (``xmatch``, ``watch``: ``alertsieve.catalogs.context``), beside the
-    ``keep`` columns of ``decoded``."""
-    from pyspark.sql import functions as F
-
-    from alertsieve.catalogs.context import with_context
-    from alertsieve.filtering.features import with_features
-
-    alert = [F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names]
-    return with_context(with_features(decoded.select(*keep, *alert)), context)
+def view_paths(decoder: Decoder, with_cutouts: bool) -> list[str]:
+    """The whole view, with or without the image stamps."""
+    cutouts = tuple(decoder.cutouts)
+    return [p for p in decoder.paths if with_cutouts or not p.startswith(cutouts)]

@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from alertsieve.alerts.view import ViewField
-from alertsieve.catalogs.context import Context, context_types, named_catalogs
+from alertsieve.catalogs.context import Context, context_types
 from alertsieve.filtering.features import has_history, read_paths, with_features
-from alertsieve.filtering.sql_text import only_existence, without_strings
-from alertsieve.stream.view_decode import view_type
+from alertsieve.filtering.sql_text import named_catalogs, only_existence, without_strings
+from alertsieve.view.reader_schema import view_type
 
 #: A quoted literal or name (kept: ``diaSource['snr']`` names a field), or a number (blanked).
 _TOKEN = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|(?<![\w.])\d+(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w.])")

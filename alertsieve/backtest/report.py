@@ -1,0 +1,39 @@
+"""The backtest's report: matches, rate and alerts a night per filter, a warning above a rate, and
+over several observing nights each night's alerts and matches."""
+
+from __future__ import annotations
+
+from alertsieve.backtest.run import BacktestRow
+
+
+def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
+    """A readable table and whether every filter stayed under ``max_rate`` without errors; then,
+    over more than one observing night, each night's alerts and matches."""
+    archived = any(r.archived for r in rows)
+    lines = [f"{'filter':<24} {'matches':>8} {'alerts':>8} {'rate':>8} {'per night':>10}"]
+    ok = True
+    for r in rows:
+        flag = ""
+        if r.errors:
+            flag, ok = f"  ERROR in {r.errors} batch(es): {r.first_error}", False
+        elif (r.per_night > max_rate * r.alerts_per_night) if archived else (r.rate > max_rate):
+            limit = f"{round(max_rate * r.alerts_per_night):,} a night" if archived else f"{max_rate:.1%}"
+            flag, ok = f"  WARNING: above {limit}", False
+        lines.append(
+            f"{r.name:<24} {r.matches:>8} {r.alerts:>8} {_percent(r.rate):>8} {r.per_night:>10,}{flag}"
+        )
+    if archived:
+        lines.append("(an archive: alerts are the job's archived matches; rate is of those, per night"
+                     " the archive's mean a night)")  # fmt: skip
+    nights = sorted(rows[0].night_alerts) if rows else []
+    if len(nights) > 1:
+        lines += ["", f"{'night':<12} {'alerts':>8}  " + "  ".join(r.name for r in rows)]
+        for night in nights:
+            counts = "  ".join(f"{r.nights.get(night, 0):>{len(r.name)}}" for r in rows)
+            lines.append(f"{night.isoformat():<12} {rows[0].night_alerts[night]:>8}  {counts}")
+    return "\n".join(lines), ok
+
+
+def _percent(rate: float) -> str:
+    """A rate as a percentage, with two significant digits below 0.1% (4 in 100,000: 0.004%)."""
+    return f"{rate:.2%}" if rate == 0 or rate >= 0.001 else f"{rate * 100:.2g}%"

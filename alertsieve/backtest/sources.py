@@ -1,0 +1,178 @@
+"""What a backtest or a diff runs over: a topic (read once, start to end), Avro container files (a
+replay: Rubin or ZTF, as ``produce --replay`` would send them), ``simulated:N`` alerts, or a job's
+Delta archive (the messages of its matches, as they arrived), as Kafka rows with the decoder that
+reads them as the stream job would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alertsieve.alerts.schemas import LOCAL_ID_BASE, open_store, view_versions
+from alertsieve.alerts.view import version_order
+from alertsieve.filtering.model import FilterError
+from alertsieve.kafka.topics import head_messages
+from alertsieve.view.decode_settings import DecodeSettings
+from alertsieve.view.decoder import Decoder, view_paths
+from alertsieve.view.surveys import make_decoder
+
+
+@dataclass
+class AlertSource:
+    """Alerts to backtest on, as Kafka rows (topic, partition, offset, timestamp, key, value) and
+    the decoder that reads them: the job's own decoding, quarantine reasons included."""
+
+    raw: Any
+    decoder: Decoder
+    head: list[bytes]  # the first messages: ZTF's sample alerts for the start-up checks
+    archived: bool = False  # a job's archived matches (see archive_source)
+
+    def decoded(self, paths: list[str] | None = None):
+        """The decodable alerts in the filter view: ``paths`` only, or all of it but cutouts."""
+        paths = paths or view_paths(self.decoder, with_cutouts=False)
+        return self.decoder.decode(self.raw, paths).where("_reason IS NULL").select("alert.*")
+
+
+def _messages_from_files(paths: list[str], schema_dir: str | None) -> list[tuple[str, bytes]]:
+    """(key, message) of every alert in the files, as its survey sends it (see produce --replay)."""
+    from alertsieve.alerts.replay import (
+        avro_files,
+        read_raw_records,
+        survey_of_schema,
+        wire_message,
+        writer_schema,
+    )
+
+    store = open_store(None, schema_dir)
+    out = []
+    for path in avro_files(paths):
+        ztf = survey_of_schema(writer_schema(path), path) == "ztf"
+        for raw in read_raw_records(path):
+            schema_id = None if ztf else store.register(raw.writer_schema).schema_id
+            out.append((raw.key, wire_message(raw, schema_id)))
+    if not out:
+        raise FilterError(f"no alerts in {paths}")
+    return out
+
+
+def _simulated(count: int, version: str | None) -> list[tuple[str, bytes]]:
+    from alertsieve.alerts.replay import alert_key
+    from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+
+    sim = AlertSimulator(SimulationConfig(schema_version=version, stamp_size=0, seed=11))
+    per_visit = 10_000
+    return [
+        (alert_key(a), sim.schema.encode_framed(a))
+        for v in range(-(-count // per_visit))
+        for a in sim.visit_alerts(v, count=min(per_visit, count - v * per_visit))
+    ]
+
+
+def load_alerts(spark, source: str | list[str], bootstrap: str | None = None, schema_dir: str | None = None,
+                version: str | None = None) -> AlertSource:  # fmt: skip
+    """``simulated:N`` alerts (of ``version``), Avro files or folders of them (Rubin or ZTF; a
+    list of them is one input), a job's Delta archive (its ``delta_path``, its ``matches`` table,
+    or ``delta:URI``), or a topic (with ``bootstrap``): ready to decode as the job decodes."""
+    sources = [source] if isinstance(source, str) else list(source)
+    table = _matches_table(sources[0]) if len(sources) == 1 else None
+    if table is not None:
+        return archive_source(spark, table, schema_dir)
+    if len(sources) == 1 and sources[0].startswith("simulated"):
+        count = int(sources[0].partition(":")[2] or 10_000)
+        return messages_source(spark, sources[0], _simulated(count, version), schema_dir)
+    missing = [s for s in sources if not Path(s).exists()]
+    if not missing:
+        return messages_source(spark, ",".join(sources), _messages_from_files(sources, schema_dir), schema_dir)
+    if len(sources) > 1:
+        raise FilterError(f"{missing[0]!r} does not exist: several inputs must all be Avro files or folders")
+    (source,) = sources  # a topic
+    if not bootstrap:
+        raise FilterError(
+            f"{source!r} is neither a file nor a folder; to read a topic, give --bootstrap"
+        )
+    raw = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    head = head_messages(bootstrap, [source])
+    return AlertSource(raw, make_decoder(DecodeSettings(topic=source, schema_dir=schema_dir), head), head)
+
+
+def _matches_table(source: str) -> str | None:
+    """The archive's matches table that ``source`` names, if it names one."""
+    if source.startswith("delta:"):
+        return source.removeprefix("delta:")
+    for table in (Path(source), Path(source) / "matches"):
+        if (table / "_delta_log").is_dir():
+            return str(table)
+    return None
+
+
+def archive_source(spark, table: str, schema_dir: str | None = None) -> AlertSource:
+    """The matches a job archived in Delta, as the messages they arrived as: any filter's fields
+    decode from them exactly as in the stream (the table's own columns hold only the fields the
+    job's filters read). ``schema_dir``: the job's, for simulated alerts' local schema ids."""
+    from pyspark.sql import functions as F
+
+    frame = spark.read.format("delta").load(table)
+    if "message" not in frame.columns:
+        raise FilterError(
+            f"{table} keeps no messages (no column 'message'): it was archived with"
+            " delta_messages: false, or before archives kept them; a backtest decodes the"
+            " messages, so archive with delta_messages: true (the default)"
+        )
+    raw = frame.where(F.col("message").isNotNull()).select(
+        "topic", "partition", "offset", F.col("kafka_timestamp").alias("timestamp"),
+        F.col("alert_id").cast("binary").alias("key"), F.col("message").alias("value"),
+    )  # fmt: skip
+    head = [r.value for r in raw.limit(20).collect()]
+    if not head:
+        raise FilterError(f"{table} holds no archived messages: nothing to backtest")
+    settings = DecodeSettings(topic=frame.select("topic").first()[0], schema_dir=schema_dir)
+    return AlertSource(raw, make_decoder(settings, head, view_also=view_versions()), head, archived=True)
+
+
+def messages_source(spark, name: str, messages: list[tuple[str, bytes]],
+                    schema_dir: str | None = None) -> AlertSource:  # fmt: skip
+    """(key, message) pairs as if read from a topic called ``name``, with a decoder for the
+    versions they carry into the job's whole view (filters name fields of every version)."""
+    from pyspark.sql import functions as F
+
+    raw = spark.createDataFrame(messages, "key string, value binary").select(
+        F.lit(name).alias("topic"), F.lit(0).alias("partition"),
+        F.monotonically_increasing_id().alias("offset"), F.current_timestamp().alias("timestamp"),
+        F.col("key").cast("binary").alias("key"), "value",
+    )  # fmt: skip
+    head = [m for _, m in messages]
+    settings = DecodeSettings(topic=name, schema_dir=schema_dir, schema_versions=_rubin_versions_in(head))
+    return AlertSource(raw, make_decoder(settings, head, view_also=view_versions()), head[:20])
+
+
+def records_source(spark, schema, records: list[dict]) -> AlertSource:
+    """Alert records (dicts) of a Rubin ``schema``, framed as Rubin sends them."""
+    from alertsieve.alerts.replay import alert_key
+
+    return messages_source(spark, "records", [(alert_key(r), schema.encode_framed(r)) for r in records])
+
+
+def _rubin_versions_in(messages: list[bytes]) -> tuple[str, ...] | None:
+    """The Rubin versions among framed messages (None when none is): a decoder for just those."""
+    from alertsieve.alerts.schemas import (
+        WireFormatError,
+        load_rubin_schema,
+        rubin_version_of,
+        unframe,
+    )
+
+    found = set()
+    for m in messages:
+        try:
+            found.add(unframe(m)[0])
+        except WireFormatError:
+            continue
+    versions = {rubin_version_of(load_rubin_schema(i).definition) for i in found if i < LOCAL_ID_BASE}
+    return tuple(sorted(versions, key=version_order)) or None

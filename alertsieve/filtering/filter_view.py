@@ -1,0 +1,19 @@
+"""What filters see of a decoded alert: its fields, its light-curve features and the catalogs
+they name, as columns of one frame (the hot path, the start-up samples, backtest and diff)."""
+
+from __future__ import annotations
+
+from alertsieve.catalogs.context import Context, with_context
+
+
+def filter_view(decoded, keep: tuple[str, ...] = (), context: Context | None = None):
+    """What filters see: the alert struct's top-level fields as columns (``diaSource.snr``), for
+    Rubin and ZTF alerts the light-curve ``features`` (``alertsieve.filtering.features``), and the
+    catalogs the filters name (``xmatch``, ``watch``: ``alertsieve.catalogs.context``), beside the
+    ``keep`` columns of ``decoded``."""
+    from pyspark.sql import functions as F
+
+    from alertsieve.filtering.features import with_features
+
+    alert = [F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names]
+    return with_context(with_features(decoded.select(*keep, *alert)), context)
