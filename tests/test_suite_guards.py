@@ -53,7 +53,8 @@ def test_an_integration_test_may_start_what_it_needs():
 
 def _pytest(folder: Path, tests: str, *options: str) -> tuple[str, dict[str, str]]:
     """A pytest run over ``tests`` with this suite's conftest: what it said, and each test's outcome."""
-    (folder / "conftest.py").write_text((Path(__file__).with_name("conftest.py")).read_text())
+    for helper in ("conftest.py", "jvm_census.py"):
+        (folder / helper).write_text(Path(__file__).with_name(helper).read_text())
     (folder / "test_inner.py").write_text(tests)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *options, str(folder)],
                           capture_output=True, text=True, timeout=120, cwd=folder)  # fmt: skip
