@@ -21,6 +21,7 @@ import pytest
 from astropy.io import fits
 
 from alertsieve.alerts.schemas import LocalSchemaStore, frame
+from alertsieve.publish import contract
 from alertsieve.subscribe import command, subscriber
 from alertsieve.subscribe.cutouts import save_cutouts
 from alertsieve.subscribe.errors import SubscribeError
@@ -472,6 +473,6 @@ def test_listen_errors_before_reading_are_one_line_and_exit_2(capsys):
 
 
 def test_the_counts_topic_is_derived_from_the_prefix():
-    assert command.derive_counts_topic("alertsieve-bright") == "alertsieve-counts"
-    assert command.derive_counts_topic("alertsieve-very-bright") == "alertsieve-counts"
-    assert command.derive_counts_topic("bright") == "counts"
+    assert contract.derive_counts_topic("alertsieve-bright") == "alertsieve-counts"
+    assert contract.derive_counts_topic("alertsieve-very-bright") == "alertsieve-counts"
+    assert contract.derive_counts_topic("bright") == "counts"
