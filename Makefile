@@ -9,12 +9,18 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 setup: $(STAMP)
 	@$(BIN)/alertsieve setup
 
-$(STAMP): pyproject.toml
+# pip without its new-release notice, and without setuptools' note that comes with every editable
+# install of a project whose folders install under other names (setup.py): "Editable installation.
+# Please be careful with folders in your working directory with the same name as your package".
+# Real warnings and errors still print.
+QUIET  := PYTHONWARNINGS="ignore:Editable installation" PIP_DISABLE_PIP_VERSION_CHECK=1
+
+$(STAMP): pyproject.toml setup.py
 	@command -v java >/dev/null || { echo "Java 17+ is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@start=$$(date +%s); \
 	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
-	  $(BIN)/python -m pip install -q --upgrade pip; \
-	  $(BIN)/python -m pip install -q -e '.[dev,notebooks,bench]'; \
+	  $(QUIET) $(BIN)/python -m pip install -q --upgrade pip; \
+	  $(QUIET) $(BIN)/python -m pip install -q -e '.[dev,notebooks,bench]'; \
 	  rm -f $(VENV)/.installed-*; touch $@; \
 	  echo "  Python environment: $(VENV) with alertsieve and its dependencies ($$(( $$(date +%s) - start ))s)"
 

@@ -1,18 +1,24 @@
 """Packages: the library, and three top-level folders a checkout keeps where contributors look
 (``filters/``, ``schemas/``, ``conf/``) installed as packages of their own, so a wheel carries the
-contributed filters, ZTF's schemas and the demo's settings. Everything else is in pyproject.toml."""
+contributed filters, ZTF's schemas and the demo's settings, read with ``importlib.resources``.
+Everything else is in pyproject.toml: its ``[tool.setuptools]`` cannot both find the library's
+packages and install folders under other names, which this file does in a few lines."""
 
 from setuptools import find_packages, setup
 
 FOLDERS = {"alertsieve_filters": "filters", "alertsieve_schemas": "schemas", "alertsieve_conf": "conf"}
+#: Subfolders that hold only data, and their files. Each is a package too: Python imports any
+#: folder, so setuptools warns at every install about a subfolder whose files it ships but whose
+#: package it was not given (a new data subfolder goes here).
+DATA_SUBFOLDERS = {"alertsieve_schemas.ztf": ["*.avsc"], "alertsieve_conf.experiments": ["*.yaml"]}
 
 setup(
-    packages=[*find_packages(include=["alertsieve*"]), *FOLDERS],
+    packages=[*find_packages(include=["alertsieve*"]), *FOLDERS, *DATA_SUBFOLDERS],
     package_dir=FOLDERS,
     package_data={
         "alertsieve.spark": ["log4j2.properties"],
         "alertsieve_filters": ["*.yaml", "*.yml"],
-        "alertsieve_schemas": ["ztf/*.avsc"],
-        "alertsieve_conf": ["*.yaml", "experiments/*.yaml"],
+        "alertsieve_conf": ["*.yaml"],
+        **DATA_SUBFOLDERS,
     },
 )

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from importlib.resources import files
+from importlib.resources import as_file, files
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -26,6 +26,7 @@ from alertsieve.filtering.model import FilterError
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce, stop_resource_tracker
+from alertsieve.publish import contract
 from alertsieve.settings import ConfigError
 from alertsieve.spark.session import get_session, stop_session
 from alertsieve.stream.config import JobConfig, load_config
@@ -35,7 +36,7 @@ from alertsieve.stream.plan import select_filters
 from alertsieve.subscribe.verify import summary_line
 
 #: The demo's job settings (``conf/``, installed as the package ``alertsieve_conf``).
-CONFIG = Path(str(files("alertsieve_conf") / "filter_stream.yaml"))
+CONFIG = files("alertsieve_conf") / "filter_stream.yaml"
 #: The warm-up visit's seed: its alerts are not any measured visit's.
 WARMUP_SEED = 999
 MALFORMED = [b"", b"\x00\x00", b"not an alert at all", b"\x00\x00\x00\x30\x39" + b"\x01" * 64]
@@ -110,7 +111,8 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 
         settings = {"bootstrap": bootstrap, "max_offsets_per_trigger": 2500, "timeout_s": 600,
                     "delta_path": str(workdir / "delta"), "checkpoint": str(workdir / "checkpoint"),
                     "metrics_path": str(workdir / "metrics.jsonl"), "schema_dir": str(workdir / "schemas")}  # fmt: skip
-        cfg = load_config(str(CONFIG), settings)
+        with as_file(CONFIG) as config:  # a file on disk, wherever the package is
+            cfg = load_config(config, settings)
         spark = get_session("alertsieve-demo", conf={"spark.ui.enabled": "false"})
         job, runner = _start_job(spark, cfg)
         sent = _send_visits(job, bootstrap, str(workdir / "schemas"), visits, alerts_per_visit, interval_s, warmup)
@@ -180,15 +182,16 @@ def _summary(spark, cfg: JobConfig, job: FilterStream, sent: Sent, workdir: Path
         totals.update(line["matches"])
     seen = sum(line["input_rows"] for line in lines)
     quarantined = sum(line["quarantined_rows"] for line in lines)
+    topic_of = {f.name: contract.filter_topic(f, cfg.output_prefix) for f in job.filters}
     for name, n in totals.items():
-        print(f"Filter   : {name:<18} {n:>5} matches -> topic {cfg.output_prefix}{name}")
+        print(f"Filter   : {name:<18} {n:>5} matches -> topic {topic_of[name]}")
     reasons = Counter(
-        r["reason"].split(" for schema id")[0]
+        r[contract.REASON].split(" for schema id")[0]
         for r in spark.read.format("delta").load(str(workdir / "delta" / "quarantine")).collect()
     )
     for reason, n in sorted(reasons.items()):
         print(f"Quarantine: {n} x {reason}")
-    topics = [f.output_topic(cfg.output_prefix) for f in job.filters]
+    topics = list(topic_of.values())
     latency = latency_lines(cfg.bootstrap, topics, sent.warm_end)
     for line in latency["lines"]:
         print(f"Latency  : {line}")

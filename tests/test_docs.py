@@ -1,7 +1,7 @@
 """The front door and the docs say what the code does: the README fits a screen and links pages
 that exist, the configuration page is what the settings model and the command line generate, the
-README's commands that need no broker run and print what it shows, and every flag any command in
-the README or docs uses exists."""
+README's commands that need no broker run and print what it shows, every flag any command in
+the README or docs uses exists, and the subscribers' page names every part of the output contract."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from alertsieve.cli import build_parser
 from alertsieve.configuration_doc import configuration_markdown
+from alertsieve.publish import contract
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -114,3 +115,12 @@ def test_the_readme_commands_that_need_no_broker_print_what_it_shows(command, sh
     done = subprocess.run(shlex.split(command, comments=True), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.rstrip("\n") == shown
+
+
+def test_the_subscribers_page_names_every_header_envelope_field_and_counts_field():
+    page = (ROOT / "docs" / "subscribers.md").read_text()
+    counts = (contract.KIND, contract.QUERY_ID, contract.BATCH_ID, contract.INPUT, contract.ALERTS_READ,
+              contract.QUARANTINED, contract.FILTERS, contract.VERSION, contract.TOPIC, contract.PUBLISHED,
+              contract.QUARANTINE_TOPIC, contract.WRITTEN_AT)  # fmt: skip
+    names = {*contract.MATCH_HEADERS, *contract.QUARANTINE_HEADERS, *contract.ENVELOPE, *counts}
+    assert sorted(n for n in names if f"`{n}`" not in page and f'"{n}"' not in page) == []

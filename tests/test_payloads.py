@@ -19,7 +19,8 @@ from kafka_helpers import consume_all
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.filtering.model import AlertFilter, FilterError
 from alertsieve.produce.producer import ProduceConfig, produce
-from alertsieve.publish.payloads import ENVELOPE, check_payload
+from alertsieve.publish.contract import ENVELOPE
+from alertsieve.publish.payloads import check_payload
 from alertsieve.publish.versions import filter_version
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job

@@ -22,6 +22,7 @@ from astropy.io import fits
 
 from alertsieve.alerts.schemas import LocalSchemaStore, frame
 from alertsieve.cli import listen
+from alertsieve.publish import contract
 from alertsieve.subscribe import subscriber
 from alertsieve.subscribe.cutouts import save_cutouts
 from alertsieve.subscribe.errors import SubscribeError
@@ -473,6 +474,6 @@ def test_listen_errors_before_reading_are_one_line_and_exit_2(capsys):
 
 
 def test_the_counts_topic_is_derived_from_the_prefix():
-    assert listen.derive_counts_topic("alertsieve-bright") == "alertsieve-counts"
-    assert listen.derive_counts_topic("alertsieve-very-bright") == "alertsieve-counts"
-    assert listen.derive_counts_topic("bright") == "counts"
+    assert contract.derive_counts_topic("alertsieve-bright") == "alertsieve-counts"
+    assert contract.derive_counts_topic("alertsieve-very-bright") == "alertsieve-counts"
+    assert contract.derive_counts_topic("bright") == "counts"

@@ -27,6 +27,7 @@ from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.noop import bytes_only_rate
 from alertsieve.bench.topic import MANY_QUERIES, bench_place, fill_topic
 from alertsieve.filtering.model import AlertFilter
+from alertsieve.publish import contract
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import FilterStream
 
@@ -120,7 +121,7 @@ def bench_filters_per_job(bootstrap: str | None = None, counts: tuple[int, ...] 
         for label, filters in [("broker10", bench_filters(10)[0])] + [(f"users{n}", user_filters(n)[0]) for n in counts]:
             cfg = filled.job_config(label, filters, batch)
             run = micro_batch_run(spark, cfg, produced.acked)
-            outputs = [f.output_topic(cfg.output_prefix) for f in filters]
+            outputs = [contract.filter_topic(f, cfg.output_prefix) for f in filters]
             run["kind"] = "broker-like templates" if label == "broker10" else "users' pmod cuts"
             run["republish"] = republish_consume(bootstrap, topic, routes_of(bootstrap, outputs))
             run["ratio_to_republish"] = round(run["marginal_alerts_per_s"] / run["republish"]["alerts_per_s"], 3)

@@ -24,6 +24,7 @@ from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic, create_topics, end_offsets
+from alertsieve.publish import contract
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.latency import OutputReader, quantiles
@@ -95,7 +96,7 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
                     discover_filters=False, code_filters=filters + (CONTEXT_FILTERS if context else []),
                     metrics_path=None, output_prefix=f"{topic}-", catalog_dir=str(catalogs),
                     checkpoint=str(workdir / f"latency-{uuid.uuid4().hex[:6]}"), timeout_s=3600, survey="rubin")  # fmt: skip
-    outputs = [f.output_topic(cfg.output_prefix) for f in filters]
+    outputs = [contract.filter_topic(f, cfg.output_prefix) for f in filters]
     create_topics(bootstrap, outputs, output_partitions, config=APPEND_TIME)  # before the job: the broker stamps appends
     pool, matches = alert_pool(1000, 11, tests)
     job = FilterStream(spark, cfg)

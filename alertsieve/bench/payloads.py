@@ -18,6 +18,7 @@ from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.filters import micro_batch_run
 from alertsieve.bench.noop import bytes_only_rate
 from alertsieve.bench.topic import bench_place, fill_topic
+from alertsieve.publish import contract
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def bench_payloads(bootstrap: str | None = None, alerts: int = 40_000, batch: in
                 run = micro_batch_run(spark, cfg, produced.acked)
                 best = runs.get(payload)
                 if best is None or run["marginal_alerts_per_s"] > best["marginal_alerts_per_s"]:
-                    run["output"] = published_bytes(bench.bootstrap, [f.output_topic(cfg.output_prefix) for f in cfg.code_filters])
+                    run["output"] = published_bytes(bench.bootstrap, [contract.filter_topic(f, cfg.output_prefix) for f in cfg.code_filters])
                     runs[payload] = run
                 log.info("bench payloads: %s run %d of %d done", payload, r + 1, repeats)
         out = {}

@@ -42,6 +42,7 @@ from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, delete_topics, end_offsets, topics_with_prefix
 from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.publish import contract
 from alertsieve.stream.latency import quantiles
 from alertsieve.stream.metrics import read_lines
 
@@ -210,7 +211,7 @@ def run_rate_point(
     topic = f"exp-{experiment}-{point.key}-{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic, point.partitions, config=APPEND_TIME)
     filters, tests = bench_filters(point.filters)
-    outputs = [f.output_topic(f"{topic}-c0-") for f in filters]
+    outputs = [contract.filter_topic(f, f"{topic}-c0-") for f in filters]
     for t in outputs:  # before the job makes them: the broker stamps each record's append time
         create_topic(bootstrap, t, 1, config=APPEND_TIME)
     pool, matches = alert_pool(1000, 11, tests)

@@ -37,6 +37,7 @@ from alertsieve.bench.soak_plan import SoakPlan
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.publish import contract
 from alertsieve.stream.latency import OutputReader, quantiles
 
 log = logging.getLogger(__name__)
@@ -206,7 +207,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     job = JobProcess("job", [*cli, "filter", "--config", str(config), "--master", "local[2]"], folder / "job.log")
     archive = JobProcess("archive", [*cli, "archive", "--config", str(config), "--master", "local[1]",
                                      "--sink", "kafka,delta"], folder / "archive.log")  # fmt: skip
-    topics = [f.output_topic(PREFIX) for f in bench_filters(plan.filters)[0]]
+    topics = [contract.filter_topic(f, PREFIX) for f in bench_filters(plan.filters)[0]]
     produced: dict = {}
 
     def send() -> None:
@@ -257,7 +258,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
         if drain.returncode != 0:
             raise SoakFailed(f"draining the archive failed:\n{drain.stdout[-2000:]}{drain.stderr[-2000:]}")
         latency.read_to_end(600)
-        published = {f.name: latency.published().get(f.output_topic(PREFIX), set()) for f in bench_filters(plan.filters)[0]}
+        published = {f.name: latency.published().get(contract.filter_topic(f, PREFIX), set()) for f in bench_filters(plan.filters)[0]}
     finally:
         latency.close()
         job.kill()

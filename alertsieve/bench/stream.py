@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
@@ -19,7 +20,7 @@ from alertsieve.bench.baselines import plain_consume, seeds_way_consume
 from alertsieve.bench.broker_filters import bench_filters, python_bench_filters
 from alertsieve.bench.experiments import visit_done_times
 from alertsieve.bench.noop import decode_over_bytes
-from alertsieve.bench.topic import MANY_QUERIES, bench_place, fill_topic
+from alertsieve.bench.topic import MANY_QUERIES, BenchTopic, bench_place, fill_topic
 from alertsieve.errors import AlertsieveError
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.sim import VISIT_CADENCE_S
@@ -146,75 +147,99 @@ def bench_stream(
     live_interval_s: float = VISIT_CADENCE_S,
     latency_triggers: tuple[str, ...] = ("realtime", "0"),
 ) -> dict:
+    """The benchmark of the module doc, as its JSON: a topic filled with ``visits``, the baselines,
+    the job's SQL and Python runs, visits at the survey's cadence and the latency per trigger."""
     with bench_place("stream", bootstrap, spark_conf=MANY_QUERIES) as bench:
         filled = fill_topic(bench, "stream", visits, alerts_per_visit)
-        spark, bootstrap, workdir, topic = bench.spark, bench.bootstrap, bench.workdir, filled.topic
-        produced, mean_kb, store_dir = filled.produced, filled.mean_alert_kb, bench.workdir / "schemas"
-
-        plain = plain_consume(bootstrap, topic)
-        ten, ten_tests = bench_filters(10)
-        seeds = seeds_way_consume(
-            bootstrap, topic, LocalSchemaStore(store_dir), ten_tests, limit=seeds_alerts
-        )
-        noop = decode_over_bytes(spark, bootstrap, topic, str(store_dir), ten, produced.acked, batch)
-        def run(label: str, filters: list, warm: bool = True) -> dict:
-            cfg = JobConfig(
-                bootstrap=bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
-                discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-{label}-",
-                sinks=["kafka"], checkpoint=str(workdir / f"job-{label}" / "ckpt"), schema_dir=str(store_dir),
-            )  # fmt: skip
-            out = job_run(spark, cfg, warm)
-            out["mb_per_s"] = round(out["steady_alerts_per_s"] * mean_kb / 1e3, 1)
-            return out
-
+        baselines = _baselines(filled, batch, seeds_alerts)
         # The first run of the session pays for JIT and class loading in its first batch.
-        runs = [run(f"sql{n}", bench_filters(n)[0], warm=i > 0) for i, n in enumerate(filter_counts)]
-        python_runs = [run(f"py{n}", python_bench_filters(n)) for n in python_filter_counts]
-        python_vs_sql = {
-            str(p["filters"]): round(s["steady_alerts_per_s"] / p["steady_alerts_per_s"], 2)
-            for s in runs
-            for p in python_runs
-            if s["filters"] == p["filters"]
-        }
+        runs = [_job_run(filled, batch, f"sql{n}", bench_filters(n)[0], warm=i > 0)
+                for i, n in enumerate(filter_counts)]  # fmt: skip
+        python_runs = [_job_run(filled, batch, f"py{n}", python_bench_filters(n)) for n in python_filter_counts]
         live = (
-            live_rate(
-                bootstrap, spark, store_dir, workdir, live_visits, live_interval_s, alerts_per_visit
-            )
+            live_rate(bench.bootstrap, bench.spark, bench.workdir / "schemas", bench.workdir, live_visits,
+                      live_interval_s, alerts_per_visit)
             if live_visits
             else None
-        )
+        )  # fmt: skip
         from alertsieve.bench.latency import latency_run
 
-        latency = [latency_run(bootstrap, spark, workdir, t) for t in latency_triggers]
-        ceiling = plain["alerts"] / plain["seconds"]
-        seeds_rate = seeds["alerts"] / seeds["seconds"]
-        ten_run = next((r for r in runs if r["filters"] == 10), runs[0])
+        latency = [latency_run(bench.bootstrap, bench.spark, bench.workdir, t) for t in latency_triggers]
         return {
             "benchmark": "stream",
             "machine": bench.machine(),
             "topic": {
-                "alerts": produced.acked,
+                "alerts": filled.produced.acked,
                 "partitions": 4,
-                "mean_alert_kb": round(mean_kb, 1),
+                "mean_alert_kb": round(filled.mean_alert_kb, 1),
                 "visits": visits,
                 "alerts_per_visit": alerts_per_visit,
             },  # fmt: skip
             "max_offsets_per_trigger": batch,
-            "ceiling_plain_consumer": _rate(plain["alerts"], plain["bytes"], plain["seconds"]),
-            "spark_noop_decode_over_bytes_only": noop,
-            "seeds_way_fastavro_python_10_filters": _rate(
-                seeds["alerts"], seeds["bytes"], seeds["seconds"]
-            ),
-            "ours": runs,
-            "ratio_ours_10_filters_over_ceiling": round(
-                ten_run["steady_alerts_per_s"] / ceiling, 2
-            ),
-            "ratio_ours_10_filters_over_seeds_way": round(
-                ten_run["steady_alerts_per_s"] / seeds_rate, 2
-            ),
+            **_against_baselines(baselines, runs),
             "ours_python_filters": python_runs,
-            "python_time_over_sql_time": python_vs_sql,
+            "python_time_over_sql_time": _python_over_sql(runs, python_runs),
             "live_at_survey_cadence": live,
             "latency_input_append_to_output_append": latency,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+
+
+@dataclass(frozen=True)
+class _Baselines:
+    """What the job is measured against, on the same topic (see the module doc)."""
+
+    plain: dict  # (a) the ceiling: a plain consumer reading the bytes
+    seeds: dict  # (b) the seeds' way: fastavro and the 10 filters in Python
+    noop: dict  # (c) Spark reading the bytes into its noop sink, beside decode + 10 filters
+
+
+def _baselines(filled: BenchTopic, batch: int, seeds_alerts: int) -> _Baselines:
+    bench, topic, store_dir = filled.bench, filled.topic, filled.bench.workdir / "schemas"
+    plain = plain_consume(bench.bootstrap, topic)
+    ten, ten_tests = bench_filters(10)
+    seeds = seeds_way_consume(bench.bootstrap, topic, LocalSchemaStore(store_dir), ten_tests, limit=seeds_alerts)
+    noop = decode_over_bytes(bench.spark, bench.bootstrap, topic, str(store_dir), ten, filled.produced.acked, batch)
+    return _Baselines(plain, seeds, noop)
+
+
+def _job_run(filled: BenchTopic, batch: int, label: str, filters: list, warm: bool = True) -> dict:
+    """``job_run`` of ``filters`` over the filled topic, with its own output topics and checkpoint
+    (``label``), and its steady rate in MB/s."""
+    bench, topic, store_dir = filled.bench, filled.topic, filled.bench.workdir / "schemas"
+    cfg = JobConfig(
+        bootstrap=bench.bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
+        discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-{label}-",
+        sinks=["kafka"], checkpoint=str(bench.workdir / f"job-{label}" / "ckpt"), schema_dir=str(store_dir),
+    )  # fmt: skip
+    out = job_run(bench.spark, cfg, warm)
+    out["mb_per_s"] = round(out["steady_alerts_per_s"] * filled.mean_alert_kb / 1e3, 1)
+    return out
+
+
+def _against_baselines(baselines: _Baselines, runs: list[dict]) -> dict:
+    """The baselines' rates and the job's SQL runs, with the 10-filter run's ratios to the first two."""
+    plain, seeds = baselines.plain, baselines.seeds
+    ten_run = next((r for r in runs if r["filters"] == 10), runs[0])
+    return {
+        "ceiling_plain_consumer": _rate(plain["alerts"], plain["bytes"], plain["seconds"]),
+        "spark_noop_decode_over_bytes_only": baselines.noop,
+        "seeds_way_fastavro_python_10_filters": _rate(seeds["alerts"], seeds["bytes"], seeds["seconds"]),
+        "ours": runs,
+        "ratio_ours_10_filters_over_ceiling": round(
+            ten_run["steady_alerts_per_s"] / (plain["alerts"] / plain["seconds"]), 2
+        ),
+        "ratio_ours_10_filters_over_seeds_way": round(
+            ten_run["steady_alerts_per_s"] / (seeds["alerts"] / seeds["seconds"]), 2
+        ),
+    }
+
+
+def _python_over_sql(runs: list[dict], python_runs: list[dict]) -> dict[str, float]:
+    """{filters: the SQL run's rate over the Python run's}, for each count both ran."""
+    return {
+        str(p["filters"]): round(s["steady_alerts_per_s"] / p["steady_alerts_per_s"], 2)
+        for s in runs
+        for p in python_runs
+        if s["filters"] == p["filters"]
+    }

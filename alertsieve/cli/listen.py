@@ -3,9 +3,9 @@ matches (Parquet or JSON lines) and cutouts (FITS), and check against the job's 
 nothing was lost (``--verify``; exit 1 when something is missing).
 
 The counts topic defaults to the topic's prefix up to and including its first ``-``, then
-``counts`` (``alertsieve-bright`` -> ``alertsieve-counts``; a topic without ``-`` -> ``counts``),
-the job's ``<output_prefix>counts`` for a prefix with a single ``-`` at its end; pass
-``--counts-topic`` otherwise.
+``counts`` (``alertsieve-bright`` -> ``alertsieve-counts``; a topic without ``-`` -> ``counts``:
+``alertsieve.publish.contract.derive_counts_topic``), the job's ``<output_prefix>counts`` for a
+prefix with a single ``-`` at its end; pass ``--counts-topic`` otherwise.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections import Counter
 from typing import Any
 
 from alertsieve.alerts.schemas import SchemaError
+from alertsieve.publish import contract
 from alertsieve.settings import SettingsError, parse_pairs
 from alertsieve.subscribe.errors import SubscribeError
 
@@ -63,16 +64,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def derive_counts_topic(topic: str) -> str:
-    """``alertsieve-bright`` -> ``alertsieve-counts`` (see the module doc)."""
-    head, sep, _ = topic.partition("-")
-    return f"{head}{sep}counts" if sep else "counts"
 
 
 def match_line(n: int, match: Any) -> str:
     """``   17  bright@a1b2c3d4e5f6  alert 1234567 (rubin) from alerts[0]@42``"""
     where = f"from {match.source_topic}[{match.source_partition}]@{match.source_offset}"
-    if match.payload == "quarantine":
+    if match.payload == contract.PAYLOAD_QUARANTINE:
         return f"{n:>5}  quarantined  {match.reason} {where}"
     version = (match.filter_version or "?")[:12]
     return f"{n:>5}  {match.filter}@{version}  {match.payload} {match.alert_id} ({match.survey or '?'}) {where}"
@@ -100,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
             "--verify needs --from-beginning and --until-end: only a whole topic read to a fixed"
             " end can be checked against the counts"
         )
-    counts_topic = (args.counts_topic or derive_counts_topic(topics[0])) if args.verify else None
+    counts_topic = (args.counts_topic or contract.derive_counts_topic(topics[0])) if args.verify else None
     kafka_conf = parse_pairs("--kafka-conf", args.kafka_conf)
     store = open_store(args.schema_registry, args.schema_dir)
     subscriber = Subscriber(args.bootstrap, topics, from_beginning=args.from_beginning,

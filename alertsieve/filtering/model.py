@@ -31,7 +31,7 @@ class FilterInfo:
     """What every filter declares besides its condition: who it is for and where matches go."""
 
     description: str = ""
-    topic: str | None = None  # default: <output prefix><name>
+    topic: str | None = None  # default: <output prefix><name> (alertsieve.publish.contract)
     origin: str = "defined in code"  # the file or flag it came from, for error messages
     contact: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -42,9 +42,6 @@ class FilterInfo:
     payload: Payload = "alert"
     fields: Mapping[str, str] = field(default_factory=dict)
     format: Format = "avro"
-
-    def output_topic(self, prefix: str) -> str:
-        return self.topic or f"{prefix}{self.name}"
 
 
 class Filter(FilterInfo, ABC):

@@ -1,7 +1,8 @@
 """The counts topic: one JSON record per hot-path batch, so any subscriber can check that it
 received everything (fink-broker#934, #1220).
 
-A record (``<prefix>counts``, one partition, keyed by the query id)::
+A record (``<prefix>counts``, one partition, keyed by the query id; its field names are
+``alertsieve.publish.contract``'s)::
 
     {"kind": "counts", "query_id": "...", "batch_id": 7,
      "input": {"alerts": {"0": [1200, 1450], "1": [1190, 1433]}},   # offsets read, [start, end)
@@ -23,6 +24,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from alertsieve.publish import contract
+
 log = logging.getLogger(__name__)
 
 
@@ -39,16 +42,17 @@ def counts_record(progress: dict, alerts_read: int, quarantined: int, matches: M
                   published: list[Published], quarantine_topic: str) -> dict:  # fmt: skip
     """The counts of one batch, from Spark's progress report and the batch's observed counts."""
     return {
-        "kind": "counts",
-        "query_id": progress.get("id"),
-        "batch_id": int(progress["batchId"]),
-        "input": input_ranges(progress),
-        "alerts_read": alerts_read,
-        "quarantined": quarantined,
-        "filters": {p.name: {"version": p.version, "topic": p.topic, "published": int(matches.get(p.name, 0))}
-                    for p in published},  # fmt: skip
-        "quarantine_topic": quarantine_topic,
-        "written_at": round(time.time(), 3),
+        contract.KIND: contract.COUNTS_KIND,
+        contract.QUERY_ID: progress.get("id"),
+        contract.BATCH_ID: int(progress["batchId"]),
+        contract.INPUT: input_ranges(progress),
+        contract.ALERTS_READ: alerts_read,
+        contract.QUARANTINED: quarantined,
+        contract.FILTERS: {p.name: {contract.VERSION: p.version, contract.TOPIC: p.topic,
+                                    contract.PUBLISHED: int(matches.get(p.name, 0))}
+                           for p in published},  # fmt: skip
+        contract.QUARANTINE_TOPIC: quarantine_topic,
+        contract.WRITTEN_AT: round(time.time(), 3),
     }
 
 
@@ -96,10 +100,10 @@ class CountsTopic:
 
     def write(self, progress: dict, alerts_read: int, quarantined: int, matches: Mapping[str, int]) -> dict:
         record = counts_record(progress, alerts_read, quarantined, matches, self.published, self.quarantine_topic)
-        self._producer.produce(self.topic, key=str(record["query_id"]).encode(), value=json.dumps(record).encode())
+        self._producer.produce(self.topic, key=str(record[contract.QUERY_ID]).encode(), value=json.dumps(record).encode())
         left = self._producer.flush(30)
         if left:
-            log.error("counts of batch %s not acknowledged by %s after 30 s", record["batch_id"], self.topic)
+            log.error("counts of batch %s not acknowledged by %s after 30 s", record[contract.BATCH_ID], self.topic)
         return record
 
     def close(self) -> None:

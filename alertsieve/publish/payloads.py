@@ -4,10 +4,11 @@ The original alert is ~100 KB, 95-99% of it image cutouts; most subscribers read
 bytes of it. A filter with ``payload="fields"`` publishes instead a record of its ``fields``
 (alias -> SQL expression over the filter view: any field, ``features.*``, ``xmatch.*``,
 ``watch.*``) after a fixed envelope that says what the alert was and where it came from
-(``ENVELOPE``). In ``format="avro"`` the record is Confluent-framed Avro whose schema the job
-registers in its schema store or registry (subject ``<topic>-value``), so any Avro consumer
-decodes it; in ``format="json"`` it is a JSON object. Both are SQL expressions, computed in
-the same generated code as the filters: micro-batches and Real-Time Mode alike.
+(``alertsieve.publish.contract.ENVELOPE``). In ``format="avro"`` the record is Confluent-framed
+Avro whose schema the job registers in its schema store or registry (subject ``<topic>-value``),
+so any Avro consumer decodes it; in ``format="json"`` it is a JSON object. Both are SQL
+expressions, computed in the same generated code as the filters: micro-batches and Real-Time
+Mode alike.
 """
 
 from __future__ import annotations
@@ -19,14 +20,8 @@ from dataclasses import dataclass
 
 from alertsieve.filtering.checks import named, not_an_expression
 from alertsieve.filtering.model import Filter, FilterError
+from alertsieve.publish import contract
 
-#: The fields every fields record starts with, and their Spark types.
-ENVELOPE = {
-    "alert_id": "string", "survey": "string", "filter": "string", "filter_version": "string",
-    "source_topic": "string", "source_partition": "int", "source_offset": "bigint",
-    "kafka_timestamp_ms": "bigint", "processed_at_ms": "bigint",
-    "mjd": "double", "ra": "double", "dec": "double",
-}  # fmt: skip
 _ALIAS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 #: The namespace of the Avro records of fields payloads (``alertsieve.fields.<filter>``).
 NAMESPACE = "alertsieve.fields"
@@ -36,7 +31,7 @@ def check_payload(f: Filter) -> None:
     """A fields payload names its fields, with aliases that are Avro and JSON names and not the
     envelope's, and expressions (not statements); an alert payload names none."""
     where = f"filter {f.name!r} ({f.origin})"
-    if f.payload == "alert":
+    if f.payload == contract.PAYLOAD_ALERT:
         if f.fields:
             raise FilterError(f"{where}: fields {sorted(f.fields)} are given but payload is 'alert';"
                               " set payload: fields to publish them (or drop fields)")  # fmt: skip
@@ -46,9 +41,9 @@ def check_payload(f: Filter) -> None:
     for alias, sql in f.fields.items():
         if not _ALIAS.match(alias):
             raise FilterError(f"{where}: field alias {alias!r}: use a letter or _ then letters, digits or _")
-        if alias in ENVELOPE:
+        if alias in contract.ENVELOPE:
             raise FilterError(f"{where}: field alias {alias!r} is an envelope field every record holds"
-                              f" ({', '.join(ENVELOPE)}); choose another alias")  # fmt: skip
+                              f" ({', '.join(contract.ENVELOPE)}); choose another alias")  # fmt: skip
         reason = not_an_expression(sql)
         if reason:
             raise FilterError(f"{where}: fields[{alias!r}] is refused: {reason}")
@@ -69,20 +64,20 @@ def envelope_columns(decoder, name: str, version: str) -> list:
 
     detection = decoder.detection
     values = {
-        "alert_id": F.col(decoder.id_path).cast("string"),
-        "survey": F.lit(decoder.survey),
-        "filter": F.lit(name),
-        "filter_version": F.lit(version),
-        "source_topic": F.col("_topic"),
-        "source_partition": F.col("_partition"),
-        "source_offset": F.col("_offset"),
-        "kafka_timestamp_ms": F.unix_millis(F.col("_timestamp")),
-        "processed_at_ms": F.unix_millis(F.current_timestamp()),
+        contract.ALERT_ID: F.col(decoder.id_path).cast("string"),
+        contract.SURVEY: F.lit(decoder.survey),
+        contract.FILTER: F.lit(name),
+        contract.FILTER_VERSION: F.lit(version),
+        contract.SOURCE_TOPIC: F.col("_topic"),
+        contract.SOURCE_PARTITION: F.col("_partition"),
+        contract.SOURCE_OFFSET: F.col("_offset"),
+        contract.KAFKA_TIMESTAMP_MS: F.unix_millis(F.col("_timestamp")),
+        contract.PROCESSED_AT_MS: F.unix_millis(F.current_timestamp()),
         "mjd": F.expr(decoder.mjd_sql),
         "ra": F.col(f"{detection}.ra"),
         "dec": F.col(f"{detection}.dec"),
     }
-    return [values[k].cast(t).alias(k) for k, t in ENVELOPE.items()]
+    return [values[k].cast(t).alias(k) for k, t in contract.ENVELOPE.items()]
 
 
 def envelope_paths(decoder) -> list[str]:
@@ -108,7 +103,7 @@ def record_types(filters: list[Filter], decoder, versions: Mapping[str, str], al
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.sql import functions as F
 
-    fields = [f for f in filters if f.payload == "fields"]
+    fields = [f for f in filters if f.payload == contract.PAYLOAD_FIELDS]
     if not fields:
         return {}
     framed = alerts.select("*", *[F.lit(None).cast(t).alias(m) for m, t in _META_TYPES.items()])
@@ -132,9 +127,9 @@ def payloads(filters: list[Filter], types: Mapping[str, object], topic_of, store
 
     out = {}
     for f in filters:
-        if f.payload != "fields":
+        if f.payload != contract.PAYLOAD_FIELDS:
             continue
-        if f.format == "json":
+        if f.format == contract.FORMAT_JSON:
             out[f.name] = FieldsPayload()
             continue
         try:
@@ -152,7 +147,7 @@ def record_column(f: Filter, decoder, version: str, payload: FieldsPayload):
     from pyspark.sql.avro.functions import to_avro
 
     record = record_struct(f, decoder, version)
-    if f.format == "json":
+    if f.format == contract.FORMAT_JSON:
         return F.to_json(record, {"ignoreNullFields": "false"}).cast("binary")  # every key, null or not
     return F.concat(F.lit(payload.header), to_avro(record, json.dumps(payload.avro_schema)))
 

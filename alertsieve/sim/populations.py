@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -296,6 +296,97 @@ def _rise_seen(truth: AlertTruth) -> bool:
     return now.flux - first.flux > 3 * math.hypot(now.flux_err, first.flux_err)
 
 
+@dataclass(frozen=True)
+class _Source:
+    """A source of a population as drawn: its light curve, how far back its history goes, and
+    what it sets of the alert in place of the chance draws (``_Chance``)."""
+
+    flux_at: Callable[[float], float]  # difference flux (nJy) at an MJD
+    span: float  # days its earlier visits spread over
+    hist_n: int
+    forced_n: int
+    reliability: float
+    extendedness: float
+    template_mag: float
+    object_id: int | None
+    ss_object_id: int | None = None
+    is_dipole: bool = False
+    trailed: bool = False
+
+    @classmethod
+    def of(cls, chance: _Chance, flux_at: Callable[[float], float], span: float, **overrides) -> _Source:
+        """A source with the alert's chance draws, but ``overrides``."""
+        drawn = cls(flux_at, span, chance.hist_n, chance.forced_n, chance.reliability, chance.extendedness,
+                    chance.template_mag, chance.object_id)
+        return replace(drawn, **overrides)
+
+
+def _bright(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+    """Assumption: bright, slowly varying, confidently real."""
+    base = mag_to_flux(rng.uniform(15.0, 18.0))
+    return _Source.of(chance, lambda t: base * (1 + 0.05 * math.sin(t)), 365.0,
+                      reliability=float(rng.uniform(0.93, 1.0)))
+
+
+def _rising(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+    """A supernova before peak: flux grows as the square of the time since explosion (the
+    expanding fireball, Riess et al. 1999, AJ 118, 2675), so it gains 2.17 / age mag a day."""
+    peak = mag_to_flux(_magnitude(rng, 19.0, limit, EUCLIDEAN_COUNTS))
+    explosion = visit.mjd - rng.uniform(0.0, RISE_DAYS)
+    return _Source.of(chance, lambda t: peak * (max(t - explosion, 0.0) / RISE_DAYS) ** 2, 30.0,
+                      hist_n=max(3, min(chance.hist_n, 8)) if max_history else 0)
+
+
+def _bogus(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+    """An artefact near the detection limit, of either sign, scored unreliable."""
+    band_depth = DEPTH[visit.band]
+    fl = mag_to_flux(rng.uniform(band_depth - 0.3, band_depth + 0.4)) * rng.choice([-1.0, 1.0])
+    return _Source.of(chance, lambda t: fl, 30.0, reliability=float(rng.uniform(0.0, 0.25)), hist_n=0, forced_n=0,
+                      is_dipole=bool(rng.uniform() < 0.4))  # is_dipole: assumption
+
+
+def _variable(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+    """A star varying about its template brightness, so its difference flux takes both signs.
+    Assumptions: periods log-uniform from 0.1 d (RR Lyrae, delta Scuti, contact binaries) to
+    100 d (Cepheids, semiregulars); semi-amplitudes log-uniform from 0.01 to 1 mag, so most
+    are small (most variable stars vary by hundredths of a magnitude: Eyer & Mowlavi 2008,
+    J. Phys. Conf. Ser. 118, 012010); mean magnitudes from 17 (brighter stars saturate:
+    ~16 mag, Ivezic et al. 2019, ApJ 873, 111) to 25, by star counts."""
+    period = _log_uniform(rng, 0.1, 100.0)
+    amplitude = _log_uniform(rng, 0.01, 1.0)
+    mean_mag = _magnitude(rng, 17.0, 25.0, STAR_COUNTS)
+    star = mag_to_flux(mean_mag)
+    phase = rng.uniform(0, 2 * math.pi)
+    return _Source.of(chance, lambda t: star * (10 ** (-0.4 * amplitude * math.sin(2 * math.pi * t / period + phase)) - 1),
+                      365.0, hist_n=max(chance.hist_n, min(max_history, 15)),
+                      extendedness=float(rng.uniform(0, 0.1)), template_mag=mean_mag)
+
+
+def _solar_system(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+    """A known asteroid: steady over the night, no object and no history of its own."""
+    fl = mag_to_flux(_magnitude(rng, 19.0, limit, ASTEROID_COUNTS))
+    return _Source.of(chance, lambda t: fl, 1.0, object_id=None, ss_object_id=_random_id(rng), hist_n=0, forced_n=0,
+                      trailed=bool(rng.uniform() < 0.3),  # assumption
+                      extendedness=float(rng.uniform(0, 0.2)))
+
+
+def _new(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+    """Mostly unknown asteroids, so counted as asteroids."""
+    fl = mag_to_flux(_magnitude(rng, 19.5, limit, ASTEROID_COUNTS))
+    return _Source.of(chance, lambda t: fl, 1.0, hist_n=0, forced_n=0)
+
+
+def _ordinary(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+    """Slowly varying, 30% below the template (AGN fading: assumption)."""
+    fl = mag_to_flux(_magnitude(rng, 20.0, limit, EUCLIDEAN_COUNTS)) * rng.choice([-1.0, 1.0], p=[0.3, 0.7])
+    return _Source.of(chance, lambda t: fl * (1 + 0.2 * math.sin(t / 3.0)), 365.0)
+
+
+#: How each population's sources are drawn (any other: ``_ordinary``).
+_SOURCES = {"bright": _bright, "rising": _rising, "bogus": _bogus, "variable": _variable,
+            "solar_system": _solar_system, "new": _new}
+
+
 def _draw(
     rng: np.random.Generator,
     visit: Visit,
@@ -307,100 +398,43 @@ def _draw(
     chance: _Chance,
 ) -> AlertTruth | None:
     """One draw of a source of ``population``; None when it is not detected now."""
-    now = visit.mjd
     limit = DEPTH[visit.band] + 0.5  # fainter than this, a detection now is vanishingly rare
-    hist_n, forced_n = chance.hist_n, chance.forced_n
-    reliability, extendedness, template_mag = chance.reliability, chance.extendedness, chance.template_mag
-    object_id: int | None = chance.object_id
-    ss_object_id = None
-    is_dipole = trailed = False
-    flux_at: Callable[[float], float]
-
-    if population == "bright":  # assumption: bright, slowly varying, confidently real
-        base = mag_to_flux(rng.uniform(15.0, 18.0))
-        flux_at = lambda t: base * (1 + 0.05 * math.sin(t))  # noqa: E731
-        reliability = float(rng.uniform(0.93, 1.0))
-        span = 365.0
-    elif population == "rising":
-        # A supernova before peak: flux grows as the square of the time since explosion (the
-        # expanding fireball, Riess et al. 1999, AJ 118, 2675), so it gains 2.17 / age mag a day.
-        peak = mag_to_flux(_magnitude(rng, 19.0, limit, EUCLIDEAN_COUNTS))
-        explosion = now - rng.uniform(0.0, RISE_DAYS)
-        flux_at = lambda t: peak * (max(t - explosion, 0.0) / RISE_DAYS) ** 2  # noqa: E731
-        hist_n = max(3, min(hist_n, 8)) if max_history else 0
-        span = 30.0
-    elif population == "bogus":
-        band_depth = DEPTH[visit.band]
-        fl = mag_to_flux(rng.uniform(band_depth - 0.3, band_depth + 0.4)) * rng.choice([-1.0, 1.0])
-        flux_at = lambda t: fl  # noqa: E731
-        reliability = float(rng.uniform(0.0, 0.25))
-        hist_n = forced_n = 0
-        is_dipole = bool(rng.uniform() < 0.4)  # assumption
-        span = 30.0
-    elif population == "variable":
-        # A star varying about its template brightness, so its difference flux takes both signs.
-        # Assumptions: periods log-uniform from 0.1 d (RR Lyrae, delta Scuti, contact binaries) to
-        # 100 d (Cepheids, semiregulars); semi-amplitudes log-uniform from 0.01 to 1 mag, so most
-        # are small (most variable stars vary by hundredths of a magnitude: Eyer & Mowlavi 2008,
-        # J. Phys. Conf. Ser. 118, 012010); mean magnitudes from 17 (brighter stars saturate:
-        # ~16 mag, Ivezic et al. 2019, ApJ 873, 111) to 25, by star counts.
-        period = _log_uniform(rng, 0.1, 100.0)
-        amplitude = _log_uniform(rng, 0.01, 1.0)
-        mean_mag = _magnitude(rng, 17.0, 25.0, STAR_COUNTS)
-        star = mag_to_flux(mean_mag)
-        phase = rng.uniform(0, 2 * math.pi)
-        flux_at = lambda t: star * (10 ** (-0.4 * amplitude * math.sin(2 * math.pi * t / period + phase)) - 1)  # noqa: E731
-        hist_n = max(hist_n, min(max_history, 15))
-        extendedness = float(rng.uniform(0, 0.1))
-        template_mag = mean_mag
-        span = 365.0
-    elif population == "solar_system":
-        fl = mag_to_flux(_magnitude(rng, 19.0, limit, ASTEROID_COUNTS))
-        flux_at = lambda t: fl  # noqa: E731
-        object_id = None
-        ss_object_id = _random_id(rng)
-        hist_n = forced_n = 0
-        trailed = bool(rng.uniform() < 0.3)  # assumption
-        extendedness = float(rng.uniform(0, 0.2))
-        span = 1.0
-    elif population == "new":  # mostly unknown asteroids, so counted as asteroids
-        fl = mag_to_flux(_magnitude(rng, 19.5, limit, ASTEROID_COUNTS))
-        flux_at = lambda t: fl  # noqa: E731
-        hist_n = forced_n = 0
-        span = 1.0
-    else:  # "ordinary": slowly varying, 30% below the template (AGN fading: assumption)
-        fl = mag_to_flux(_magnitude(rng, 20.0, limit, EUCLIDEAN_COUNTS)) * rng.choice([-1.0, 1.0], p=[0.3, 0.7])
-        flux_at = lambda t: fl * (1 + 0.2 * math.sin(t / 3.0))  # noqa: E731
-        span = 365.0
-
-    flux, err = _measure(rng, flux_at(now), visit.band)
+    drawn = _SOURCES.get(population, _ordinary)(rng, visit, limit, max_history, chance)
+    flux, err = _measure(rng, drawn.flux_at(visit.mjd), visit.band)
     if abs(flux) < DETECTION_SIGMA * err:
         return None
-    source = _detected(rng, visit, ra, dec, now, visit.band, flux, err)
+    source = _detected(rng, visit, ra, dec, visit.mjd, visit.band, flux, err)
+    return _alert(rng, visit, ra, dec, alert_index, population, drawn, source)
+
+
+def _alert(rng: np.random.Generator, visit: Visit, ra: float, dec: float, alert_index: int, population: str,
+           drawn: _Source, source: Detection) -> AlertTruth:
+    """The alert of a source detected now (``source``): its identifiers, its earlier detections and
+    its forced photometry."""
     source.visit_id = visit.visit_id
     source.detector = alert_index % DETECTORS
     source.source_id = (visit.visit_id << 20) | alert_index
     history = [
         d
-        for d in _series(rng, visit, ra, dec, _past_visits(rng, visit, hist_n, span), flux_at)
+        for d in _series(rng, visit, ra, dec, _past_visits(rng, visit, drawn.hist_n, drawn.span), drawn.flux_at)
         if d.snr >= DETECTION_SIGMA
     ]
     forced = _series(
-        rng, visit, ra, dec, _past_visits(rng, visit, forced_n, min(span, 30.0)), flux_at
+        rng, visit, ra, dec, _past_visits(rng, visit, drawn.forced_n, min(drawn.span, 30.0)), drawn.flux_at
     )
-    template_flux = 0.0 if population == "solar_system" else mag_to_flux(template_mag)
+    template_flux = 0.0 if population == "solar_system" else mag_to_flux(drawn.template_mag)
     return AlertTruth(
         population=population,
         source=source,
-        object_id=object_id,
-        reliability=reliability,
+        object_id=drawn.object_id,
+        reliability=drawn.reliability,
         template_flux=template_flux,
-        extendedness=extendedness,
+        extendedness=drawn.extendedness,
         history=history,
         forced=forced,
-        ss_object_id=ss_object_id,
-        is_dipole=is_dipole,
-        trailed=trailed,
+        ss_object_id=drawn.ss_object_id,
+        is_dipole=drawn.is_dipole,
+        trailed=drawn.trailed,
     )
 
 

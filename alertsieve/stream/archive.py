@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from alertsieve.publish import contract
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import kafka_options
@@ -31,7 +32,7 @@ KEY = ("topic", "partition", "offset")  # where an alert came from: its identity
 
 
 def archive_topics(plan: JobPlan, cfg: JobConfig) -> list[str]:
-    return [f.output_topic(cfg.output_prefix) for f in plan.filters] + [cfg.quarantine_topic]
+    return [contract.filter_topic(f, cfg.output_prefix) for f in plan.filters] + [cfg.quarantine_topic]
 
 
 def _header(name: str):
@@ -46,18 +47,19 @@ def source_rows(published, quarantine_topic: str):
     published each (null for the quarantine) and the quarantine reason."""
     from pyspark.sql import functions as F
 
-    millis = _header("kafka_timestamp_ms").cast("long")
+    millis = _header(contract.KAFKA_TIMESTAMP_MS).cast("long")
     return published.select(
-        _header("source_topic").alias("_topic"),
-        _header("source_partition").cast("int").alias("_partition"),
-        _header("source_offset").cast("long").alias("_offset"),
+        _header(contract.SOURCE_TOPIC).alias("_topic"),
+        _header(contract.SOURCE_PARTITION).cast("int").alias("_partition"),
+        _header(contract.SOURCE_OFFSET).cast("long").alias("_offset"),
         F.when(millis.isNotNull(), F.timestamp_millis(millis)).alias("_timestamp"),
         F.col("key").alias("_key"),
         F.col("value").alias("_value"),
-        F.when(F.col("topic") != quarantine_topic, _header("filter")).alias("filter"),
-        _header("filter_version").alias("filter_version"),
-        F.coalesce(_header("format"), F.lit("alert")).alias("format"),  # alert, avro or json
-        _header("reason").alias("reason"),
+        F.when(F.col("topic") != quarantine_topic, _header(contract.FILTER)).alias(contract.FILTER),
+        _header(contract.FILTER_VERSION).alias(contract.FILTER_VERSION),
+        # alert, avro or json
+        F.coalesce(_header(contract.FORMAT), F.lit(contract.PAYLOAD_ALERT)).alias(contract.FORMAT),
+        _header(contract.REASON).alias(contract.REASON),
     )
 
 
@@ -66,11 +68,12 @@ def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
     its archived fields, decoded from the original bytes (only the versions the rows carry)."""
     from pyspark.sql import functions as F
 
-    is_alert = F.col("format") == "alert"
-    fields = F.when(~is_alert, F.struct(F.col("filter").alias("key"), fields_json(plan).alias("value")))
-    per_alert = rows.where(F.col("filter").isNotNull()).groupBy("_topic", "_partition", "_offset").agg(
-        F.array_sort(F.collect_set("filter")).alias("filters"),
-        F.array_sort(F.collect_set(F.struct(F.col("filter").alias("name"), F.col("filter_version").alias("version"))))
+    is_alert = F.col(contract.FORMAT) == contract.PAYLOAD_ALERT
+    fields = F.when(~is_alert, F.struct(F.col(contract.FILTER).alias("key"), fields_json(plan).alias("value")))
+    per_alert = rows.where(F.col(contract.FILTER).isNotNull()).groupBy("_topic", "_partition", "_offset").agg(
+        F.array_sort(F.collect_set(contract.FILTER)).alias("filters"),
+        F.array_sort(F.collect_set(F.struct(F.col(contract.FILTER).alias("name"),
+                                            F.col(contract.FILTER_VERSION).alias("version"))))
         .alias("filter_versions"),
         F.map_from_entries(F.collect_list(fields)).alias("fields"),
         F.first("_timestamp").alias("_timestamp"), F.first("_key").alias("_key"),
@@ -109,13 +112,14 @@ def fields_json(plan: JobPlan):
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
-    text = F.when(F.col("format") == "json", F.col("_value").cast("string"))
+    text = F.when(F.col(contract.FORMAT) == contract.FORMAT_JSON, F.col("_value").cast("string"))
     for name, payload in plan.payloads.items():
         if payload.avro_schema is not None:
             body = F.expr("substring(_value, 6)")  # after the Confluent header
             record = from_avro(body, json.dumps(payload.avro_schema))
             json_text = F.to_json(record, {"ignoreNullFields": "false"})
-            text = text.when((F.col("format") == "avro") & (F.col("filter") == name), json_text)
+            is_avro = F.col(contract.FORMAT) == contract.FORMAT_AVRO
+            text = text.when(is_avro & (F.col(contract.FILTER) == name), json_text)
     return text
 
 
@@ -128,15 +132,15 @@ def quarantine_table(rows, plan: JobPlan, batch_id: int):
     """One row per quarantined message: its bytes, the schema id it named (Rubin) and why."""
     from pyspark.sql import functions as F
 
-    bad = rows.where(F.col("reason").isNotNull()).dropDuplicates(["_topic", "_partition", "_offset"])
-    kafka_like = bad.select(*[F.col(m).alias(src) for m, src in META.items()], "reason")
-    named = plan.decoder.decode(kafka_like, [], keep=("reason",))  # for the schema id only
+    bad = rows.where(F.col(contract.REASON).isNotNull()).dropDuplicates(["_topic", "_partition", "_offset"])
+    kafka_like = bad.select(*[F.col(m).alias(src) for m, src in META.items()], contract.REASON)
+    named = plan.decoder.decode(kafka_like, [], keep=(contract.REASON,))  # for the schema id only
     return named.select(
         *source_columns(),
         F.col("_key").alias("key"),
         F.col("_value").alias("value"),
         F.col("_schema_id").alias("schema_id"),
-        F.col("reason"),
+        F.col(contract.REASON),
         F.lit(batch_id).alias("batch_id"),
         F.current_timestamp().alias("quarantined_at"),
     )

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from alertsieve.filtering.model import Filter
 from alertsieve.filtering.tables import SqlFilterSpec
 from alertsieve.kafka.client_security import SecurityConfigError, java_conf
+from alertsieve.publish import contract
 from alertsieve.settings import (
     ConfigError,
     SettingsError,
@@ -124,8 +125,8 @@ class JobConfig(BaseModel):
         description="kafka: a topic per filter; delta: the archive query beside it (reads those topics)",
         examples=[["kafka", "delta"]], json_schema_extra=_flag("--sink", cli="csv", example="kafka,delta"),
     )  # fmt: skip
-    output_prefix: str = Field("alertsieve-", description="output topics are <prefix><filter>, <prefix>quarantine, <prefix>counts",
-                               examples=["alertsieve-"], json_schema_extra=_flag("--output-prefix"))  # fmt: skip
+    output_prefix: str = Field(contract.DEFAULT_PREFIX, description="output topics are <prefix><filter>, <prefix>quarantine, <prefix>counts",
+                               examples=[contract.DEFAULT_PREFIX], json_schema_extra=_flag("--output-prefix"))  # fmt: skip
     output_partitions: int = Field(4, gt=0, description="partitions of the output topics the job creates", examples=[4])
     delta_path: str = Field("data/delta", description="the archive's Delta tables (matches, quarantine)",
                             examples=["data/delta"], json_schema_extra=_flag("--delta-path"))  # fmt: skip
@@ -278,12 +279,12 @@ class JobConfig(BaseModel):
 
     @property
     def quarantine_topic(self) -> str:
-        return f"{self.output_prefix}quarantine"
+        return contract.quarantine_topic(self.output_prefix)
 
     @property
     def counts_topic(self) -> str:
         """One JSON record per batch: what was read and published (``alertsieve.publish.counts``)."""
-        return f"{self.output_prefix}counts"
+        return contract.counts_topic(self.output_prefix)
 
     def settings_filters(self) -> list[Filter]:
         """The ad-hoc SQL filters of the settings, then those handed over in code."""

@@ -13,6 +13,7 @@ the Delta archive is its own query reading these topics (``alertsieve.stream.arc
 from __future__ import annotations
 
 from alertsieve.filtering.filter_view import filter_view
+from alertsieve.publish import contract
 from alertsieve.publish.payloads import record_column
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
@@ -134,7 +135,7 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig):
     from pyspark.sql import functions as F
 
     index = F.col("_index")
-    topics = F.array(*[F.lit(f.output_topic(cfg.output_prefix)) for f in plan.filters])
+    topics = F.array(*[F.lit(contract.filter_topic(f, cfg.output_prefix)) for f in plan.filters])
     names = F.array(*[F.lit(f.name) for f in plan.filters])
     versions = F.array(*[F.lit(plan.versions.get(f.name, "")) for f in plan.filters])
     fields_filters = [f.name for f in plan.filters if f.name in plan.payloads]
@@ -169,18 +170,21 @@ def output_rows(outcome, cfg: JobConfig):
     alert came from (or why it was quarantined)."""
     from pyspark.sql import functions as F
 
-    source = {"source_topic": F.col("_topic"), "source_partition": F.col("_partition"),
-              "source_offset": F.col("_offset"), "kafka_timestamp_ms": F.unix_millis(F.col("_timestamp"))}  # fmt: skip
-    match = {"filter": F.col("_filter"), "filter_version": F.col("_version"), **source,
-             "processed_at_ms": F.unix_millis(F.current_timestamp())}  # fmt: skip
+    source = {contract.SOURCE_TOPIC: F.col("_topic"), contract.SOURCE_PARTITION: F.col("_partition"),
+              contract.SOURCE_OFFSET: F.col("_offset"),
+              contract.KAFKA_TIMESTAMP_MS: F.unix_millis(F.col("_timestamp"))}  # fmt: skip
+    match = {contract.FILTER: F.col("_filter"), contract.FILTER_VERSION: F.col("_version"), **source,
+             contract.PROCESSED_AT_MS: F.unix_millis(F.current_timestamp())}  # fmt: skip
+    fields = {**match, contract.PAYLOAD: F.lit(contract.PAYLOAD_FIELDS), contract.FORMAT: F.col("_format")}
+    alert = {**match, contract.PAYLOAD: F.lit(contract.PAYLOAD_ALERT)}
     quarantined = F.col("_reason").isNotNull()
     return outcome.where(F.col("_topic_out").isNotNull()).select(
         F.when(quarantined, F.col("_key")).otherwise(F.col("_alert_id").cast("binary")).alias("key"),
         F.coalesce(F.col("_out_value"), F.lit(b"")).alias("value"),
         F.col("_topic_out").alias("topic"),
-        F.when(quarantined, headers(reason=F.col("_reason"), **source))
-        .when(F.col("_format").isNotNull(), headers(**match, payload=F.lit("fields"), format=F.col("_format")))
-        .otherwise(headers(**match, payload=F.lit("alert")))
+        F.when(quarantined, headers(**{contract.REASON: F.col("_reason"), **source}))
+        .when(F.col("_format").isNotNull(), headers(**fields))
+        .otherwise(headers(**alert))
         .alias("headers"),
     )  # fmt: skip
 

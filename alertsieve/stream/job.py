@@ -16,6 +16,7 @@ from py4j.protocol import Py4JJavaError
 from alertsieve.catalogs.store import CatalogError
 from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import FilterError
+from alertsieve.publish import contract
 from alertsieve.publish.counts import CountsTopic, Published
 from alertsieve.settings import ConfigError
 from alertsieve.stream.archive import Archive, archive_topics
@@ -288,7 +289,7 @@ def _jobs_ended(tracker, scheduler, group: str) -> bool:
 
 def published(plan, cfg: JobConfig) -> list[Published]:
     """The filters as the counts topic names them."""
-    return [Published(f.name, plan.versions[f.name], f.output_topic(cfg.output_prefix)) for f in plan.filters]
+    return [Published(f.name, plan.versions[f.name], contract.filter_topic(f, cfg.output_prefix)) for f in plan.filters]
 
 
 def create_outputs(cfg: JobConfig, filters) -> None:
@@ -296,7 +297,7 @@ def create_outputs(cfg: JobConfig, filters) -> None:
     meets the batches in order), made before the first batch."""
     from alertsieve.kafka.topics import create_topics
 
-    topics = [f.output_topic(cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]
+    topics = [contract.filter_topic(f, cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     create_topics(cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf)
     create_topics(cfg.bootstrap, [cfg.counts_topic], 1, config=config, extra=cfg.kafka_conf)

@@ -10,6 +10,7 @@ import uuid
 from typing import NamedTuple
 
 from alertsieve.kafka.topics import end_offsets
+from alertsieve.publish import contract
 
 
 def quantiles(values: list[float]) -> dict:
@@ -61,9 +62,11 @@ class OutputReader:
                 self.read += 1
                 self.bytes += len(m.value() or b"") + len(m.key() or b"") + sum(len(k) + len(v or b"") for k, v in m.headers() or [])
                 h = dict(m.headers() or [])
-                if "source_offset" in h:
-                    self.records.append(OutputRecord(m.topic(), int(h["source_partition"]), int(h["source_offset"]),
-                                                     float(h["kafka_timestamp_ms"]), float(m.timestamp()[1])))  # fmt: skip
+                if contract.SOURCE_OFFSET in h:
+                    self.records.append(OutputRecord(m.topic(), int(h[contract.SOURCE_PARTITION]),
+                                                     int(h[contract.SOURCE_OFFSET]),
+                                                     float(h[contract.KAFKA_TIMESTAMP_MS]),
+                                                     float(m.timestamp()[1])))  # fmt: skip
 
     def within(self, start: dict[int, int], end: dict[int, int]) -> list[OutputRecord]:
         """The records whose alert's offset is in [start, end) of its input partition."""

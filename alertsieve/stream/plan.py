@@ -15,6 +15,7 @@ from alertsieve.filtering.lacking import lacking_fields, lacking_lines
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.filtering.prepare import prepare
 from alertsieve.kafka.topics import head_messages
+from alertsieve.publish import contract
 from alertsieve.publish.payloads import (
     FieldsPayload,
     check_payload,
@@ -80,7 +81,7 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
         lacking=lacking_fields(decoder, filters, prepared.reads),
         context=prepared.context,
         versions=versions,
-        payloads=payloads(filters, types, lambda f: f.output_topic(cfg.output_prefix), _store(cfg)) if types else {},
+        payloads=payloads(filters, types, lambda f: contract.filter_topic(f, cfg.output_prefix), _store(cfg)) if types else {},
     )
 
 
@@ -132,12 +133,13 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
         raise FilterError(f"{cfg.config_file or 'filter_outputs'}: filter_outputs names unknown filter(s) {sorted(unknown)}")
     filters = [replace(f, **cfg.filter_outputs[f.name].model_dump(exclude_unset=True)) if f.name in cfg.filter_outputs
                else f for f in filters]  # fmt: skip
-    reserved = {cfg.quarantine_topic: "quarantine", cfg.counts_topic: "counts"}
+    reserved = {cfg.quarantine_topic: contract.QUARANTINE, cfg.counts_topic: contract.COUNTS}
     for f in filters:
         check_payload(f)
-        if f.output_topic(cfg.output_prefix) in reserved:
-            raise FilterError(f"filter {f.name!r} ({f.origin}) would publish to {f.output_topic(cfg.output_prefix)},"
-                              f" the job's {reserved[f.output_topic(cfg.output_prefix)]} topic; rename it or set its topic")  # fmt: skip
+        topic = contract.filter_topic(f, cfg.output_prefix)
+        if topic in reserved:
+            raise FilterError(f"filter {f.name!r} ({f.origin}) would publish to {topic},"
+                              f" the job's {reserved[topic]} topic; rename it or set its topic")  # fmt: skip
     if not filters:
         where = looked_in(cfg.filter_paths, cfg.discover_filters, cfg.discover_filters)
         raise FilterError(f"no filter for {survey} alerts to run: looked in {where}, and the settings name"

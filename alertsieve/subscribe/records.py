@@ -26,13 +26,10 @@ from alertsieve.alerts.schemas import (
     WireFormatError,
     unframe,
 )
+from alertsieve.publish import contract
 from alertsieve.subscribe.errors import SubscribeError
 
 log = logging.getLogger(__name__)
-
-#: Headers every record of a filter's topic carries (``format`` only with ``payload: fields``).
-FILTER_HEADERS = ("filter", "filter_version", "payload", "format", "source_topic",
-                  "source_partition", "source_offset", "kafka_timestamp_ms", "processed_at_ms")  # fmt: skip
 
 # Parsed schemas per store: a local store reads and parses its file on every get(), and an alert
 # schema takes milliseconds to parse, far more than decoding one alert.
@@ -63,7 +60,7 @@ class Match:
     key: str | None
     filter: str | None  # None on the quarantine topic
     filter_version: str | None
-    payload: str  # "alert", "fields" or "quarantine"
+    payload: str  # contract.PAYLOAD_ALERT, PAYLOAD_FIELDS or PAYLOAD_QUARANTINE
     source_topic: str | None
     source_partition: int | None
     source_offset: int | None
@@ -168,9 +165,9 @@ def decode(value: bytes, headers: Mapping[str, str] | None, store: SchemaStore) 
     header it is taken for an alert and recognised by its first bytes."""
     headers = headers or {}
     value = bytes(value or b"")
-    if headers.get("payload") == "fields":
-        fmt = headers.get("format") or ("json" if value[:1] == b"{" else "avro")
-        if fmt == "json":
+    if headers.get(contract.PAYLOAD) == contract.PAYLOAD_FIELDS:
+        fmt = headers.get(contract.FORMAT) or (contract.FORMAT_JSON if value[:1] == b"{" else contract.FORMAT_AVRO)
+        if fmt == contract.FORMAT_JSON:
             try:
                 record = json.loads(value.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -180,16 +177,16 @@ def decode(value: bytes, headers: Mapping[str, str] | None, store: SchemaStore) 
                     f"a fields record that is JSON {type(record).__name__}, not an object"
                 )
             schema_id, definition = None, None
-        elif fmt == "avro":
+        elif fmt == contract.FORMAT_AVRO:
             record, schema_id, schema = _decode_framed(value, store, "a fields record")
             definition = schema.definition
         else:
             raise SubscribeError(
                 f"a fields record of format {fmt!r}: expected avro or json; is alertsieve up to date?"
             )
-        alert_id = record.get("alert_id")
+        alert_id = record.get(contract.ALERT_ID)
         alert_id = None if alert_id is None else str(alert_id)
-        return Decoded(record, record.get("survey"), alert_id, schema_id, definition)
+        return Decoded(record, record.get(contract.SURVEY), alert_id, schema_id, definition)
     if value.startswith(ztf.MAGIC):
         record, definition = _decode_container(value)
         _, alert_id = _alert_identity(record)
@@ -222,21 +219,21 @@ def make_match(topic: str, partition: int, offset: int, key: bytes | str | None,
     h = headers_dict(headers)
     if isinstance(key, bytes | bytearray):
         key = bytes(key).decode("utf-8", errors="replace")
-    quarantined = "reason" in h and "filter" not in h
+    quarantined = contract.REASON in h and contract.FILTER not in h
     if quarantined:
-        decoded = Decoded({"reason": h["reason"], "value": bytes(value or b"")}, None, None)
-        payload = "quarantine"
+        decoded = Decoded({contract.REASON: h[contract.REASON], "value": bytes(value or b"")}, None, None)
+        payload = contract.PAYLOAD_QUARANTINE
     else:
         decoded = decode(value or b"", h, store)
-        payload = h.get("payload") or "alert"
+        payload = h.get(contract.PAYLOAD) or contract.PAYLOAD_ALERT
     return Match(
         topic=topic, partition=partition, offset=offset, key=key,
-        filter=h.get("filter"), filter_version=h.get("filter_version"), payload=payload,
-        source_topic=h.get("source_topic"), source_partition=_int(h.get("source_partition")),
-        source_offset=_int(h.get("source_offset")), record=decoded.record,
-        alert_id=decoded.alert_id or key, survey=decoded.survey, reason=h.get("reason"),
-        kafka_timestamp_ms=_int(h.get("kafka_timestamp_ms")),
-        processed_at_ms=_int(h.get("processed_at_ms")), schema=decoded.schema,
+        filter=h.get(contract.FILTER), filter_version=h.get(contract.FILTER_VERSION), payload=payload,
+        source_topic=h.get(contract.SOURCE_TOPIC), source_partition=_int(h.get(contract.SOURCE_PARTITION)),
+        source_offset=_int(h.get(contract.SOURCE_OFFSET)), record=decoded.record,
+        alert_id=decoded.alert_id or key, survey=decoded.survey, reason=h.get(contract.REASON),
+        kafka_timestamp_ms=_int(h.get(contract.KAFKA_TIMESTAMP_MS)),
+        processed_at_ms=_int(h.get(contract.PROCESSED_AT_MS)), schema=decoded.schema,
     )  # fmt: skip
 
 

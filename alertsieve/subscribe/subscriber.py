@@ -32,6 +32,7 @@ from confluent_kafka import (
 
 from alertsieve.alerts.schemas import SchemaStore, open_store
 from alertsieve.kafka.client_security import SecurityConfigError, librdkafka_conf
+from alertsieve.publish import contract
 from alertsieve.settings import resolve_secret
 from alertsieve.subscribe.errors import SubscribeError
 from alertsieve.subscribe.records import Match, match_from_message
@@ -400,7 +401,7 @@ def _counts_record(value: bytes | None, topic: str, offset: int) -> list[dict[st
     except (json.JSONDecodeError, UnicodeDecodeError):
         log.warning("%s@%d is not JSON: skipped", topic, offset)
         return []
-    if not isinstance(record, dict) or record.get("kind") != "counts":
+    if not isinstance(record, dict) or record.get(contract.KIND) != contract.COUNTS_KIND:
         log.debug("%s@%d is not a counts record: skipped", topic, offset)
         return []
     return [record]

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from alertsieve.publish import contract
+
 #: What verification needs of a received record:
 #: (filter, filter_version, source_topic, source_partition, source_offset).
 Received = tuple[str | None, str | None, str | None, int | None, int | None]
@@ -65,19 +67,19 @@ class _Index:
 def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Batch]:
     last: dict[tuple[Any, Any], Mapping[str, Any]] = {}
     for c in counts:
-        if isinstance(c, Mapping) and c.get("kind", "counts") == "counts":
-            last[(c.get("query_id"), c.get("batch_id"))] = c
+        if isinstance(c, Mapping) and c.get(contract.KIND, contract.COUNTS_KIND) == contract.COUNTS_KIND:
+            last[(c.get(contract.QUERY_ID), c.get(contract.BATCH_ID))] = c
     batches = []
     for c in last.values():
         published = {
-            str(name): (str(f.get("version")), int(f.get("published") or 0))
-            for name, f in (c.get("filters") or {}).items()
-            if isinstance(f, Mapping) and f.get("topic") in topics
+            str(name): (str(f.get(contract.VERSION)), int(f.get(contract.PUBLISHED) or 0))
+            for name, f in (c.get(contract.FILTERS) or {}).items()
+            if isinstance(f, Mapping) and f.get(contract.TOPIC) in topics
         }
         if not published:
             continue
         ranges = {(str(t), int(p)): (int(span[0]), int(span[1]))
-                  for t, parts in (c.get("input") or {}).items() for p, span in parts.items()}  # fmt: skip
+                  for t, parts in (c.get(contract.INPUT) or {}).items() for p, span in parts.items()}  # fmt: skip
         batches.append(_Batch(ranges, published))
     return batches
 

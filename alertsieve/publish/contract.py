@@ -1,0 +1,124 @@
+"""The output contract: what the job publishes, where, and what it says about each record.
+
+Everything a subscriber relies on is named here once; the hot path and payloads that write it,
+the archive, the subscriber (``alertsieve.subscribe``) and the latency reader that read it import
+these names, and docs/subscribers.md describes them. Pure Python (no Spark): subscribers import it.
+
+Topics (``DEFAULT_PREFIX`` unless the job's ``output_prefix`` says otherwise):
+- ``<prefix><filter>``: a filter's matches (``filter_topic``; a filter may name its own topic);
+- ``<prefix>quarantine``: the messages the job could not decode, with the reason;
+- ``<prefix>counts``: one JSON record per batch (``COUNTS_KIND``), so a subscriber can check
+  that it received everything (``alertsieve.publish.counts``, ``alertsieve.subscribe.verify``).
+
+Headers of every record of a filter's topic (``MATCH_HEADERS``), and why each is there:
+- ``filter``: which filter passed the alert, since filters may share a topic and the archive
+  collects every filter's topic into one row per alert;
+- ``filter_version``: which version of that filter passed it (a hash of what decides its
+  matches), so a redeployed filter's records are told apart and verified per version;
+- ``payload``: what the value is (``PAYLOAD_ALERT``: the original bytes; ``PAYLOAD_FIELDS``: a
+  compact record), so a reader decodes it without guessing;
+- ``format``: a fields record's encoding (``FORMAT_AVRO`` or ``FORMAT_JSON``), fields only;
+- ``source_topic``, ``source_partition``, ``source_offset``: where the alert came from, its
+  identity: the archive merges on it (exactly once) and verification counts distinct ones;
+- ``kafka_timestamp_ms``: when the alert was appended to the input, so latency is measured where
+  subscribers see it (the record's own timestamp minus this);
+- ``processed_at_ms``: when the job published it.
+
+A quarantined message's record carries ``reason`` (why it could not be decoded) and the source
+headers (``QUARANTINE_HEADERS``), but no ``filter``: that is how a reader tells it apart.
+
+A fields record's value begins with ``ENVELOPE``: the alert's identity, the same filter, version,
+source and times as the headers, and the detection's time and position.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from alertsieve.filtering.model import Filter
+
+# --- headers ---------------------------------------------------------------------------------
+
+FILTER = "filter"
+FILTER_VERSION = "filter_version"
+PAYLOAD = "payload"
+FORMAT = "format"
+SOURCE_TOPIC = "source_topic"
+SOURCE_PARTITION = "source_partition"
+SOURCE_OFFSET = "source_offset"
+KAFKA_TIMESTAMP_MS = "kafka_timestamp_ms"
+PROCESSED_AT_MS = "processed_at_ms"
+REASON = "reason"
+
+#: Where the alert came from and when it arrived: on every record, matched or quarantined.
+SOURCE_HEADERS = (SOURCE_TOPIC, SOURCE_PARTITION, SOURCE_OFFSET, KAFKA_TIMESTAMP_MS)
+#: Headers every record of a filter's topic carries (``format`` only with ``payload: fields``).
+MATCH_HEADERS = (FILTER, FILTER_VERSION, PAYLOAD, FORMAT, *SOURCE_HEADERS, PROCESSED_AT_MS)
+#: Headers of a quarantined message's record.
+QUARANTINE_HEADERS = (REASON, *SOURCE_HEADERS)
+
+# --- payload kinds (the ``payload`` header) and formats (the ``format`` header) ---------------
+
+PAYLOAD_ALERT = "alert"
+PAYLOAD_FIELDS = "fields"
+#: What a reader calls a quarantined message's value (it has no ``payload`` header: the job
+#: could not decode it); ``alertsieve.subscribe``'s ``Match.payload``.
+PAYLOAD_QUARANTINE = "quarantine"
+FORMAT_AVRO = "avro"
+FORMAT_JSON = "json"
+
+# --- a fields record's envelope ----------------------------------------------------------------
+
+ALERT_ID = "alert_id"
+SURVEY = "survey"
+#: The fields every fields record starts with, and their Spark types.
+ENVELOPE = {
+    ALERT_ID: "string", SURVEY: "string", FILTER: "string", FILTER_VERSION: "string",
+    SOURCE_TOPIC: "string", SOURCE_PARTITION: "int", SOURCE_OFFSET: "bigint",
+    KAFKA_TIMESTAMP_MS: "bigint", PROCESSED_AT_MS: "bigint",
+    "mjd": "double", "ra": "double", "dec": "double",
+}  # fmt: skip
+
+# --- topics -------------------------------------------------------------------------------------
+
+DEFAULT_PREFIX = "alertsieve-"
+QUARANTINE = PAYLOAD_QUARANTINE  # the quarantine topic's suffix: the same word
+COUNTS = "counts"
+
+
+def filter_topic(f: Filter, prefix: str) -> str:
+    """A filter's topic: its own, else ``<prefix><name>``."""
+    return f.topic or f"{prefix}{f.name}"
+
+
+def quarantine_topic(prefix: str) -> str:
+    return f"{prefix}{QUARANTINE}"
+
+
+def counts_topic(prefix: str) -> str:
+    return f"{prefix}{COUNTS}"
+
+
+def derive_counts_topic(topic: str) -> str:
+    """The counts topic of the job that publishes ``topic``, for a prefix that ends with its only
+    ``-``: ``alertsieve-bright`` -> ``alertsieve-counts``; a topic without ``-`` -> ``counts``."""
+    head, sep, _ = topic.partition("-")
+    return f"{head}{sep}{COUNTS}" if sep else COUNTS
+
+
+# --- the counts record (one per batch, see alertsieve.publish.counts) ---------------------------
+
+KIND = "kind"
+COUNTS_KIND = COUNTS  # the value of ``kind``: what the record is
+QUERY_ID = "query_id"
+BATCH_ID = "batch_id"
+INPUT = "input"  # {topic: {partition: [start, end)}}: the offsets the batch read
+ALERTS_READ = "alerts_read"
+QUARANTINED = "quarantined"
+FILTERS = "filters"  # {filter: {VERSION, TOPIC, PUBLISHED}}, every filter of the job
+VERSION = "version"
+TOPIC = "topic"
+PUBLISHED = "published"
+QUARANTINE_TOPIC = "quarantine_topic"
+WRITTEN_AT = "written_at"
