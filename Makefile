@@ -27,8 +27,11 @@ $(STAMP): pyproject.toml setup.py
 demo: setup
 	@$(BIN)/alertsieve demo
 
+# Style, formatting, and the layers of pyproject.toml's import contract (an upward import fails, naming both modules).
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 test: setup lint
 	$(BIN)/pytest

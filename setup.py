@@ -6,7 +6,11 @@ packages and install folders under other names, which this file does in a few li
 
 from setuptools import find_packages, setup
 
-FOLDERS = {"alertsieve_filters": "filters", "alertsieve_schemas": "schemas", "alertsieve_conf": "conf"}
+FOLDERS = {
+    "alertsieve_filters": "filters",
+    "alertsieve_schemas": "schemas",
+    "alertsieve_conf": "conf",
+}
 #: Subfolders that hold only data, and their files. Each is a package too: Python imports any
 #: folder, so setuptools warns at every install about a subfolder whose files it ships but whose
 #: package it was not given (a new data subfolder goes here).

@@ -43,11 +43,15 @@ def settings_table() -> list[str]:
         default = info.get_default(call_default_factory=True)
         example = info.examples[0] if info.examples else ""
         flag = f"`{extra['flag']}`" if "flag" in extra else ""
-        rows.append(f"| `{name}` | {flag} | `{_cell(default)}` | {_cell(info.description or '')} | `{_cell(example)}` |")
+        rows.append(
+            f"| `{name}` | {flag} | `{_cell(default)}` | {_cell(info.description or '')} | `{_cell(example)}` |"
+        )
     return rows
 
 
-def _commands(parser: argparse.ArgumentParser, prefix: str = "alertsieve") -> list[tuple[str, str | None, argparse.ArgumentParser]]:
+def _commands(
+    parser: argparse.ArgumentParser, prefix: str = "alertsieve"
+) -> list[tuple[str, str | None, argparse.ArgumentParser]]:
     """(command, its help line, its parser) for every command and sub-command, in the order they
     are declared."""
     out = []

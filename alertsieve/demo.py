@@ -42,16 +42,26 @@ WARMUP_SEED = 999
 MALFORMED = [b"", b"\x00\x00", b"not an alert at all", b"\x00\x00\x00\x30\x39" + b"\x01" * 64]
 
 
-def received_and_verified(bootstrap: str, topics: list[str], counts_topic: str, schema_dir: Path) -> dict:
+def received_and_verified(
+    bootstrap: str, topics: list[str], counts_topic: str, schema_dir: Path
+) -> dict:
     """What a subscriber of every filter's topic receives, checked against the counts topic."""
     from alertsieve.alerts.schemas import open_store
     from alertsieve.subscribe.subscriber import Subscriber
     from alertsieve.subscribe.verify import verify
 
-    with Subscriber(bootstrap, topics, from_beginning=True, until_end=True, store=open_store(directory=schema_dir),
-                    counts_topic=counts_topic) as sub:  # fmt: skip
-        received = [(m.filter, m.filter_version, m.source_topic, m.source_partition, m.source_offset)
-                    for m in sub.matches()]  # fmt: skip
+    with Subscriber(
+        bootstrap,
+        topics,
+        from_beginning=True,
+        until_end=True,
+        store=open_store(directory=schema_dir),
+        counts_topic=counts_topic,
+    ) as sub:
+        received = [
+            (m.filter, m.filter_version, m.source_topic, m.source_partition, m.source_offset)
+            for m in sub.matches()
+        ]
         counts = sub.read_counts()
     return {"received": len(received), "report": verify(received, counts, topics)}
 
@@ -79,7 +89,9 @@ def _run_keeping_failure(job: FilterStream, failed: list) -> None:
 def _wait_for_rows(job: FilterStream, rows: int, timeout_s: float) -> int:
     """The rows the job has read once it has read ``rows``, or when ``timeout_s`` is up."""
     deadline = time.monotonic() + timeout_s
-    while (read := sum(x["input_rows"] for x in job.metrics.written)) < rows and time.monotonic() < deadline:
+    while (
+        read := sum(x["input_rows"] for x in job.metrics.written)
+    ) < rows and time.monotonic() < deadline:
         time.sleep(0.5)
     return read
 
@@ -97,7 +109,9 @@ class Sent:
         return self.alerts + len(MALFORMED)
 
 
-def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 5.0, warmup: int = 200) -> dict:
+def run_demo(
+    visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 5.0, warmup: int = 200
+) -> dict:
     """Start a broker and the job, send the visits, stop the job, summarise what came out; whatever
     happens, stop everything and remove the throwaway directory."""
     workdir = Path(tempfile.mkdtemp(prefix="alertsieve-demo-"))
@@ -108,14 +122,22 @@ def run_demo(visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 
         bootstrap = cluster.bootstrap_servers
         print(f"Kafka    : broker at {bootstrap} ({time.monotonic() - t0:.1f}s)")
         create_topic(bootstrap, "alerts", 2)
-        settings = {"bootstrap": bootstrap, "max_offsets_per_trigger": 2500, "timeout_s": 600,
-                    "delta_path": str(workdir / "delta"), "checkpoint": str(workdir / "checkpoint"),
-                    "metrics_path": str(workdir / "metrics.jsonl"), "schema_dir": str(workdir / "schemas")}  # fmt: skip
+        settings = {
+            "bootstrap": bootstrap,
+            "max_offsets_per_trigger": 2500,
+            "timeout_s": 600,
+            "delta_path": str(workdir / "delta"),
+            "checkpoint": str(workdir / "checkpoint"),
+            "metrics_path": str(workdir / "metrics.jsonl"),
+            "schema_dir": str(workdir / "schemas"),
+        }
         with as_file(CONFIG) as config:  # a file on disk, wherever the package is
             cfg = load_config(config, settings)
         spark = get_session("alertsieve-demo", conf={"spark.ui.enabled": "false"})
         job, runner = _start_job(spark, cfg)
-        sent = _send_visits(job, bootstrap, str(workdir / "schemas"), visits, alerts_per_visit, interval_s, warmup)
+        sent = _send_visits(
+            job, bootstrap, str(workdir / "schemas"), visits, alerts_per_visit, interval_s, warmup
+        )
         job.stop()
         runner.join(120)
         return _summary(spark, cfg, job, sent, workdir)
@@ -144,29 +166,60 @@ def _start_job(spark, cfg: JobConfig) -> tuple[FilterStream, threading.Thread]:
     return job, runner
 
 
-def _send_visits(job: FilterStream, bootstrap: str, schemas: str, visits: int, alerts_per_visit: int,
-                 interval_s: float, warmup: int) -> Sent:  # fmt: skip
+def _send_visits(
+    job: FilterStream,
+    bootstrap: str,
+    schemas: str,
+    visits: int,
+    alerts_per_visit: int,
+    interval_s: float,
+    warmup: int,
+) -> Sent:
     """The warm-up visit, the measured visits while the job runs, then the malformed messages;
     returns once the job has read them all (or after 300 s)."""
     # A warm-up visit first: the job's first alerts pay for its start (planning, generating
     # code, the JIT, the first fetch); the visits after it show the latency it keeps.
-    warm = produce(ProduceConfig(bootstrap=bootstrap, topic="alerts", visits=1, alerts_per_visit=warmup,
-                                 interval_s=0, producers=1, progress=False, seed=WARMUP_SEED, schema_dir=schemas))  # fmt: skip
+    warm = produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic="alerts",
+            visits=1,
+            alerts_per_visit=warmup,
+            interval_s=0,
+            producers=1,
+            progress=False,
+            seed=WARMUP_SEED,
+            schema_dir=schemas,
+        )
+    )
     read = _wait_for_rows(job, warm.acked, 300)
     warm_end = end_offsets(bootstrap, "alerts")
-    print(f"Warm-up  : {warm.acked} alerts filtered before the measured visits" if read >= warm.acked
-          else f"Warm-up  : only {read} of {warm.acked} alerts read after 300 s; the visits follow")  # fmt: skip
+    print(
+        f"Warm-up  : {warm.acked} alerts filtered before the measured visits"
+        if read >= warm.acked
+        else f"Warm-up  : only {read} of {warm.acked} alerts read after 300 s; the visits follow"
+    )
     summary = produce(
-        ProduceConfig(bootstrap=bootstrap, topic="alerts", visits=visits, alerts_per_visit=alerts_per_visit,
-                      interval_s=interval_s, producers=2, progress=False, schema_dir=schemas)
-    )  # fmt: skip
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic="alerts",
+            visits=visits,
+            alerts_per_visit=alerts_per_visit,
+            interval_s=interval_s,
+            producers=2,
+            progress=False,
+            schema_dir=schemas,
+        )
+    )
     print(f"Produce  : {summary.line()}, a visit every {interval_s:g} s while the job runs")
     producer = Producer({"bootstrap.servers": bootstrap})
     for value in MALFORMED:
         producer.produce("alerts", value=value)
     producer.flush(30)
     del producer
-    print(f"Produce  : {len(MALFORMED)} malformed messages (empty, short, not Avro, unknown schema id)")
+    print(
+        f"Produce  : {len(MALFORMED)} malformed messages (empty, short, not Avro, unknown schema id)"
+    )
     sent = Sent(alerts=warm.acked + summary.acked, warm_end=warm_end)
     _wait_for_rows(job, sent.expected, 300)
     return sent
@@ -176,7 +229,9 @@ def _summary(spark, cfg: JobConfig, job: FilterStream, sent: Sent, workdir: Path
     """The stopped job's outputs read back, one line each: matches, quarantine, latency, what a
     subscriber receives, the archive; then the verdict (nothing lost, or a mismatch)."""
     lines = job.metrics.written
-    counts = run_archive(cfg.model_copy(update={"available_now": True}), spark)  # what the stream left it
+    counts = run_archive(
+        cfg.model_copy(update={"available_now": True}), spark
+    )  # what the stream left it
     totals = Counter()
     for line in lines:
         totals.update(line["matches"])
@@ -196,18 +251,32 @@ def _summary(spark, cfg: JobConfig, job: FilterStream, sent: Sent, workdir: Path
     for line in latency["lines"]:
         print(f"Latency  : {line}")
     subscribed = received_and_verified(cfg.bootstrap, topics, cfg.counts_topic, workdir / "schemas")
-    print(f"Subscriber: {subscribed['received']} matches read back and decoded (alertsieve listen);"
-          f" {summary_line(subscribed['report'])}")  # fmt: skip
-    print(f"Archive  : Delta 'matches' {counts['matches']} alerts (each once, with its filters),"
-          f" 'quarantine' {counts['quarantine']} messages")  # fmt: skip
-    ok = (seen == sent.expected and quarantined == len(MALFORMED) and counts["quarantine"] == len(MALFORMED)
-          and subscribed["report"]["complete"])  # fmt: skip
+    print(
+        f"Subscriber: {subscribed['received']} matches read back and decoded (alertsieve listen);"
+        f" {summary_line(subscribed['report'])}"
+    )
+    print(
+        f"Archive  : Delta 'matches' {counts['matches']} alerts (each once, with its filters),"
+        f" 'quarantine' {counts['quarantine']} messages"
+    )
+    ok = (
+        seen == sent.expected
+        and quarantined == len(MALFORMED)
+        and counts["quarantine"] == len(MALFORMED)
+        and subscribed["report"]["complete"]
+    )
     print(
         f"Verdict  : {seen} read = {sent.alerts} alerts + {len(MALFORMED)} malformed;"
         f" {quarantined} quarantined; {'nothing lost' if ok else 'MISMATCH'}"
     )
-    return {"ok": ok, "read": seen, "quarantined": quarantined, "matches": dict(totals),
-            "latency_ms": {k: v for k, v in latency.items() if k != "lines"}, "archive": counts}  # fmt: skip
+    return {
+        "ok": ok,
+        "read": seen,
+        "quarantined": quarantined,
+        "matches": dict(totals),
+        "latency_ms": {k: v for k, v in latency.items() if k != "lines"},
+        "archive": counts,
+    }
 
 
 def latency_lines(bootstrap: str, topics: list[str], warm_end: dict[int, int]) -> dict:
@@ -215,13 +284,29 @@ def latency_lines(bootstrap: str, topics: list[str], warm_end: dict[int, int]) -
     the cold start, then the steady state of the measured visits."""
     with OutputReader(bootstrap, topics) as reader:
         reader.read_to_end()
-    cold = quantiles([r.latency_ms for r in reader.records if r.source_offset < warm_end.get(r.source_partition, 0)])
-    steady = quantiles([r.latency_ms for r in reader.records if r.source_offset >= warm_end.get(r.source_partition, 0)])
+    cold = quantiles(
+        [
+            r.latency_ms
+            for r in reader.records
+            if r.source_offset < warm_end.get(r.source_partition, 0)
+        ]
+    )
+    steady = quantiles(
+        [
+            r.latency_ms
+            for r in reader.records
+            if r.source_offset >= warm_end.get(r.source_partition, 0)
+        ]
+    )
     lines = []
     if cold["n"]:
-        lines.append(f"cold start, the warm-up's {cold['n']} matches: p50 {cold['p50']:.0f} ms, max {cold['max']:.0f} ms"
-                     " (the job's first batch: planning, code generation, the JIT)")  # fmt: skip
+        lines.append(
+            f"cold start, the warm-up's {cold['n']} matches: p50 {cold['p50']:.0f} ms, max {cold['max']:.0f} ms"
+            " (the job's first batch: planning, code generation, the JIT)"
+        )
     if steady["n"]:
-        lines.append(f"steady, the visits' {steady['n']} matches: p50 {steady['p50']:.0f} ms, p99 {steady['p99']:.0f} ms"
-                     " from the alert's arrival to its match's publication")  # fmt: skip
+        lines.append(
+            f"steady, the visits' {steady['n']} matches: p50 {steady['p50']:.0f} ms, p99 {steady['p99']:.0f} ms"
+            " from the alert's arrival to its match's publication"
+        )
     return {"cold": cold, "steady": steady, "lines": lines}

@@ -24,7 +24,10 @@ SECRET_WORDS = ("password", "secret", "jaas", "token", "key.pem", "keystore")
 
 def masked(mapping: dict[str, Any]) -> dict[str, Any]:
     """``mapping`` with the values of secret-looking keys replaced by ``***``."""
-    return {k: ("***" if any(w in str(k).lower() for w in SECRET_WORDS) else v) for k, v in mapping.items()}
+    return {
+        k: ("***" if any(w in str(k).lower() for w in SECRET_WORDS) else v)
+        for k, v in mapping.items()
+    }
 
 
 class SettingsError(AlertsieveError, ValueError):
@@ -73,7 +76,9 @@ def read_yaml(path: str | Path, error: type[SettingsError] = SettingsError) -> d
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise error(f"{path}: expected a mapping of settings (key: value), got {type(data).__name__}")
+        raise error(
+            f"{path}: expected a mapping of settings (key: value), got {type(data).__name__}"
+        )
     return data
 
 
@@ -102,7 +107,11 @@ def explain(
             lines.append(f"{where}: {err['msg'].removeprefix('Value error, ')}")
             continue
         value = err.get("input")
-        shown = "(missing)" if err["type"] == "missing" else repr(masked(value) if isinstance(value, dict) else value)
+        shown = (
+            "(missing)"
+            if err["type"] == "missing"
+            else repr(masked(value) if isinstance(value, dict) else value)
+        )
         problem = err["msg"].removeprefix("Value error, ")
         source = flags.get(key)
         fix = "" if "e.g." in problem else _example(model, key, source)
@@ -117,7 +126,9 @@ def _unknown(where: str, path: str, key: str, model: type[BaseModel], loc: list[
     hint = model.renamed.get(key) if hasattr(model, "renamed") else None
     if hint:
         return f"{where}: {key} is not a setting: {hint}"
-    close = [k for k in known if k.startswith(key[:6])] or difflib.get_close_matches(key, known, n=1)
+    close = [k for k in known if k.startswith(key[:6])] or difflib.get_close_matches(
+        key, known, n=1
+    )
     guess = f"did you mean {close[0]!r}? " if close else ""
     return f"{where}: unknown key {key!r}: {guess}known keys: {', '.join(known)}"
 

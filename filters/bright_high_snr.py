@@ -26,13 +26,15 @@ FILTER = AlertFilter(
     survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
-    sql=" AND ".join([
-        CLEAN,
-        "NOT coalesce(diaSource.pixelFlags_saturatedCenter, false)",
-        "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
-        "diaSource.psfFlux > {min_snr} * diaSource.psfFluxErr AND NOT isnan(diaSource.psfFlux)",
-        "diaSource.psfFlux > power(10, (31.4 - {max_mag}) / 2.5)",  # AB: 31.4 mag is 1 nJy
-        f"NOT {KNOWN_MOVING_OBJECT}",
-    ]),
+    sql=" AND ".join(
+        [
+            CLEAN,
+            "NOT coalesce(diaSource.pixelFlags_saturatedCenter, false)",
+            "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
+            "diaSource.psfFlux > {min_snr} * diaSource.psfFluxErr AND NOT isnan(diaSource.psfFlux)",
+            "diaSource.psfFlux > power(10, (31.4 - {max_mag}) / 2.5)",  # AB: 31.4 mag is 1 nJy
+            f"NOT {KNOWN_MOVING_OBJECT}",
+        ]
+    ),
     params={"min_reliability": 0.9, "min_snr": 10.0, "max_mag": 20.0},
 )

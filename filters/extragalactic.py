@@ -42,16 +42,23 @@ FILTER = AlertFilter(
     survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
-    sql=" AND ".join([
-        f"abs({SIN_B}) > sin(radians({{min_abs_b}})) AND NOT isnan(diaSource.ra) AND NOT isnan(diaSource.dec)",
-        "features.n_detections >= 2 AND features.days_since_first * 1440 > {min_minutes_between}",
-        f"NOT {KNOWN_MOVING_OBJECT}",
-        "features.n_negative = 0",
-        "diaSource.psfFlux > {min_snr} * diaSource.psfFluxErr AND NOT isnan(diaSource.psfFlux)",
-        "features.days_since_first < {max_age_days}",
-        CLEAN,
-        "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
-    ]),
-    params={"min_abs_b": 20.0, "min_minutes_between": 30.0, "min_snr": 5.0, "max_age_days": 19.0,
-            "min_reliability": 0.5},  # fmt: skip
+    sql=" AND ".join(
+        [
+            f"abs({SIN_B}) > sin(radians({{min_abs_b}})) AND NOT isnan(diaSource.ra) AND NOT isnan(diaSource.dec)",
+            "features.n_detections >= 2 AND features.days_since_first * 1440 > {min_minutes_between}",
+            f"NOT {KNOWN_MOVING_OBJECT}",
+            "features.n_negative = 0",
+            "diaSource.psfFlux > {min_snr} * diaSource.psfFluxErr AND NOT isnan(diaSource.psfFlux)",
+            "features.days_since_first < {max_age_days}",
+            CLEAN,
+            "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
+        ]
+    ),
+    params={
+        "min_abs_b": 20.0,
+        "min_minutes_between": 30.0,
+        "min_snr": 5.0,
+        "max_age_days": 19.0,
+        "min_reliability": 0.5,
+    },
 )

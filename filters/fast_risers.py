@@ -44,16 +44,23 @@ FILTER = AlertFilter(
     survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
-    sql=" AND ".join([
-        f"exists({BAND_FEATURES}, b -> b.days_ago = 0 AND b.rise > {{min_rise}}"
-        " AND b.days_between > {min_days_between} AND b.rate_sigma > {min_sigma})",
-        "features.days_since_first < {max_age_days}",
-        f"size({_BRIGHTER_BEFORE}) = 0",
-        CLEAN,
-        "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
-        f"NOT {KNOWN_MOVING_OBJECT}",
-    ]),
-    params={"min_rise": 0.3, "min_days_between": 0.5, "min_sigma": 3.0, "max_age_days": 5.0,
-            "min_reliability": 0.5},  # fmt: skip
+    sql=" AND ".join(
+        [
+            f"exists({BAND_FEATURES}, b -> b.days_ago = 0 AND b.rise > {{min_rise}}"
+            " AND b.days_between > {min_days_between} AND b.rate_sigma > {min_sigma})",
+            "features.days_since_first < {max_age_days}",
+            f"size({_BRIGHTER_BEFORE}) = 0",
+            CLEAN,
+            "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
+            f"NOT {KNOWN_MOVING_OBJECT}",
+        ]
+    ),
+    params={
+        "min_rise": 0.3,
+        "min_days_between": 0.5,
+        "min_sigma": 3.0,
+        "max_age_days": 5.0,
+        "min_reliability": 0.5,
+    },
     cutouts=True,  # a fast riser is worth looking at: keep its images in the archive
 )

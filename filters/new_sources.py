@@ -30,13 +30,15 @@ FILTER = AlertFilter(
     survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
-    sql=" AND ".join([
-        "features.n_detections = 1",
-        "coalesce(diaObject.nDiaSources, 1) = 1",
-        CLEAN,
-        "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
-        "diaSource.psfFlux > {min_snr} * diaSource.psfFluxErr AND NOT isnan(diaSource.psfFlux)",
-        f"NOT {KNOWN_MOVING_OBJECT}",
-    ]),
+    sql=" AND ".join(
+        [
+            "features.n_detections = 1",
+            "coalesce(diaObject.nDiaSources, 1) = 1",
+            CLEAN,
+            "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
+            "diaSource.psfFlux > {min_snr} * diaSource.psfFluxErr AND NOT isnan(diaSource.psfFlux)",
+            f"NOT {KNOWN_MOVING_OBJECT}",
+        ]
+    ),
     params={"min_reliability": 0.9, "min_snr": 6.0},
 )

@@ -29,11 +29,13 @@ FILTER = AlertFilter(
     survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
-    sql=" AND ".join([
-        f"exists({BAND_FEATURES}, b -> b.sign_changes >= {{min_sign_changes}} AND b.chi2 > {{min_chi2}})",
-        CLEAN,
-        "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
-        f"NOT {KNOWN_MOVING_OBJECT}",
-    ]),
+    sql=" AND ".join(
+        [
+            f"exists({BAND_FEATURES}, b -> b.sign_changes >= {{min_sign_changes}} AND b.chi2 > {{min_chi2}})",
+            CLEAN,
+            "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
+            f"NOT {KNOWN_MOVING_OBJECT}",
+        ]
+    ),
     params={"min_sign_changes": 4, "min_chi2": 5.0, "min_reliability": 0.5},
 )

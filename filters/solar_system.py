@@ -24,10 +24,12 @@ FILTER = AlertFilter(
     survey="rubin",
     description=__doc__,
     contact="alertsieve maintainers",
-    sql=" AND ".join([
-        KNOWN_MOVING_OBJECT,
-        CLEAN,
-        "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
-    ]),
+    sql=" AND ".join(
+        [
+            KNOWN_MOVING_OBJECT,
+            CLEAN,
+            "diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)",
+        ]
+    ),
     params={"min_reliability": 0.5},
 )

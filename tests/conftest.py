@@ -57,7 +57,9 @@ def _fast(item) -> bool:
 
 def _refuse(what: str):
     def refused(*args, **kwargs):
-        pytest.fail(f"a fast test started {what}: mark it integration (make test-fast starts nothing)")
+        pytest.fail(
+            f"a fast test started {what}: mark it integration (make test-fast starts nothing)"
+        )
 
     return refused
 
@@ -72,7 +74,9 @@ def _heavy_starts_refused():
     def guarded(self, args, *rest, **kwargs):
         words = [str(w) for w in args] if isinstance(args, list | tuple) else str(args).split()
         for i, word in enumerate(words[:-1]):
-            if (word == "alertsieve.cli" or word.endswith("/alertsieve")) and words[i + 1] in HEAVY_COMMANDS:
+            if (word == "alertsieve.cli" or word.endswith("/alertsieve")) and words[
+                i + 1
+            ] in HEAVY_COMMANDS:
                 _refuse(f"'alertsieve {words[i + 1]}'")()
         popen(self, args, *rest, **kwargs)
 
@@ -174,14 +178,40 @@ def quick_results(kafka, tmp_path_factory):
 
     from alertsieve.bench.experiments import load_experiment, results_file
 
-    files = [Path(__file__).resolve().parents[1] / "conf" / "experiments" / f"{n}.yaml" for n in QUICK_EXPERIMENTS]
+    files = [
+        Path(__file__).resolve().parents[1] / "conf" / "experiments" / f"{n}.yaml"
+        for n in QUICK_EXPERIMENTS
+    ]
     experiments = [load_experiment(f, quick=True) for f in files]
     root = tmp_path_factory.mktemp("results")
-    done = run_command([sys.executable, "-m", "alertsieve.cli", "bench", "run", *map(str, files), "--quick",
-                        "--results", str(root), "--bootstrap", kafka.bootstrap_servers, "-q"], timeout=1500)  # fmt: skip
-    summary = json.loads(done.stdout)  # printed whether or not every point succeeded (exit 1 if not)
-    written = [json.loads(line) for e in experiments for line in results_file(root, e.name).read_text().splitlines()]
-    assert summary["points_run"] == len(written) and done.returncode == (1 if summary["failed"] else 0), done.stderr[-3000:]
+    done = run_command(
+        [
+            sys.executable,
+            "-m",
+            "alertsieve.cli",
+            "bench",
+            "run",
+            *map(str, files),
+            "--quick",
+            "--results",
+            str(root),
+            "--bootstrap",
+            kafka.bootstrap_servers,
+            "-q",
+        ],
+        timeout=1500,
+    )
+    summary = json.loads(
+        done.stdout
+    )  # printed whether or not every point succeeded (exit 1 if not)
+    written = [
+        json.loads(line)
+        for e in experiments
+        for line in results_file(root, e.name).read_text().splitlines()
+    ]
+    assert summary["points_run"] == len(written) and done.returncode == (
+        1 if summary["failed"] else 0
+    ), done.stderr[-3000:]
     return root, experiments, written
 
 

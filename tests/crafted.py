@@ -23,7 +23,11 @@ from alertsieve.alerts.schemas import frame, load_rubin_schema
 REAL = Path(__file__).parent / "data" / "real"
 #: The real Rubin files of tests/data/real and their schema versions; ``-b`` holds the two real
 #: LSSTCam alerts with long histories (16 and 22 earlier detections).
-REAL_FILES = {"rubin-lsstcam-v10_0.avro": "10.0", "rubin-opsrehearsal-v7_4.avro": "7.4", "rubin-lsstcam-v10_0-b.avro": "10.0"}
+REAL_FILES = {
+    "rubin-lsstcam-v10_0.avro": "10.0",
+    "rubin-opsrehearsal-v7_4.avro": "7.4",
+    "rubin-lsstcam-v10_0-b.avro": "10.0",
+}
 #: Edited copies get ids from here on, so that no two alerts of a stream share one.
 EDITED_IDS = 9_000_000_000_000_000_000
 
@@ -47,21 +51,52 @@ def made_to_pass(record: dict) -> list[dict]:
     s = record["diaSource"]
 
     def earlier(days: float, flux: float, band: str | None = None) -> dict:
-        return {**copy.deepcopy(s), "midpointMjdTai": s["midpointMjdTai"] - days, "band": band or s["band"],
-                "psfFlux": flux, "psfFluxErr": 100.0}  # fmt: skip
+        return {
+            **copy.deepcopy(s),
+            "midpointMjdTai": s["midpointMjdTai"] - days,
+            "band": band or s["band"],
+            "psfFlux": flux,
+            "psfFluxErr": 100.0,
+        }
 
-    clean = {f"diaSource.{flag}": False for flag in ("shape_flag", "psfFlux_flag", "centroid_flag", "apFlux_flag",
-             "forced_PsfFlux_flag", "forced_PsfFlux_flag_edge", "pixelFlags_interpolated", "pixelFlags_cr",
-             "pixelFlags_bad", "pixelFlags_saturatedCenter")}  # fmt: skip
-    base = changed(record, prvDiaSources=None, prvDiaForcedSources=[], **clean, **{
-        "diaSource.reliability": 0.95, "diaSource.ssObjectId": 0, "diaSource.psfFlux": 3_000.0,
-        "diaSource.psfFluxErr": 100.0})  # fmt: skip
+    clean = {
+        f"diaSource.{flag}": False
+        for flag in (
+            "shape_flag",
+            "psfFlux_flag",
+            "centroid_flag",
+            "apFlux_flag",
+            "forced_PsfFlux_flag",
+            "forced_PsfFlux_flag_edge",
+            "pixelFlags_interpolated",
+            "pixelFlags_cr",
+            "pixelFlags_bad",
+            "pixelFlags_saturatedCenter",
+        )
+    }
+    base = changed(
+        record,
+        prvDiaSources=None,
+        prvDiaForcedSources=[],
+        **clean,
+        **{
+            "diaSource.reliability": 0.95,
+            "diaSource.ssObjectId": 0,
+            "diaSource.psfFlux": 3_000.0,
+            "diaSource.psfFluxErr": 100.0,
+        },
+    )
     return [
         base,  # a new source
         changed(base, **{"diaSource.psfFlux": 50_000.0, "diaSource.psfFluxErr": 500.0}),  # bright
         changed(base, **{"diaSource.ssObjectId": 42}),  # a known asteroid, the 7.x way
         changed(base, prvDiaSources=[earlier(1.0, 2_000.0)]),  # rising, and extragalactic
-        changed(base, prvDiaSources=[earlier(d, f) for d, f in ((40, 2e3), (30, -2e3), (20, 2e3), (10, -2e3))]),
+        changed(
+            base,
+            prvDiaSources=[
+                earlier(d, f) for d, f in ((40, 2e3), (30, -2e3), (20, 2e3), (10, -2e3))
+            ],
+        ),
     ]
 
 
@@ -76,18 +111,26 @@ def real_messages() -> list[tuple[str, bytes]]:
         first = fastavro.schemaless_reader(io.BytesIO(raws[0].body), schema.parsed, None)
         for alert in made_to_pass(first):
             alert_id = EDITED_IDS + len(edited)
-            ids = {path: alert_id for path in ("diaSourceId", "diaSource.diaSourceId") if path.split(".")[0] in alert}
+            ids = {
+                path: alert_id
+                for path in ("diaSourceId", "diaSource.diaSourceId")
+                if path.split(".")[0] in alert
+            }
             alert = changed(alert, **ids)
             edited.append((str(alert_id), frame(schema.schema_id, schema.encode(alert))))
     return out + edited
-
 
 
 #: The real ZTF 3.3 alerts with light-curve histories (124 files, one alert each, as ZTF sends
 #: them; see tests/data/real/SOURCES.md).
 ZTF_HISTORIES = REAL / "ztf-3.3-histories"
 #: The ZTF filters ``ztf_made_to_pass`` makes a copy for, in its order.
-ZTF_EDITED_FOR = ("ztf_early_sn_ia", "ztf_fast_transients", "ztf_long_variables", "ztf_known_asteroids")  # fmt: skip
+ZTF_EDITED_FOR = (
+    "ztf_early_sn_ia",
+    "ztf_fast_transients",
+    "ztf_long_variables",
+    "ztf_known_asteroids",
+)
 #: The north Galactic pole (ICRS), far from the plane, for the copies that must be.
 _HIGH_LATITUDE = {"candidate.ra": 192.85948, "candidate.dec": 27.12825}
 
@@ -117,8 +160,20 @@ def _ztf_prv_fields() -> list[str]:
 
 
 #: What the upper limits ZTF sends keep of their image besides jd and diffmaglim.
-_LIMIT_KEEPS = ("pid", "programid", "programpi", "nid", "rcid", "field", "magzpsci", "magzpsciunc",
-                "magzpscirms", "clrcoeff", "clrcounc", "rbversion")  # fmt: skip
+_LIMIT_KEEPS = (
+    "pid",
+    "programid",
+    "programpi",
+    "nid",
+    "rcid",
+    "field",
+    "magzpsci",
+    "magzpsciunc",
+    "magzpscirms",
+    "clrcoeff",
+    "clrcounc",
+    "rbversion",
+)
 
 
 def ztf_made_to_pass(record: dict, first_id: int = EDITED_IDS) -> list[dict]:
@@ -151,13 +206,26 @@ def ztf_made_to_pass(record: dict, first_id: int = EDITED_IDS) -> list[dict]:
         return sorted([*copy.deepcopy(kept), *entries], key=lambda p: p["jd"])
 
     clean = {
-        "candidate.rb": 0.9, "candidate.drb": 0.99, "candidate.nbad": 0, "candidate.fwhm": 2.5,
-        "candidate.elong": 1.1, "candidate.magdiff": 0.05, "candidate.isdiffpos": "t",
-        "candidate.fid": fid, "candidate.magpsf": 18.0, "candidate.sigmapsf": 0.05,
-        "candidate.ssdistnr": -999.0, "candidate.ssmagnr": -999.0,
-    }  # fmt: skip
-    transient = {**clean, **_HIGH_LATITUDE, "candidate.sgscore1": 0.05,
-                 "candidate.distpsnr1": 3.0, "candidate.classtar": 0.95}  # fmt: skip
+        "candidate.rb": 0.9,
+        "candidate.drb": 0.99,
+        "candidate.nbad": 0,
+        "candidate.fwhm": 2.5,
+        "candidate.elong": 1.1,
+        "candidate.magdiff": 0.05,
+        "candidate.isdiffpos": "t",
+        "candidate.fid": fid,
+        "candidate.magpsf": 18.0,
+        "candidate.sigmapsf": 0.05,
+        "candidate.ssdistnr": -999.0,
+        "candidate.ssmagnr": -999.0,
+    }
+    transient = {
+        **clean,
+        **_HIGH_LATITUDE,
+        "candidate.sgscore1": 0.05,
+        "candidate.distpsnr1": 3.0,
+        "candidate.classtar": 0.95,
+    }
     week_old = [p for p in limits if p["jd"] < jd - 7]
     # Early SN Ia: first seen 5 d ago, 2 d after a 20.5 mag limit; 0.2 mag/d brighter than 2 d ago.
     early = {**transient, "candidate.jdstarthist": jd - 5, "candidate.ndethist": 3}
@@ -166,20 +234,34 @@ def ztf_made_to_pass(record: dict, first_id: int = EDITED_IDS) -> list[dict]:
     fast = {**transient, "candidate.jdstarthist": jd - 1.5, "candidate.ndethist": 3}
     fast_history = [detection(1.5, 19.5, 0.1, 1), detection(1, 19.0, 0.08, 0)]
     # Long-history variable: a PS1 star seen by ZTF for 500 d, swinging by 1 mag over 25 d.
-    variable = {**clean, "candidate.sgscore1": 0.99, "candidate.distpsnr1": 0.3,
-                "candidate.magpsf": 17.8, "candidate.jdstarthist": jd - 500, "candidate.ndethist": 150}  # fmt: skip
+    variable = {
+        **clean,
+        "candidate.sgscore1": 0.99,
+        "candidate.distpsnr1": 0.3,
+        "candidate.magpsf": 17.8,
+        "candidate.jdstarthist": jd - 500,
+        "candidate.ndethist": 150,
+    }
     swings = ((5, 17.1), (10, 17.9), (15, 17.2), (20, 18.0), (25, 17.0))
     variable_history = [detection(d, m, 0.05, k) for k, (d, m) in enumerate(swings)]
     # Known asteroid: 1.5 arcsec from a known object predicted at 18.3 mag, seen here only now.
-    asteroid = {**clean, "candidate.ssdistnr": 1.5, "candidate.ssmagnr": 18.3,
-                "candidate.distpsnr1": 8.0, "candidate.ndethist": 1}  # fmt: skip
+    asteroid = {
+        **clean,
+        "candidate.ssdistnr": 1.5,
+        "candidate.ssmagnr": 18.3,
+        "candidate.distpsnr1": 8.0,
+        "candidate.ndethist": 1,
+    }
     copies = [
         changed(record, **early, prv_candidates=history(*early_history, kept=week_old)),
         changed(record, **fast, prv_candidates=history(*fast_history, kept=week_old)),
         changed(record, **variable, prv_candidates=history(*variable_history)),
         changed(record, **asteroid, prv_candidates=history()),
     ]
-    return [changed(a, candid=first_id + i, **{"candidate.candid": first_id + i}) for i, a in enumerate(copies)]  # fmt: skip
+    return [
+        changed(a, candid=first_id + i, **{"candidate.candid": first_id + i})
+        for i, a in enumerate(copies)
+    ]
 
 
 def ztf_messages() -> list[tuple[str, bytes]]:

@@ -35,7 +35,11 @@ def field_sources() -> pd.DataFrame:
         centre = SkyCoord(visit.ra * u.deg, visit.dec * u.deg)
         sep = (FIELD_RADIUS + 0.1) * np.sqrt(rng.uniform(0, 1, PER_FIELD))
         pos = centre.directional_offset_by(rng.uniform(0, 360, PER_FIELD) * u.deg, sep * u.deg)
-        parts.append(pd.DataFrame({"ra": pos.ra.deg, "dec": pos.dec.deg, "mag": rng.uniform(14, 24, PER_FIELD)}))
+        parts.append(
+            pd.DataFrame(
+                {"ra": pos.ra.deg, "dec": pos.dec.deg, "mag": rng.uniform(14, 24, PER_FIELD)}
+            )
+        )
     table = pd.concat(parts, ignore_index=True)
     table.insert(0, "source", [f"f{i}" for i in range(len(table))])
     return table

@@ -32,30 +32,76 @@ PER_BATCH = 100
 WHOLE_BACKLOG = 100_000
 
 
-def job_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES,
-                catalog_dir: Path | None = None, per_batch: int = PER_BATCH) -> list[str]:  # fmt: skip
-    args = [sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", bootstrap,
-            "--topic", topic, "--output-prefix", f"{topic}-", "--checkpoint", str(workdir / "ckpt"),
-            "--delta-path", str(workdir / "delta"), "--metrics", str(workdir / "metrics.jsonl"),
-            "--max-offsets-per-trigger", str(per_batch), "--master", "local[2]", "--no-discover", *extra]  # fmt: skip
+def job_command(
+    bootstrap: str,
+    topic: str,
+    workdir: Path,
+    *extra: str,
+    names: tuple[str, ...] = NAMES,
+    catalog_dir: Path | None = None,
+    per_batch: int = PER_BATCH,
+) -> list[str]:
+    args = [
+        sys.executable,
+        "-m",
+        "alertsieve.cli",
+        "filter",
+        "--bootstrap",
+        bootstrap,
+        "--topic",
+        topic,
+        "--output-prefix",
+        f"{topic}-",
+        "--checkpoint",
+        str(workdir / "ckpt"),
+        "--delta-path",
+        str(workdir / "delta"),
+        "--metrics",
+        str(workdir / "metrics.jsonl"),
+        "--max-offsets-per-trigger",
+        str(per_batch),
+        "--master",
+        "local[2]",
+        "--no-discover",
+        *extra,
+    ]
     for name in names:
         args += ["--sql", f"{name}={JOB_FILTERS[name][0]}"]
     return args + (["--catalog-dir", str(catalog_dir)] if catalog_dir else [])
 
 
-def archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES,
-                    per_batch: int = PER_BATCH) -> list[str]:  # fmt: skip
+def archive_command(
+    bootstrap: str,
+    topic: str,
+    workdir: Path,
+    *extra: str,
+    names: tuple[str, ...] = NAMES,
+    per_batch: int = PER_BATCH,
+) -> list[str]:
     """`alertsieve archive` with the job's own settings: the filters' topics into Delta."""
     args = job_command(bootstrap, topic, workdir, *extra, names=names, per_batch=per_batch)
     args[args.index("filter")] = "archive"
     return args
 
 
-def drain_archive(bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES) -> None:
+def drain_archive(
+    bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES
+) -> None:
     """Archive everything the job published so far (after the job was stopped or killed)."""
-    done = subprocess.run(archive_command(bootstrap, topic, workdir, "--available-now", *extra, names=names,
-                                          per_batch=WHOLE_BACKLOG),
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        archive_command(
+            bootstrap,
+            topic,
+            workdir,
+            "--available-now",
+            *extra,
+            names=names,
+            per_batch=WHOLE_BACKLOG,
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
@@ -67,7 +113,9 @@ def run_command(args: list[str], timeout: float) -> subprocess.CompletedProcess:
     """A command that starts processes of its own (a benchmark's jobs, in their own groups), run to
     its end. Past ``timeout`` it gets Ctrl-C, so that its own clean-up stops what it started, then
     TimeoutExpired: a kill would leave its jobs running on the machine's two cores."""
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -103,7 +151,9 @@ def wait_for(condition, what: str, timeout: float, process=None) -> None:
         time.sleep(0.2)
 
 
-def expected_matches(bootstrap: str, topic: str, schema_dir: str, names: tuple[str, ...] = NAMES) -> tuple[int, dict[str, set]]:
+def expected_matches(
+    bootstrap: str, topic: str, schema_dir: str, names: tuple[str, ...] = NAMES
+) -> tuple[int, dict[str, set]]:
     """(alerts in the topic, {filter: alert ids it must match}) from the test's own decoding."""
     store = LocalSchemaStore(schema_dir)
     alerts = {}

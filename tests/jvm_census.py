@@ -41,7 +41,9 @@ class JvmCensus:
         self.seen: dict[tuple[int, float], str] = {}
         self.already_running = set(self._java_processes())
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample_until_stopped, daemon=True, name="jvm-census")
+        self._thread = threading.Thread(
+            target=self._sample_until_stopped, daemon=True, name="jvm-census"
+        )
         self._thread.start()
 
     def _sample_until_stopped(self) -> None:

@@ -26,7 +26,10 @@ FILTERS = {
     "solar_system": ("ssSource IS NOT NULL", lambda a: a["ssSource"] is not None),
     "rising": (  # light-curve features: a significant rise between the last two r detections
         "features.r.rate_sigma > 3 AND features.r.rate > 0",
-        lambda a: (expected_features(a)["r"]["rate_sigma"] or 0) > 3 and (expected_features(a)["r"]["rate"] or 0) > 0,
+        lambda a: (
+            (expected_features(a)["r"]["rate_sigma"] or 0) > 3
+            and (expected_features(a)["r"]["rate"] or 0) > 0
+        ),
     ),
     "long_history_doubtful": (
         "diaObject.nDiaSources >= 6 AND diaSource.reliability < 0.9",
@@ -42,10 +45,19 @@ FILTERS = {
 #: Per-detection flags that disqualify a measurement, as Fink's Rubin quality block names them
 #: (fink-filters rubin/blocks.py b_good_quality), plus satellite glints and streaks.
 BAD_FLAGS = (
-    "isDipole", "shape_flag", "forced_PsfFlux_flag", "forced_PsfFlux_flag_edge", "psfFlux_flag",
-    "centroid_flag", "apFlux_flag", "pixelFlags_interpolated", "pixelFlags_cr", "pixelFlags_bad",
-    "glint_trail", "pixelFlags_streak",
-)  # fmt: skip
+    "isDipole",
+    "shape_flag",
+    "forced_PsfFlux_flag",
+    "forced_PsfFlux_flag_edge",
+    "psfFlux_flag",
+    "centroid_flag",
+    "apFlux_flag",
+    "pixelFlags_interpolated",
+    "pixelFlags_cr",
+    "pixelFlags_bad",
+    "glint_trail",
+    "pixelFlags_streak",
+)
 #: AB magnitude of 1 nJy.
 NJY_ZERO_POINT = 31.4
 
@@ -109,15 +121,21 @@ def _was_brighter_in_forced_photometry(a: dict, min_sigma: float) -> bool:
         values = (p["psfFlux"], p["psfFluxErr"], s["psfFlux"], s["psfFluxErr"])
         if p["band"] != s["band"] or any(v is None for v in values) or math.isnan(p["psfFlux"]):
             continue
-        if p["psfFlux"] - s["psfFlux"] > min_sigma * math.sqrt(p["psfFluxErr"] ** 2 + s["psfFluxErr"] ** 2):
+        if p["psfFlux"] - s["psfFlux"] > min_sigma * math.sqrt(
+            p["psfFluxErr"] ** 2 + s["psfFluxErr"] ** 2
+        ):
             return True
     return False
 
 
 def _fast_riser(
-    a: dict, min_rise: float, min_days_between: float, min_sigma: float, max_age_days: float,
+    a: dict,
+    min_rise: float,
+    min_days_between: float,
+    min_sigma: float,
+    max_age_days: float,
     min_reliability: float,
-) -> bool:  # fmt: skip
+) -> bool:
     """Brightening in this detection's band since the band's previous detection, young, never
     brighter in forced photometry, clean and reliable."""
     s, f = a["diaSource"], expected_features(a)
@@ -136,16 +154,26 @@ def _fast_riser(
     )
 
 
-def _periodic_variable(a: dict, min_sign_changes: int, min_chi2: float, min_reliability: float) -> bool:
+def _periodic_variable(
+    a: dict, min_sign_changes: int, min_chi2: float, min_reliability: float
+) -> bool:
     s, f = a["diaSource"], expected_features(a)
-    swings = any(f[b]["sign_changes"] >= min_sign_changes and _above(f[b]["chi2"], min_chi2) for b in BANDS)
-    return swings and _clean(s) and _above(s["reliability"], min_reliability) and not _known_moving(a)
+    swings = any(
+        f[b]["sign_changes"] >= min_sign_changes and _above(f[b]["chi2"], min_chi2) for b in BANDS
+    )
+    return (
+        swings and _clean(s) and _above(s["reliability"], min_reliability) and not _known_moving(a)
+    )
 
 
 def _extragalactic(
-    a: dict, min_abs_b: float, min_minutes_between: float, min_snr: float, max_age_days: float,
+    a: dict,
+    min_abs_b: float,
+    min_minutes_between: float,
+    min_snr: float,
+    max_age_days: float,
     min_reliability: float,
-) -> bool:  # fmt: skip
+) -> bool:
     """Far from the Galactic plane (astropy's Galactic frame), seen twice at a fixed place, never
     below the template, young, clean, reliable and not a known moving object."""
     s, f = a["diaSource"], expected_features(a)
@@ -182,7 +210,10 @@ def contributed_oracles() -> dict[str, Callable[[dict], bool]]:
 
 def contributed_filters_in_plain_python(good: dict[str, dict]) -> dict[str, set[str]]:
     """{contributed filter: ids of the alerts in ``good`` it must match}."""
-    return {name: {k for k, a in good.items() if test(a)} for name, test in contributed_oracles().items()}
+    return {
+        name: {k for k, a in good.items() if test(a)}
+        for name, test in contributed_oracles().items()
+    }
 
 
 def _number(x) -> float | None:
@@ -202,7 +233,11 @@ def expected_features(record: dict) -> dict:
         return np.nan if x is None else float(x)
 
     negative = [r for r in rows if f(r["psfFlux"]) < 0]
-    out: dict = {"n_detections": len(rows), "days_since_first": _number(now - mjd.min()), "n_negative": len(negative)}
+    out: dict = {
+        "n_detections": len(rows),
+        "days_since_first": _number(now - mjd.min()),
+        "n_negative": len(negative),
+    }
     latest = {}
     for band in BANDS:
         mine = [r for r in rows if r["band"] == band]
@@ -222,12 +257,18 @@ def expected_features(record: dict) -> dict:
             out[band] = {
                 "n": len(mine),
                 "flux": _number(f(last["psfFlux"])) if last else None,
-                "snr": _number(np.float64(f(last["psfFlux"])) / f(last["psfFluxErr"])) if last else None,
+                "snr": _number(np.float64(f(last["psfFlux"])) / f(last["psfFluxErr"]))
+                if last
+                else None,
                 "days_ago": _number(now - last["midpointMjdTai"]) if last else None,
                 "rate": _number(np.float64(change) / dt) if prev else None,
                 "rate_sigma": _number(np.float64(change) / err) if prev else None,
                 "days_between": _number(dt) if prev else None,
-                "rise": _number(2.5 * np.log10(f(last["psfFlux"]) / f(prev["psfFlux"])) / np.float64(dt)) if both_positive else None,
+                "rise": _number(
+                    2.5 * np.log10(f(last["psfFlux"]) / f(prev["psfFlux"])) / np.float64(dt)
+                )
+                if both_positive
+                else None,
                 "chi2": _number(chi2) if chi2 is not None else None,
                 "sign_changes": int(np.sum(flux[1:] * flux[:-1] < 0)),
             }
@@ -258,7 +299,10 @@ def expected_ztf_features(record: dict) -> dict:
     features use the positive detections only."""
     history = record.get("prv_candidates") or []
     now = record["candidate"]["jd"]
-    detections = sorted([h for h in history if h["candid"] is not None] + [record["candidate"]], key=lambda d: d["jd"])
+    detections = sorted(
+        [h for h in history if h["candid"] is not None] + [record["candidate"]],
+        key=lambda d: d["jd"],
+    )
     limits = sorted([h for h in history if h["candid"] is None], key=lambda h: h["jd"])
 
     def f(x):
@@ -295,7 +339,11 @@ def expected_ztf_features(record: dict) -> dict:
                 "days_ago": _number(now - last["jd"]) if last else None,
                 "days_between": _number(dt) if prev else None,
                 "rise": _number(np.float64(gained) / dt) if prev else None,
-                "rise_sigma": _number(np.float64(gained) / np.hypot(f(last["sigmapsf"]), f(prev["sigmapsf"]))) if prev else None,
+                "rise_sigma": _number(
+                    np.float64(gained) / np.hypot(f(last["sigmapsf"]), f(prev["sigmapsf"]))
+                )
+                if prev
+                else None,
                 "chi2": _number(chi2) if chi2 is not None else None,
                 "amplitude": _number(np.max(mag) - np.min(mag)) if len(mine) > 1 else None,
             }
@@ -333,19 +381,37 @@ def _over(alert: dict, path: str, threshold: float) -> bool:
 #: against these, never against the Python twins the benchmark module generates from its templates.
 BROKER_LIKE_TEN = [
     ("diaSource.snr > 170", lambda a: _over(a, "diaSource.snr", 170)),
-    ("diaSource.reliability > 0.88 AND diaSource.snr > 100",
-     lambda a: _over(a, "diaSource.reliability", 0.88) and _over(a, "diaSource.snr", 100)),
+    (
+        "diaSource.reliability > 0.88 AND diaSource.snr > 100",
+        lambda a: _over(a, "diaSource.reliability", 0.88) and _over(a, "diaSource.snr", 100),
+    ),
     ("diaSource.psfFlux > 51000.0", lambda a: _over(a, "diaSource.psfFlux", 51_000)),
-    ("diaObject.nDiaSources > 10 AND diaSource.snr > 119",
-     lambda a: _over(a, "diaObject.nDiaSources", 10) and _over(a, "diaSource.snr", 119)),
-    ("ssSource IS NOT NULL AND diaSource.snr > 5.0",
-     lambda a: a.get("ssSource") is not None and _over(a, "diaSource.snr", 5)),
+    (
+        "diaObject.nDiaSources > 10 AND diaSource.snr > 119",
+        lambda a: _over(a, "diaObject.nDiaSources", 10) and _over(a, "diaSource.snr", 119),
+    ),
+    (
+        "ssSource IS NOT NULL AND diaSource.snr > 5.0",
+        lambda a: a.get("ssSource") is not None and _over(a, "diaSource.snr", 5),
+    ),
     ("diaSource.templateFlux > 335000.0", lambda a: _over(a, "diaSource.templateFlux", 335_000)),
     ("diaSource.scienceFlux > 395000.0", lambda a: _over(a, "diaSource.scienceFlux", 395_000)),
-    ("size(prvDiaSources) = 0 AND diaSource.snr > 8.29",  # size(null) is not 0: no history at all fails
-     lambda a: a.get("prvDiaSources") is not None and len(a["prvDiaSources"]) == 0 and _over(a, "diaSource.snr", 8.29)),
-    ("diaSource.extendedness > 0.0822 AND diaSource.snr > 50",
-     lambda a: _over(a, "diaSource.extendedness", 0.0822) and _over(a, "diaSource.snr", 50)),
-    ("diaSource.reliability < 0.0149",
-     lambda a: (a["diaSource"].get("reliability") is not None and a["diaSource"]["reliability"] < 0.0149)),
-]  # fmt: skip
+    (
+        "size(prvDiaSources) = 0 AND diaSource.snr > 8.29",  # size(null) is not 0: no history at all fails
+        lambda a: (
+            a.get("prvDiaSources") is not None
+            and len(a["prvDiaSources"]) == 0
+            and _over(a, "diaSource.snr", 8.29)
+        ),
+    ),
+    (
+        "diaSource.extendedness > 0.0822 AND diaSource.snr > 50",
+        lambda a: _over(a, "diaSource.extendedness", 0.0822) and _over(a, "diaSource.snr", 50),
+    ),
+    (
+        "diaSource.reliability < 0.0149",
+        lambda a: (
+            a["diaSource"].get("reliability") is not None and a["diaSource"]["reliability"] < 0.0149
+        ),
+    ),
+]

@@ -78,8 +78,15 @@ def _handler(registry: Registry) -> type[BaseHTTPRequestHandler]:
                 if not 1 <= version <= len(ids):
                     return self._not_found(40402, f"Version {parts[3]} not found.")
                 schema_id = ids[version - 1]
-                return self._reply(200, {"subject": parts[1], "version": version, "id": schema_id,
-                                         "schema": registry.schemas[schema_id - FIRST_ID]})  # fmt: skip
+                return self._reply(
+                    200,
+                    {
+                        "subject": parts[1],
+                        "version": version,
+                        "id": schema_id,
+                        "schema": registry.schemas[schema_id - FIRST_ID],
+                    },
+                )
             self._not_found(404, f"no such endpoint {self.path}")
 
         def log_message(self, *args) -> None:  # the test's output stays the test's

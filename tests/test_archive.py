@@ -30,7 +30,11 @@ ARCHIVE_PER_BATCH = 60
 
 def _archive_command(bootstrap: str, topic: str, workdir: Path, *extra: str) -> list[str]:
     """Sixty records a batch, a batch a second: several batches (every match is published twice) to be killed among."""
-    return [*archive_command(bootstrap, topic, workdir, *extra, per_batch=ARCHIVE_PER_BATCH), "--archive-trigger", "1"]
+    return [
+        *archive_command(bootstrap, topic, workdir, *extra, per_batch=ARCHIVE_PER_BATCH),
+        "--archive-trigger",
+        "1",
+    ]
 
 
 def _committed(checkpoint: Path) -> int:
@@ -39,29 +43,63 @@ def _committed(checkpoint: Path) -> int:
 
 
 @pytest.mark.slow
-def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(kafka, spark, topic_name, tmp_path, processes):
+def test_the_archive_killed_mid_way_then_run_again_holds_every_match_once(
+    kafka, spark, topic_name, tmp_path, processes
+):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
-    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, visits=1, alerts_per_visit=300,
-                                 interval_s=0, stamp_size=0, seed=71, progress=False,
-                                 schema_dir=schema_dir)).ok  # fmt: skip
+    assert produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic_name,
+            visits=1,
+            alerts_per_visit=300,
+            interval_s=0,
+            stamp_size=0,
+            seed=71,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    ).ok
     total, expected = expected_matches(bootstrap, topic_name, schema_dir)
-    hot = JobConfig(bootstrap=bootstrap, topic=topic_name, output_prefix=f"{topic_name}-", sinks=["kafka"],
-                    available_now=True, max_offsets_per_trigger=100, discover_filters=False, metrics_path=None,
-                    checkpoint=str(tmp_path / "ckpt"), schema_dir=schema_dir,
-                    code_filters=[AlertFilter(name=n, sql=JOB_FILTERS[n][0]) for n in NAMES])  # fmt: skip
-    for _ in range(2):  # the hot path twice from scratch (in this process): every match is on Kafka twice
+    hot = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic_name,
+        output_prefix=f"{topic_name}-",
+        sinks=["kafka"],
+        available_now=True,
+        max_offsets_per_trigger=100,
+        discover_filters=False,
+        metrics_path=None,
+        checkpoint=str(tmp_path / "ckpt"),
+        schema_dir=schema_dir,
+        code_filters=[AlertFilter(name=n, sql=JOB_FILTERS[n][0]) for n in NAMES],
+    )
+    for _ in range(
+        2
+    ):  # the hot path twice from scratch (in this process): every match is on Kafka twice
         run_job(hot, spark=spark)
         shutil.rmtree(tmp_path / "ckpt")
     published = sum(len(v) for v in expected.values()) * 2
 
-    archive = processes(_archive_command(bootstrap, topic_name, tmp_path, "--timeout", "300"),
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    wait_for(lambda: _committed(tmp_path / "ckpt-archive") >= 2, "two archive batches", 240, archive)
+    archive = processes(
+        _archive_command(bootstrap, topic_name, tmp_path, "--timeout", "300"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for(
+        lambda: _committed(tmp_path / "ckpt-archive") >= 2, "two archive batches", 240, archive
+    )
     os.killpg(archive.pid, signal.SIGKILL)
     archive.wait(30)
     assert _committed(tmp_path / "ckpt-archive") * ARCHIVE_PER_BATCH < published, "killed mid-way"
 
-    again = subprocess.run(archive_command(bootstrap, topic_name, tmp_path, "--available-now", per_batch=WHOLE_BACKLOG),
-                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    again = subprocess.run(
+        archive_command(
+            bootstrap, topic_name, tmp_path, "--available-now", per_batch=WHOLE_BACKLOG
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert_outputs(spark, bootstrap, topic_name, tmp_path, expected)

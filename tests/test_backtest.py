@@ -19,7 +19,9 @@ from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
 REAL = Path(__file__).parent / "data" / "real"
 BRIGHT = next(f for f in discover(entry_points=False) if f.name == "bright_high_snr")
-SNR_RELIABLE = AlertFilter(name="snr_reliable", survey="rubin", sql="diaSource.snr > 50 AND diaSource.reliability > 0.9")
+SNR_RELIABLE = AlertFilter(
+    name="snr_reliable", survey="rubin", sql="diaSource.snr > 50 AND diaSource.reliability > 0.9"
+)
 
 
 def _bright(a: dict) -> bool:
@@ -58,16 +60,23 @@ def test_a_real_file_is_backtested_with_filters_written_for_every_version(spark)
     (row,) = backtest(spark, [either], load_alerts(spark, str(path)))
     expected = sum(r["diaSource"]["snr"] is not None and r["diaSource"]["snr"] > 6 for r in records)
     assert "ssSource" not in records[0]
-    assert 0 < expected < len(records)  # the cut splits the file: a filter matching all or none fails
+    assert (
+        0 < expected < len(records)
+    )  # the cut splits the file: a filter matching all or none fails
     assert (row.alerts, row.errors, row.matches) == (len(records), 0, expected)
 
 
 def test_filters_of_another_survey_are_left_out_or_refused():
     ztf = AlertFilter(name="ztf_only", sql="candidate.rb > 0.5", survey="ztf")
     assert for_survey([BRIGHT, ztf], "ztf", "night/", named=False) == [ztf]
-    with pytest.raises(FilterError, match=r"--filter names 'bright_high_snr' .*, a filter for rubin alerts; night/ holds ztf alerts"):
+    with pytest.raises(
+        FilterError,
+        match=r"--filter names 'bright_high_snr' .*, a filter for rubin alerts; night/ holds ztf alerts",
+    ):
         for_survey([BRIGHT, ztf], "ztf", "night/", named=True)
-    with pytest.raises(FilterError, match=r"night/ holds ztf alerts and none of the 1 filters found is for them"):
+    with pytest.raises(
+        FilterError, match=r"night/ holds ztf alerts and none of the 1 filters found is for them"
+    ):
         for_survey([BRIGHT], "ztf", "night/", named=False)
 
 
@@ -86,10 +95,14 @@ def test_the_real_corpus_is_backtested_night_by_night(spark):
     positive = AlertFilter(name="positive", sql="diaSource.psfFlux > 0")
     (row,) = backtest(spark, [positive], load_alerts(spark, files))
     assert row.night_alerts == {n: len(rs) for n, rs in nights.items()}
-    assert row.nights == {n: sum(r["diaSource"]["psfFlux"] > 0 for r in rs) for n, rs in nights.items()}
+    assert row.nights == {
+        n: sum(r["diaSource"]["psfFlux"] > 0 for r in rs) for n, rs in nights.items()
+    }
     text, _ = report([row], max_rate=0.05)
     first, last = sorted(nights)
-    assert f"{last.isoformat():<12} {len(nights[last]):>8}  {row.nights[last]:>8}" in text.splitlines()
+    assert (
+        f"{last.isoformat():<12} {len(nights[last]):>8}  {row.nights[last]:>8}" in text.splitlines()
+    )
     (later,) = backtest(spark, [positive], load_alerts(spark, files), since=last)
     assert (later.alerts, later.matches) == (len(nights[last]), row.nights[last])
     (earlier,) = backtest(spark, [positive], load_alerts(spark, files), until=first)
@@ -97,23 +110,35 @@ def test_the_real_corpus_is_backtested_night_by_night(spark):
 
 
 def test_an_archive_without_messages_says_how_to_keep_them(spark, tmp_path):
-    spark.createDataFrame([("1", 1)], "alert_id string, offset long").write.format("delta").save(str(tmp_path / "matches"))
-    with pytest.raises(FilterError, match=r"matches keeps no messages \(no column 'message'\).*delta_messages: true"):
+    spark.createDataFrame([("1", 1)], "alert_id string, offset long").write.format("delta").save(
+        str(tmp_path / "matches")
+    )
+    with pytest.raises(
+        FilterError,
+        match=r"matches keeps no messages \(no column 'message'\).*delta_messages: true",
+    ):
         load_alerts(spark, str(tmp_path))
 
 
 def test_rare_matches_keep_their_rate():
     """4 in 100,000 reads 0.004%, not 0.00%; zero stays 0.00%."""
-    text, ok = report([BacktestRow("rare", 4, 100_000, 0, None), BacktestRow("none", 0, 100_000, 0, None)], 0.05)
+    text, ok = report(
+        [BacktestRow("rare", 4, 100_000, 0, None), BacktestRow("none", 0, 100_000, 0, None)], 0.05
+    )
     assert ok and "   0.004%" in text.splitlines()[1] and "   0.00%" in text.splitlines()[2]
 
 
 def test_several_inputs_must_all_be_files():
-    with pytest.raises(FilterError, match=r"'nowhere.avro' does not exist: several inputs must all be Avro files or folders"):
+    with pytest.raises(
+        FilterError,
+        match=r"'nowhere.avro' does not exist: several inputs must all be Avro files or folders",
+    ):
         load_alerts(None, [str(REAL / "rubin-lsstcam-v10_0.avro"), "nowhere.avro"])
 
 
-def test_the_backtest_command_counts_the_nights_it_is_given_and_exits_on_the_rate(spark, tmp_path, capsys):
+def test_the_backtest_command_counts_the_nights_it_is_given_and_exits_on_the_rate(
+    spark, tmp_path, capsys
+):
     """`alertsieve backtest` itself on the real corpus, one night with --since/--until: the table
     counts that night's alerts and matches as plain Python does; exit 0 under --max-rate, 1 above."""
     from alertsieve import cli
@@ -127,12 +152,29 @@ def test_the_backtest_command_counts_the_nights_it_is_given_and_exits_on_the_rat
     for path in files:
         with open(path, "rb") as f:
             for r in fastavro.reader(f):
-                nights.setdefault(dayobs(r["diaSource"]["midpointMjdTai"]), []).append(r["diaSource"]["snr"] > 5.5)
+                nights.setdefault(dayobs(r["diaSource"]["midpointMjdTai"]), []).append(
+                    r["diaSource"]["snr"] > 5.5
+                )
     night = max(nights)
     alerts, matches = len(nights[night]), sum(nights[night])
-    assert 0 < matches < alerts  # the filter splits the night: a count of 0 or all would prove little
-    args = ["backtest", "--filter", "significant", "--filter-path", str(tmp_path), "--input", str(files[0]),
-            "--input", str(files[1]), "--since", night.isoformat(), "--until", night.isoformat()]  # fmt: skip
+    assert (
+        0 < matches < alerts
+    )  # the filter splits the night: a count of 0 or all would prove little
+    args = [
+        "backtest",
+        "--filter",
+        "significant",
+        "--filter-path",
+        str(tmp_path),
+        "--input",
+        str(files[0]),
+        "--input",
+        str(files[1]),
+        "--since",
+        night.isoformat(),
+        "--until",
+        night.isoformat(),
+    ]
     rate = matches / alerts
     assert cli.main([*args, "--max-rate", str(rate + 0.01)]) == 0
     row = capsys.readouterr().out.splitlines()[1].split()

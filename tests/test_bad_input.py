@@ -30,8 +30,12 @@ from alertsieve.stream.job import run_job
 #: A real alert of an older schema version (tests/data/real: Rubin Operations Rehearsal, v7.4).
 REAL_V7_4 = Path(__file__).parent / "data" / "real" / "rubin-opsrehearsal-v7_4.avro"
 
-OTHER = {"type": "record", "name": "NotAnAlert", "namespace": "elsewhere",
-         "fields": [{"name": "x", "type": "long"}, {"name": "note", "type": "string"}]}  # fmt: skip
+OTHER = {
+    "type": "record",
+    "name": "NotAnAlert",
+    "namespace": "elsewhere",
+    "fields": [{"name": "x", "type": "long"}, {"name": "note", "type": "string"}],
+}
 BRIGHT = "diaSource.snr > 50 AND diaSource.reliability > 0.9"
 
 
@@ -43,9 +47,19 @@ def _other_avro() -> bytes:
 
 def test_bad_input_corpus(kafka, spark, topic_name, tmp_path):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
-    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, alerts_per_visit=200,
-                                 interval_s=0, stamp_size=0, seed=81, partitions=2,
-                                 progress=False, schema_dir=schema_dir)).ok  # fmt: skip
+    assert produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic_name,
+            alerts_per_visit=200,
+            interval_s=0,
+            stamp_size=0,
+            seed=81,
+            partitions=2,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    ).ok
     schema = load_rubin_schema()
     store = LocalSchemaStore(schema_dir)
     other_id = store.register(OTHER, f"{topic_name}-value").schema_id  # a wrong schema, registered
@@ -53,8 +67,12 @@ def test_bad_input_corpus(kafka, spark, topic_name, tmp_path):
     sim = AlertSimulator(SimulationConfig(stamp_size=84, seed=82))
     odd = list(sim.visit_alerts(0, count=3))
     nan, nulls, huge = odd
-    nan["diaSource"] |= {"snr": math.nan, "reliability": 0.95, "psfFlux": math.inf,
-                         "psfFluxErr": -math.inf}  # fmt: skip
+    nan["diaSource"] |= {
+        "snr": math.nan,
+        "reliability": 0.95,
+        "psfFlux": math.inf,
+        "psfFluxErr": -math.inf,
+    }
     nulls |= {"cutoutDifference": None, "cutoutScience": None, "cutoutTemplate": None}
     huge["diaSource"] |= {"snr": 1000.0, "reliability": 0.99}
     huge["cutoutScience"] = np.random.default_rng(1).bytes(10_000_000)  # a 10 MB alert
@@ -72,10 +90,15 @@ def test_bad_input_corpus(kafka, spark, topic_name, tmp_path):
         "truncated": (sample[: len(sample) // 2], "undecodable Avro body for schema id"),
         "wrong magic": (b"\x01" + sample[1:], "magic byte is 0x01, expected 0x00"),
         "unknown id": (frame(777_777, sample[5:]), "unknown schema id 777777"),
-        "other schema, its own id": (frame(other_id, _other_avro()),
-                                     f"schema id {other_id} (elsewhere.NotAnAlert) is not a Rubin alert schema"),
-        "version not read": (frame(older.schema_id, real_older), f"schema id {older.schema_id} ({older.name}) is not"
-                             f" among the versions this job reads ({latest}); add 7.4 to schema_versions"),
+        "other schema, its own id": (
+            frame(other_id, _other_avro()),
+            f"schema id {other_id} (elsewhere.NotAnAlert) is not a Rubin alert schema",
+        ),
+        "version not read": (
+            frame(older.schema_id, real_older),
+            f"schema id {older.schema_id} ({older.name}) is not"
+            f" among the versions this job reads ({latest}); add 7.4 to schema_versions",
+        ),
         "other schema, alert id": (frame(schema.schema_id, _other_avro()), "undecodable Avro body"),
     }
     p = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 16 * 1024 * 1024})
@@ -85,12 +108,20 @@ def test_bad_input_corpus(kafka, spark, topic_name, tmp_path):
         p.produce(topic_name, value=value, key=f"bad:{name}")
     assert p.flush(60) == 0
 
-    cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True,
-                    max_offsets_per_trigger=70, output_prefix=f"{topic_name}-",
-                    discover_filters=False, code_filters=[AlertFilter(name="bright", sql=BRIGHT)],
-                    schema_versions=[latest],
-                    delta_path=str(tmp_path / "delta"), checkpoint=str(tmp_path / "ckpt"),
-                    metrics_path=str(tmp_path / "m.jsonl"), schema_dir=schema_dir)  # fmt: skip
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic_name,
+        available_now=True,
+        max_offsets_per_trigger=70,
+        output_prefix=f"{topic_name}-",
+        discover_filters=False,
+        code_filters=[AlertFilter(name="bright", sql=BRIGHT)],
+        schema_versions=[latest],
+        delta_path=str(tmp_path / "delta"),
+        checkpoint=str(tmp_path / "ckpt"),
+        metrics_path=str(tmp_path / "m.jsonl"),
+        schema_dir=schema_dir,
+    )
     run_job(cfg, spark=spark)
     metrics = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
 

@@ -37,14 +37,21 @@ def cli(*args: str, timeout: float = 600) -> str:
 @pytest.mark.slow  # processes of their own
 def test_setup_and_jars_name_the_connectors_of_the_installed_spark_and_delta():
     said = cli("setup")
-    conf = Path(next(line.split(": ", 1)[1] for line in said.splitlines() if "spark-submit defaults:" in line))
+    conf = Path(
+        next(
+            line.split(": ", 1)[1] for line in said.splitlines() if "spark-submit defaults:" in line
+        )
+    )
     settings = dict(line.split(" ", 1) for line in conf.read_text().splitlines() if line.strip())
     spark = cli("jars").strip().split(",")
     assert settings["spark.jars"].split(",") == spark  # what spark-submit runs with
     assert settings["spark.pyspark.python"] == sys.executable
     names = [Path(p).name for p in spark]
     assert all(Path(p).is_file() for p in spark)
-    pyspark, delta = importlib.metadata.version("pyspark"), importlib.metadata.version("delta-spark")
+    pyspark, delta = (
+        importlib.metadata.version("pyspark"),
+        importlib.metadata.version("delta-spark"),
+    )
     assert f"spark-sql-kafka-0-10_2.13-{pyspark}.jar" in names
     assert any(n.startswith("delta-spark_") and n.endswith(f"-{delta}.jar") for n in names), names
     broker = [Path(p).name for p in cli("jars", "--kafka").strip().split(",")]
@@ -85,8 +92,17 @@ def _write_csv(path: Path, rows: list[dict]) -> Path:
 @pytest.mark.slow  # processes of their own
 def test_catalogs_and_watch_maps_are_added_and_listed(tmp_path):
     folder = str(tmp_path / "catalogs")
-    stars = _write_csv(tmp_path / "stars.csv", [{"name": n, "ra": ra, "dec": dec, "mag": m} for n, ra, dec, m in
-                                               (("a", 10.0, -5.0, 9.1), ("b", 10.01, -5.0, 11.0), ("c", 200.0, 60.0, 7.5))])  # fmt: skip
+    stars = _write_csv(
+        tmp_path / "stars.csv",
+        [
+            {"name": n, "ra": ra, "dec": dec, "mag": m}
+            for n, ra, dec, m in (
+                ("a", 10.0, -5.0, 9.1),
+                ("b", 10.01, -5.0, 11.0),
+                ("c", 200.0, 60.0, 7.5),
+            )
+        ],
+    )
     added = cli("catalog", "add", "stars", str(stars), "--radius", "5", "--catalog-dir", folder)
     line = f"xmatch.stars: catalog of 3 rows from {stars}, radius 5 arcsec; HEALPix order {_order_for(5)}"
     assert added.splitlines()[0].startswith(line)
@@ -95,16 +111,33 @@ def test_catalogs_and_watch_maps_are_added_and_listed(tmp_path):
     # A pixel list at order 13 (deeper than maps are kept): its four children of one order-12 pixel
     # become that pixel, and a lone order-13 pixel its parent.
     parent, lone = 1_000_000, 123_456_789
-    pixels = _write_csv(tmp_path / "field.csv", [{"ipix": p} for p in (*range(4 * parent, 4 * parent + 4), lone)])
-    mapped = cli("watch", "add", "field", str(pixels), "--map", "--order", "13", "--catalog-dir", folder)
-    assert mapped.splitlines()[0].startswith(f"watch.field: watchmap of 2 pixels from {pixels}; HEALPix order 12")
-    targets = _write_csv(tmp_path / "targets.csv", [{"ra": 150.0, "dec": 2.2, "r": 3.0}, {"ra": 151.0, "dec": 2.0, "r": 8.0}])
-    listed = cli("watch", "add", "targets", str(targets), "--radius-column", "r", "--catalog-dir", folder)
-    assert listed.splitlines()[0].startswith(f"watch.targets: watchlist of 2 rows from {targets}, largest radius 8 arcsec;"
-                                             f" HEALPix order {_order_for(8)}")  # fmt: skip
+    pixels = _write_csv(
+        tmp_path / "field.csv", [{"ipix": p} for p in (*range(4 * parent, 4 * parent + 4), lone)]
+    )
+    mapped = cli(
+        "watch", "add", "field", str(pixels), "--map", "--order", "13", "--catalog-dir", folder
+    )
+    assert mapped.splitlines()[0].startswith(
+        f"watch.field: watchmap of 2 pixels from {pixels}; HEALPix order 12"
+    )
+    targets = _write_csv(
+        tmp_path / "targets.csv",
+        [{"ra": 150.0, "dec": 2.2, "r": 3.0}, {"ra": 151.0, "dec": 2.0, "r": 8.0}],
+    )
+    listed = cli(
+        "watch", "add", "targets", str(targets), "--radius-column", "r", "--catalog-dir", folder
+    )
+    assert listed.splitlines()[0].startswith(
+        f"watch.targets: watchlist of 2 rows from {targets}, largest radius 8 arcsec;"
+        f" HEALPix order {_order_for(8)}"
+    )
 
-    assert [x.split(":")[0] for x in cli("catalog", "list", "--catalog-dir", folder).splitlines()] == ["xmatch.stars"]
-    assert [x.split(":")[0] for x in cli("watch", "list", "--catalog-dir", folder).splitlines()] == ["watch.field", "watch.targets"]
+    assert [
+        x.split(":")[0] for x in cli("catalog", "list", "--catalog-dir", folder).splitlines()
+    ] == ["xmatch.stars"]
+    assert [
+        x.split(":")[0] for x in cli("watch", "list", "--catalog-dir", folder).splitlines()
+    ] == ["watch.field", "watch.targets"]
 
 
 def _batches(segment: Path):
@@ -125,9 +158,30 @@ def test_produce_with_its_options_sends_what_they_say(kafka, topic_name, tmp_pat
 
     journal = tmp_path / "acks"
     with serve() as (url, registry):
-        said = cli("produce", "--bootstrap", kafka.bootstrap_servers, "--topic", topic_name, "--alerts-per-visit", "120",
-                   "--interval", "0", "--partitions", "1", "--no-stamps", "--compression", "zstd", "--ack-journal", str(journal),
-                   "--schema-registry", url, "--kafka-conf", "batch.num.messages=7", "--seed", "3")  # fmt: skip
+        said = cli(
+            "produce",
+            "--bootstrap",
+            kafka.bootstrap_servers,
+            "--topic",
+            topic_name,
+            "--alerts-per-visit",
+            "120",
+            "--interval",
+            "0",
+            "--partitions",
+            "1",
+            "--no-stamps",
+            "--compression",
+            "zstd",
+            "--ack-journal",
+            str(journal),
+            "--schema-registry",
+            url,
+            "--kafka-conf",
+            "batch.num.messages=7",
+            "--seed",
+            "3",
+        )
         writer = fastavro.parse_schema(json.loads(registry.schemas[0]))
     messages = consume_all(kafka.bootstrap_servers, topic_name)
     assert len(messages) == 120 and "120" in said
@@ -137,10 +191,16 @@ def test_produce_with_its_options_sends_what_they_say(kafka, topic_name, tmp_pat
         assert alert["cutoutDifference"] is None and alert["cutoutScience"] is None  # --no-stamps
     acked = {line for f in journal.iterdir() for line in f.read_text().split()}
     assert acked == {m.key().decode() for m in messages}  # --ack-journal: every acknowledged id
-    batches = [b for seg in (kafka.node_dir(kafka.nodes[0]) / "data" / f"{topic_name}-0").glob("*.log") for b in _batches(seg)]
+    batches = [
+        b
+        for seg in (kafka.node_dir(kafka.nodes[0]) / "data" / f"{topic_name}-0").glob("*.log")
+        for b in _batches(seg)
+    ]
     assert sum(count for _, count in batches) == 120
     assert all(attributes & 0x7 == 4 for attributes, _ in batches)  # zstd, Kafka's codec 4
-    assert max(count for _, count in batches) <= 7 and len(batches) >= math.ceil(120 / 7)  # --kafka-conf
+    assert max(count for _, count in batches) <= 7 and len(batches) >= math.ceil(
+        120 / 7
+    )  # --kafka-conf
 
 
 @pytest.mark.integration
@@ -164,12 +224,33 @@ def test_bench_produce_sends_the_alerts_each_run_reports(kafka):
     from alertsieve.kafka.topics import end_offsets, topics_with_prefix
 
     before = set(topics_with_prefix(kafka.bootstrap_servers, "bench-produce-"))
-    result = json.loads(cli("bench", "produce", "--bootstrap", kafka.bootstrap_servers, "--alerts", "200",
-                            "--seeds-alerts", "20", "-q"))  # fmt: skip
-    assert [r["alerts"] for r in result["ours"]] == [200] * 8 and [r["alerts"] for r in result["seeds_way"]] == [20] * 4
-    sent = [t for t in topics_with_prefix(kafka.bootstrap_servers, "bench-produce-") if t not in before]
-    assert sorted(sum(end_offsets(kafka.bootstrap_servers, t).values()) for t in sent if
-                  sum(end_offsets(kafka.bootstrap_servers, t).values())) == [200] * 4  # the four runs that send  # fmt: skip
+    result = json.loads(
+        cli(
+            "bench",
+            "produce",
+            "--bootstrap",
+            kafka.bootstrap_servers,
+            "--alerts",
+            "200",
+            "--seeds-alerts",
+            "20",
+            "-q",
+        )
+    )
+    assert [r["alerts"] for r in result["ours"]] == [200] * 8 and [
+        r["alerts"] for r in result["seeds_way"]
+    ] == [20] * 4
+    sent = [
+        t for t in topics_with_prefix(kafka.bootstrap_servers, "bench-produce-") if t not in before
+    ]
+    assert (
+        sorted(
+            sum(end_offsets(kafka.bootstrap_servers, t).values())
+            for t in sent
+            if sum(end_offsets(kafka.bootstrap_servers, t).values())
+        )
+        == [200] * 4
+    )  # the four runs that send
 
 
 def commands() -> set[str]:
@@ -177,7 +258,9 @@ def commands() -> set[str]:
     out = set()
     top = build_parser()._subparsers._group_actions[0].choices
     for name, parser in top.items():
-        actions = next((a.choices for a in parser._actions if a.dest in ("action", "what") and a.choices), None)
+        actions = next(
+            (a.choices for a in parser._actions if a.dest in ("action", "what") and a.choices), None
+        )
         out |= {f"{name} {a}" for a in actions} if actions else {name}
     return out
 
@@ -219,7 +302,10 @@ def _test_source(where: str) -> str:
     """The test's text, its decorators (where a parametrized test's commands come from) included."""
     file, name = where.split("::")
     text = (ROOT / "tests" / file).read_text()
-    function = next((n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    function = next(
+        (n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == name),
+        None,
+    )
     assert function is not None, f"{where}: no such test"
     first = min([function.lineno, *(d.lineno for d in function.decorator_list)])
     return "\n".join(text.splitlines()[first - 1 : function.end_lineno])
@@ -232,7 +318,11 @@ def test_every_command_is_run_by_a_test():
             continue
         source = _test_source(where)
         for word in command.split():  # the command's words are in the test (or the helper it calls)
-            helpers = {"filter": "job_command", "archive": "_archive_command", "backtest": "_runnable"}
+            helpers = {
+                "filter": "job_command",
+                "archive": "_archive_command",
+                "backtest": "_runnable",
+            }
             assert f'"{word}"' in source or helpers.get(word, "\0") in source, (command, where)
 
 
@@ -247,15 +337,24 @@ def test_every_setting_is_set_by_a_test():
     seen: set[str] = set()
     for path in (ROOT / "tests").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("JobConfig", "model_copy"):
+            if isinstance(node, ast.Call) and getattr(
+                node.func, "id", getattr(node.func, "attr", None)
+            ) in ("JobConfig", "model_copy"):
                 seen |= {k.arg for k in node.keywords if k.arg}
                 for k in node.keywords:
                     if k.arg == "update" and isinstance(k.value, ast.Dict):
                         seen |= {key.value for key in k.value.keys if isinstance(key, ast.Constant)}
             elif isinstance(node, ast.Dict):
-                seen |= {key.value for key in node.keys if isinstance(key, ast.Constant) and isinstance(key.value, str)}
+                seen |= {
+                    key.value
+                    for key in node.keys
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str)
+                }
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 seen |= set(flag_dest.get(node.value, "").split()) | {
-                    line.split(":")[0].strip() for line in node.value.splitlines() if ":" in line}
-    code_only = {n for n, f in JobConfig.model_fields.items() if (f.json_schema_extra or {}).get("code_only")}
+                    line.split(":")[0].strip() for line in node.value.splitlines() if ":" in line
+                }
+    code_only = {
+        n for n, f in JobConfig.model_fields.items() if (f.json_schema_extra or {}).get("code_only")
+    }
     assert sorted(set(JobConfig.model_fields) - code_only - seen) == []

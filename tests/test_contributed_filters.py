@@ -25,7 +25,9 @@ from alertsieve.view.decoder import view_paths
 
 SCHEMA = load_rubin_schema()
 SIM = AlertSimulator(SimulationConfig(seed=3, stamp_size=0))
-FILTERS = {f.name: f for f in discover(entry_points=False) if f.survey == "rubin"}  # ZTF ones: test_ztf_filters
+FILTERS = {
+    f.name: f for f in discover(entry_points=False) if f.survey == "rubin"
+}  # ZTF ones: test_ztf_filters
 ORACLES = contributed_oracles()
 MINUTE = 1 / 1440  # days
 
@@ -43,48 +45,79 @@ def alert_of(population: str, **changes) -> dict:
 def detection(alert: dict, days_before: float, band: str, flux: float, err: float = 100.0) -> dict:
     """An earlier detection of ``alert``'s source: its diaSource moved back in time, in ``band``."""
     s = alert["diaSource"]
-    return {**copy.deepcopy(s), "diaSourceId": s["diaSourceId"] - 1 - int(days_before / MINUTE),
-            "midpointMjdTai": s["midpointMjdTai"] - days_before, "band": band, "psfFlux": flux,
-            "psfFluxErr": err}  # fmt: skip
+    return {
+        **copy.deepcopy(s),
+        "diaSourceId": s["diaSourceId"] - 1 - int(days_before / MINUTE),
+        "midpointMjdTai": s["midpointMjdTai"] - days_before,
+        "band": band,
+        "psfFlux": flux,
+        "psfFluxErr": err,
+    }
 
 
 def forced(alert: dict, days_before: float, band: str, flux: float, err: float = 100.0) -> dict:
     """A forced-photometry measurement at ``alert``'s position, ``days_before`` it."""
     template = alert_of("variable")["prvDiaForcedSources"][0]
-    return {**template, "midpointMjdTai": alert["diaSource"]["midpointMjdTai"] - days_before,
-            "band": band, "psfFlux": flux, "psfFluxErr": err}  # fmt: skip
+    return {
+        **template,
+        "midpointMjdTai": alert["diaSource"]["midpointMjdTai"] - days_before,
+        "band": band,
+        "psfFlux": flux,
+        "psfFluxErr": err,
+    }
 
 
-def light_curve(now: tuple[str, float], history: list[tuple[float, str, float]], err: float = 100.0,
-                **changes) -> dict:  # fmt: skip
+def light_curve(
+    now: tuple[str, float], history: list[tuple[float, str, float]], err: float = 100.0, **changes
+) -> dict:
     """A clean, reliable, fixed source detected now in band ``now[0]`` with flux ``now[1]`` (nJy),
     and before (days before, band, flux); every error ``err``; no forced photometry."""
-    alert = alert_of("rising", **{
-        "diaSource.band": now[0], "diaSource.psfFlux": now[1], "diaSource.psfFluxErr": err,
-        "diaSource.reliability": 0.95, "diaSource.ssObjectId": None, "prvDiaForcedSources": [],
-    })  # fmt: skip
-    alert["prvDiaSources"] = [detection(alert, d, b, f, err) for d, b, f in sorted(history, reverse=True)]
+    alert = alert_of(
+        "rising",
+        **{
+            "diaSource.band": now[0],
+            "diaSource.psfFlux": now[1],
+            "diaSource.psfFluxErr": err,
+            "diaSource.reliability": 0.95,
+            "diaSource.ssObjectId": None,
+            "prvDiaForcedSources": [],
+        },
+    )
+    alert["prvDiaSources"] = [
+        detection(alert, d, b, f, err) for d, b, f in sorted(history, reverse=True)
+    ]
     return changed(alert, **changes)
 
 
 def with_history(alert: dict, history: list[tuple[float, str, float]], err: float = 100.0) -> dict:
-    return changed(alert, prvDiaSources=[detection(alert, d, b, f, err) for d, b, f in sorted(history, reverse=True)])
+    return changed(
+        alert,
+        prvDiaSources=[detection(alert, d, b, f, err) for d, b, f in sorted(history, reverse=True)],
+    )
 
 
 NAN = float("nan")
 TWENTIETH_MAG = 10 ** ((31.4 - 20) / 2.5)  # nJy
-BRIGHT = alert_of("bright", **{"diaSource.psfFlux": 50_000.0, "diaSource.psfFluxErr": 500.0,
-                               "diaSource.reliability": 0.95})  # fmt: skip
-NEW = alert_of("new", **{"diaSource.psfFlux": 3_000.0, "diaSource.psfFluxErr": 300.0,
-                         "diaSource.reliability": 0.95})  # fmt: skip
+BRIGHT = alert_of(
+    "bright",
+    **{"diaSource.psfFlux": 50_000.0, "diaSource.psfFluxErr": 500.0, "diaSource.reliability": 0.95},
+)
+NEW = alert_of(
+    "new",
+    **{"diaSource.psfFlux": 3_000.0, "diaSource.psfFluxErr": 300.0, "diaSource.reliability": 0.95},
+)
 MOVING = alert_of("solar_system", **{"diaSource.reliability": 0.9})
 #: Rising in r by 0.44 mag/d over 1 d at 7 sigma, first seen a day ago.
 RISER = light_curve(("r", 3_000.0), [(1.0, "r", 2_000.0)])
 #: Swinging about its template in r: four sign changes, chi2 ~ 400.
-SWINGER = light_curve(("r", 2_000.0), [(40.0, "r", 2_000.0), (30.0, "r", -2_000.0), (20.0, "r", 2_000.0),
-                                      (10.0, "r", -2_000.0)])  # fmt: skip
+SWINGER = light_curve(
+    ("r", 2_000.0),
+    [(40.0, "r", 2_000.0), (30.0, "r", -2_000.0), (20.0, "r", 2_000.0), (10.0, "r", -2_000.0)],
+)
 #: New light at the north Galactic pole, seen a day ago and now.
-YOUNG = light_curve(("r", 3_000.0), [(1.0, "r", 2_000.0)], **{"diaSource.ra": 192.86, "diaSource.dec": 27.13})
+YOUNG = light_curve(
+    ("r", 3_000.0), [(1.0, "r", 2_000.0)], **{"diaSource.ra": 192.86, "diaSource.dec": 27.13}
+)
 
 CASES: dict[str, list[tuple[str, dict, bool]]] = {
     "bright_high_snr": [
@@ -106,8 +139,16 @@ CASES: dict[str, list[tuple[str, dict, bool]]] = {
         ("a glint trail", changed(BRIGHT, **{"diaSource.glint_trail": True}), False),
         ("a satellite streak", changed(BRIGHT, **{"diaSource.pixelFlags_streak": True}), False),
         ("a cosmic ray", changed(BRIGHT, **{"diaSource.pixelFlags_cr": True}), False),
-        ("interpolated pixels", changed(BRIGHT, **{"diaSource.pixelFlags_interpolated": True}), False),
-        ("saturated centre", changed(BRIGHT, **{"diaSource.pixelFlags_saturatedCenter": True}), False),
+        (
+            "interpolated pixels",
+            changed(BRIGHT, **{"diaSource.pixelFlags_interpolated": True}),
+            False,
+        ),
+        (
+            "saturated centre",
+            changed(BRIGHT, **{"diaSource.pixelFlags_saturatedCenter": True}),
+            False,
+        ),
         ("shape failed", changed(BRIGHT, **{"diaSource.shape_flag": True}), False),
         ("a known asteroid", changed(BRIGHT, **{"diaSource.ssObjectId": 42}), False),
     ],
@@ -135,28 +176,84 @@ CASES: dict[str, list[tuple[str, dict, bool]]] = {
         ("reliability 0.49", changed(MOVING, **{"diaSource.reliability": 0.49}), False),
         ("reliability NaN", changed(MOVING, **{"diaSource.reliability": NAN}), False),
         ("only the ssObjectId, as in 7.x", changed(MOVING, ssSource=None), True),
-        ("ssObjectId 0 and no ssSource", changed(MOVING, ssSource=None, **{"diaSource.ssObjectId": 0}), False),
-        ("trailed", changed(MOVING, **{"diaSource.trail_flag": True, "diaSource.trailLength": 12.0}), True),
+        (
+            "ssObjectId 0 and no ssSource",
+            changed(MOVING, ssSource=None, **{"diaSource.ssObjectId": 0}),
+            False,
+        ),
+        (
+            "trailed",
+            changed(MOVING, **{"diaSource.trail_flag": True, "diaSource.trailLength": 12.0}),
+            True,
+        ),
         ("a dipole", changed(MOVING, **{"diaSource.isDipole": True}), False),
         ("centroid failed", changed(MOVING, **{"diaSource.centroid_flag": True}), False),
         ("not a known object", alert_of("ordinary", **{"diaSource.reliability": 0.9}), False),
     ],
     "fast_risers": [
         ("0.44 mag/d over 1 d at 7 sigma", RISER, True),
-        ("0.31 mag/d", light_curve(("r", 2_000.0 * 10 ** (0.31 / 2.5)), [(1.0, "r", 2_000.0)]), True),
-        ("0.29 mag/d", light_curve(("r", 2_000.0 * 10 ** (0.29 / 2.5)), [(1.0, "r", 2_000.0)]), False),
+        (
+            "0.31 mag/d",
+            light_curve(("r", 2_000.0 * 10 ** (0.31 / 2.5)), [(1.0, "r", 2_000.0)]),
+            True,
+        ),
+        (
+            "0.29 mag/d",
+            light_curve(("r", 2_000.0 * 10 ** (0.29 / 2.5)), [(1.0, "r", 2_000.0)]),
+            False,
+        ),
         ("0.51 d apart", light_curve(("r", 3_000.0), [(0.51, "r", 2_000.0)]), True),
         ("0.49 d apart", light_curve(("r", 3_000.0), [(0.49, "r", 2_000.0)]), False),
-        ("3.1 sigma", light_curve(("r", 3_000.0), [(1.0, "r", 2_000.0)], err=1_000 / 3.1 / math.sqrt(2)), True),
-        ("2.9 sigma", light_curve(("r", 3_000.0), [(1.0, "r", 2_000.0)], err=1_000 / 2.9 / math.sqrt(2)), False),
-        ("a colour, not a rise: g before, r now", light_curve(("r", 3_000.0), [(1.0, "g", 2_000.0)]), False),
-        ("rose in g, r now", light_curve(("r", 3_000.0), [(2.0, "g", 1_000.0), (1.0, "g", 3_000.0)]), False),
-        ("first seen 4.9 d ago", light_curve(("r", 3_000.0), [(4.9, "g", 800.0), (1.0, "r", 2_000.0)]), True),
-        ("first seen 5.1 d ago", light_curve(("r", 3_000.0), [(5.1, "g", 800.0), (1.0, "r", 2_000.0)]), False),
-        ("brighter before in forced photometry", changed(RISER, prvDiaForcedSources=[forced(RISER, 3.0, "r", 5_000.0)]), False),
-        ("forced photometry within 3 sigma", changed(RISER, prvDiaForcedSources=[forced(RISER, 3.0, "r", 3_300.0)]), True),
-        ("brighter before in another band", changed(RISER, prvDiaForcedSources=[forced(RISER, 3.0, "g", 9_000.0)]), True),
-        ("forced flux NaN", changed(RISER, prvDiaForcedSources=[forced(RISER, 3.0, "r", NAN)]), True),
+        (
+            "3.1 sigma",
+            light_curve(("r", 3_000.0), [(1.0, "r", 2_000.0)], err=1_000 / 3.1 / math.sqrt(2)),
+            True,
+        ),
+        (
+            "2.9 sigma",
+            light_curve(("r", 3_000.0), [(1.0, "r", 2_000.0)], err=1_000 / 2.9 / math.sqrt(2)),
+            False,
+        ),
+        (
+            "a colour, not a rise: g before, r now",
+            light_curve(("r", 3_000.0), [(1.0, "g", 2_000.0)]),
+            False,
+        ),
+        (
+            "rose in g, r now",
+            light_curve(("r", 3_000.0), [(2.0, "g", 1_000.0), (1.0, "g", 3_000.0)]),
+            False,
+        ),
+        (
+            "first seen 4.9 d ago",
+            light_curve(("r", 3_000.0), [(4.9, "g", 800.0), (1.0, "r", 2_000.0)]),
+            True,
+        ),
+        (
+            "first seen 5.1 d ago",
+            light_curve(("r", 3_000.0), [(5.1, "g", 800.0), (1.0, "r", 2_000.0)]),
+            False,
+        ),
+        (
+            "brighter before in forced photometry",
+            changed(RISER, prvDiaForcedSources=[forced(RISER, 3.0, "r", 5_000.0)]),
+            False,
+        ),
+        (
+            "forced photometry within 3 sigma",
+            changed(RISER, prvDiaForcedSources=[forced(RISER, 3.0, "r", 3_300.0)]),
+            True,
+        ),
+        (
+            "brighter before in another band",
+            changed(RISER, prvDiaForcedSources=[forced(RISER, 3.0, "g", 9_000.0)]),
+            True,
+        ),
+        (
+            "forced flux NaN",
+            changed(RISER, prvDiaForcedSources=[forced(RISER, 3.0, "r", NAN)]),
+            True,
+        ),
         ("forced photometry null", changed(RISER, prvDiaForcedSources=None), True),
         ("was below the template", light_curve(("r", 3_000.0), [(1.0, "r", -500.0)]), False),
         ("flux NaN", changed(RISER, **{"diaSource.psfFlux": NAN}), False),
@@ -168,16 +265,61 @@ CASES: dict[str, list[tuple[str, dict, bool]]] = {
     ],
     "periodic_variables": [
         ("four sign changes in r", SWINGER, True),
-        ("three", light_curve(("r", -2_000.0), [(30.0, "r", 2_000.0), (20.0, "r", -2_000.0), (10.0, "r", 2_000.0),
-                                                (5.0, "r", 2_000.0)]), False),  # fmt: skip
-        ("four, across two bands", light_curve(("r", 2_000.0), [(40.0, "g", 2_000.0), (30.0, "r", -2_000.0),
-                                                                (20.0, "g", -2_000.0), (10.0, "r", 2_000.0)]), False),  # fmt: skip
-        ("chi2 5.3 (2.1 sigma swings)", light_curve(("r", 210.0), [(40.0, "r", 210.0), (30.0, "r", -210.0),
-                                                                   (20.0, "r", 210.0), (10.0, "r", -210.0)]), True),  # fmt: skip
-        ("chi2 4.8 (2.0 sigma swings)", light_curve(("r", 200.0), [(40.0, "r", 200.0), (30.0, "r", -200.0),
-                                                                   (20.0, "r", 200.0), (10.0, "r", -200.0)]), False),  # fmt: skip
-        ("an error null", changed(SWINGER, **{"prvDiaSources": [
-            {**d, "psfFluxErr": None} if i == 0 else d for i, d in enumerate(SWINGER["prvDiaSources"])]}), False),
+        (
+            "three",
+            light_curve(
+                ("r", -2_000.0),
+                [
+                    (30.0, "r", 2_000.0),
+                    (20.0, "r", -2_000.0),
+                    (10.0, "r", 2_000.0),
+                    (5.0, "r", 2_000.0),
+                ],
+            ),
+            False,
+        ),
+        (
+            "four, across two bands",
+            light_curve(
+                ("r", 2_000.0),
+                [
+                    (40.0, "g", 2_000.0),
+                    (30.0, "r", -2_000.0),
+                    (20.0, "g", -2_000.0),
+                    (10.0, "r", 2_000.0),
+                ],
+            ),
+            False,
+        ),
+        (
+            "chi2 5.3 (2.1 sigma swings)",
+            light_curve(
+                ("r", 210.0),
+                [(40.0, "r", 210.0), (30.0, "r", -210.0), (20.0, "r", 210.0), (10.0, "r", -210.0)],
+            ),
+            True,
+        ),
+        (
+            "chi2 4.8 (2.0 sigma swings)",
+            light_curve(
+                ("r", 200.0),
+                [(40.0, "r", 200.0), (30.0, "r", -200.0), (20.0, "r", 200.0), (10.0, "r", -200.0)],
+            ),
+            False,
+        ),
+        (
+            "an error null",
+            changed(
+                SWINGER,
+                **{
+                    "prvDiaSources": [
+                        {**d, "psfFluxErr": None} if i == 0 else d
+                        for i, d in enumerate(SWINGER["prvDiaSources"])
+                    ]
+                },
+            ),
+            False,
+        ),
         ("reliability 0.49", changed(SWINGER, **{"diaSource.reliability": 0.49}), False),
         ("reliability 0.51", changed(SWINGER, **{"diaSource.reliability": 0.51}), True),
         ("a dipole", changed(SWINGER, **{"diaSource.isDipole": True}), False),
@@ -186,26 +328,66 @@ CASES: dict[str, list[tuple[str, dict, bool]]] = {
     ],
     "extragalactic": [
         ("at the Galactic pole, 1 d old", YOUNG, True),
-        ("b = +20.05", changed(YOUNG, **{"diaSource.ra": 288.939409, "diaSource.dec": 59.097215}), True),
-        ("b = +19.95", changed(YOUNG, **{"diaSource.ra": 289.122662, "diaSource.dec": 59.063546}), False),
-        ("b = -20.05", changed(YOUNG, **{"diaSource.ra": 335.321782, "diaSource.dec": 33.050698}), True),
-        ("b = -19.95", changed(YOUNG, **{"diaSource.ra": 335.25285, "diaSource.dec": 33.132336}), False),
-        ("Galactic centre", changed(YOUNG, **{"diaSource.ra": 266.40, "diaSource.dec": -28.94}), False),
+        (
+            "b = +20.05",
+            changed(YOUNG, **{"diaSource.ra": 288.939409, "diaSource.dec": 59.097215}),
+            True,
+        ),
+        (
+            "b = +19.95",
+            changed(YOUNG, **{"diaSource.ra": 289.122662, "diaSource.dec": 59.063546}),
+            False,
+        ),
+        (
+            "b = -20.05",
+            changed(YOUNG, **{"diaSource.ra": 335.321782, "diaSource.dec": 33.050698}),
+            True,
+        ),
+        (
+            "b = -19.95",
+            changed(YOUNG, **{"diaSource.ra": 335.25285, "diaSource.dec": 33.132336}),
+            False,
+        ),
+        (
+            "Galactic centre",
+            changed(YOUNG, **{"diaSource.ra": 266.40, "diaSource.dec": -28.94}),
+            False,
+        ),
         ("ra NaN", changed(YOUNG, **{"diaSource.ra": NAN}), False),
         ("seen 31 min ago", with_history(YOUNG, [(31 * MINUTE, "g", 2_000.0)]), True),
         ("seen 29 min ago", with_history(YOUNG, [(29 * MINUTE, "g", 2_000.0)]), False),
         ("seen once", changed(YOUNG, prvDiaSources=None), False),
-        ("once below the template", with_history(YOUNG, [(3.0, "g", -900.0), (1.0, "r", 2_000.0)]), False),
-        ("first seen 18.9 d ago", with_history(YOUNG, [(18.9, "i", 900.0), (1.0, "r", 2_000.0)]), True),
-        ("first seen 19.1 d ago", with_history(YOUNG, [(19.1, "i", 900.0), (1.0, "r", 2_000.0)]), False),
+        (
+            "once below the template",
+            with_history(YOUNG, [(3.0, "g", -900.0), (1.0, "r", 2_000.0)]),
+            False,
+        ),
+        (
+            "first seen 18.9 d ago",
+            with_history(YOUNG, [(18.9, "i", 900.0), (1.0, "r", 2_000.0)]),
+            True,
+        ),
+        (
+            "first seen 19.1 d ago",
+            with_history(YOUNG, [(19.1, "i", 900.0), (1.0, "r", 2_000.0)]),
+            False,
+        ),
         ("5.1 sigma now", changed(YOUNG, **{"diaSource.psfFluxErr": 3_000.0 / 5.1}), True),
         ("4.9 sigma now", changed(YOUNG, **{"diaSource.psfFluxErr": 3_000.0 / 4.9}), False),
         ("flux NaN", changed(YOUNG, **{"diaSource.psfFlux": NAN}), False),
         ("reliability 0.49", changed(YOUNG, **{"diaSource.reliability": 0.49}), False),
-        ("interpolated pixels", changed(YOUNG, **{"diaSource.pixelFlags_interpolated": True}), False),
+        (
+            "interpolated pixels",
+            changed(YOUNG, **{"diaSource.pixelFlags_interpolated": True}),
+            False,
+        ),
         ("glint_trail null, as in 7.x", changed(YOUNG, **{"diaSource.glint_trail": None}), True),
         ("a known asteroid", changed(YOUNG, **{"diaSource.ssObjectId": 42}), False),
-        ("an asteroid with an ssSource", changed(MOVING, **{"diaSource.ra": 192.86, "diaSource.dec": 27.13}), False),
+        (
+            "an asteroid with an ssSource",
+            changed(MOVING, **{"diaSource.ra": 192.86, "diaSource.dec": 27.13}),
+            False,
+        ),
     ],
 }
 
@@ -262,7 +444,9 @@ def test_oracle_decides_each_case_as_written(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_filter_passes_what_it_should_and_nothing_else(evaluate, name):
     labels, records, wants = zip(*CASES[name], strict=True)
-    assert dict(zip(labels, evaluate(name, list(records)), strict=True)) == dict(zip(labels, wants, strict=True))
+    assert dict(zip(labels, evaluate(name, list(records)), strict=True)) == dict(
+        zip(labels, wants, strict=True)
+    )
 
 
 def _module(tmp_path, text: str):
@@ -300,7 +484,11 @@ def f(alerts, **_):
 @pytest.mark.parametrize(
     ("columns", "body", "message"),
     [
-        ({"snr": "diaSource.snrr"}, "return alerts['snr'] > 1", "no field diaSource.snrr; did you mean diaSource.snr?"),
+        (
+            {"snr": "diaSource.snrr"},
+            "return alerts['snr'] > 1",
+            "no field diaSource.snrr; did you mean diaSource.snr?",
+        ),
         (
             {"snr": "diaSource.snr"},
             "return alerts['snr'] * 2",
@@ -343,7 +531,12 @@ def test_all_contributed_filters_on_a_simulated_visit_equal_plain_python(spark):
     # and fast_risers want young sources off the Galactic plane, which this field does not hold:
     # the real-alert test below gives every filter alerts to pass.
     assert all(len(v) < len(records) for v in expected.values())
-    assert {n for n, v in expected.items() if v} >= {"bright_high_snr", "new_sources", "solar_system", "periodic_variables"}
+    assert {n for n, v in expected.items() if v} >= {
+        "bright_high_snr",
+        "new_sources",
+        "solar_system",
+        "periodic_variables",
+    }
 
 
 def test_filters_equal_their_oracles_on_real_alerts(spark):
@@ -353,7 +546,10 @@ def test_filters_equal_their_oracles_on_real_alerts(spark):
     messages = real_messages()
     rows = _matches(_filter_view(messages_source(spark, "real", messages)), list(FILTERS))
     assert len(rows) == len(messages)
-    records = [load_rubin_schema(schema_id).decode(body) for schema_id, body in (unframe(m) for _, m in messages)]
+    records = [
+        load_rubin_schema(schema_id).decode(body)
+        for schema_id, body in (unframe(m) for _, m in messages)
+    ]
     for name, oracle in ORACLES.items():
         assert [r[name] for r in rows] == [oracle(a) for a in records], name
     passed = {name for name, oracle in ORACLES.items() if any(oracle(a) for a in records)}

@@ -43,10 +43,16 @@ RADIUS = 30.0  # the catalog's match radius, arcsec
 def _alerts() -> list[tuple[bytes, float, float]]:
     """(framed message, ra, dec) of the real alerts in tests/data (6 of each file) and 40 simulated ones."""
     out = []
-    for name, version in (("rubin-lsstcam-v10_0.avro", "10.0"), ("rubin-opsrehearsal-v7_4.avro", "7.4")):
+    for name, version in (
+        ("rubin-lsstcam-v10_0.avro", "10.0"),
+        ("rubin-opsrehearsal-v7_4.avro", "7.4"),
+    ):
         records = list(fastavro.reader(open(REAL / name, "rb")))
         raws = list(read_raw_records(REAL / name))
-        out += [(frame(IDS[version], raw.body), r["diaSource"]["ra"], r["diaSource"]["dec"]) for raw, r in zip(raws, records, strict=True)]
+        out += [
+            (frame(IDS[version], raw.body), r["diaSource"]["ra"], r["diaSource"]["dec"])
+            for raw, r in zip(raws, records, strict=True)
+        ]
     schema = load_rubin_schema("11.1")
     sim = AlertSimulator(SimulationConfig(schema_version="11.1", stamp_size=0, seed=4))
     for a in sim.visit_alerts(0, count=40):
@@ -54,7 +60,9 @@ def _alerts() -> list[tuple[bytes, float, float]]:
     return out
 
 
-def _around(ra: np.ndarray, dec: np.ndarray, seed: int, per_alert: int = 3, spread: float = 60.0) -> pd.DataFrame:
+def _around(
+    ra: np.ndarray, dec: np.ndarray, seed: int, per_alert: int = 3, spread: float = 60.0
+) -> pd.DataFrame:
     """Sources at random offsets (0 to ``spread`` arcsec) around each position, plus a few
     exactly at a radius's distance give or take 0.01 arcsec, named for the test."""
     rng = np.random.default_rng(seed)
@@ -62,14 +70,25 @@ def _around(ra: np.ndarray, dec: np.ndarray, seed: int, per_alert: int = 3, spre
     sep = rng.uniform(0, spread, centre.size)
     sep[::7] = RADIUS + rng.choice([-0.01, 0.01], len(sep[::7]))  # just inside and just outside
     pos = centre.directional_offset_by(rng.uniform(0, 360, centre.size) * u.deg, sep * u.arcsec)
-    return pd.DataFrame({"name": [f"s{i}" for i in range(centre.size)], "ra_deg": pos.ra.deg,
-                         "dec_deg": pos.dec.deg, "mag": rng.uniform(8, 20, centre.size)})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "name": [f"s{i}" for i in range(centre.size)],
+            "ra_deg": pos.ra.deg,
+            "dec_deg": pos.dec.deg,
+            "mag": rng.uniform(8, 20, centre.size),
+        }
+    )
 
 
 def _nearest(alert_ra: float, alert_dec: float, table: pd.DataFrame, radius: np.ndarray | float):
     """astropy: (index, separation arcsec) of the nearest row within ``radius``, or None."""
-    sep = SkyCoord(alert_ra * u.deg, alert_dec * u.deg).separation(
-        SkyCoord(table["ra_deg"].to_numpy() * u.deg, table["dec_deg"].to_numpy() * u.deg)).arcsec
+    sep = (
+        SkyCoord(alert_ra * u.deg, alert_dec * u.deg)
+        .separation(
+            SkyCoord(table["ra_deg"].to_numpy() * u.deg, table["dec_deg"].to_numpy() * u.deg)
+        )
+        .arcsec
+    )
     inside = np.flatnonzero(sep <= radius)
     if not len(inside):
         return None
@@ -88,8 +107,16 @@ def setup(spark, tmp_path_factory):
     watch = _around(ra[::3], dec[::3], seed=2, per_alert=1, spread=40.0)
     watch["radius"] = np.random.default_rng(3).uniform(5, 40, len(watch))
     watch.to_csv(root / "targets.csv", index=False)
-    add_catalog(root, "targets", str(root / "targets.csv"), "ra_deg", "dec_deg", 1.0, kind="watchlist",
-                radius_column="radius")  # fmt: skip
+    add_catalog(
+        root,
+        "targets",
+        str(root / "targets.csv"),
+        "ra_deg",
+        "dec_deg",
+        1.0,
+        kind="watchlist",
+        radius_column="radius",
+    )
     return root, alerts, table, watch
 
 
@@ -98,27 +125,46 @@ def _view(spark, root, alerts, sql: dict[str, str]):
     decoder = rubin_decoder(DecodeSettings(topic="x", survey="rubin", schema_versions=tuple(IDS)))
     filters = [AlertFilter(name=n, sql=s) for n, s in sql.items()]
     context = load_context(root, catalog_uses(filters), decoder.detection)
-    decoded = decoder.decode(message_frame(spark, [m for m, _, _ in alerts]), filter_paths(decoder, filter_reads(spark, decoder, filters, context)))
+    decoded = decoder.decode(
+        message_frame(spark, [m for m, _, _ in alerts]),
+        filter_paths(decoder, filter_reads(spark, decoder, filters, context)),
+    )
     view = filter_view(decoded, ("_offset",), context)
     columns = [f.evaluate()[0].alias(f.name) for f in filters]
-    return view.select("_offset", *[c for c in ("xmatch", "watch") if c in view.columns], *columns).orderBy("_offset").collect()
+    return (
+        view.select("_offset", *[c for c in ("xmatch", "watch") if c in view.columns], *columns)
+        .orderBy("_offset")
+        .collect()
+    )
 
 
 def test_alert_pixels_equal_cdshealpix(spark):
     """Equal on random positions; on a pixel corner (ra 0 or 270 on the equator), a neighbour of
     cdshealpix's pixel, which the index covers (each source is filed under its 8 neighbours)."""
     rng = np.random.default_rng(9)
-    edges = [(0.0, 0.0), (270.0, 0.0), (359.999999999, 0.0), (45.0, 41.8103148958), (180.0, -41.8103148958),
-             (10.0, 89.99999), (10.0, -89.99999), (200.0, 90.0)]  # fmt: skip
+    edges = [
+        (0.0, 0.0),
+        (270.0, 0.0),
+        (359.999999999, 0.0),
+        (45.0, 41.8103148958),
+        (180.0, -41.8103148958),
+        (10.0, 89.99999),
+        (10.0, -89.99999),
+        (200.0, 90.0),
+    ]
     ra = np.r_[rng.uniform(0, 360, 20000), [e[0] for e in edges]]
     dec = np.r_[np.degrees(np.arcsin(rng.uniform(-1, 1, 20000))), [e[1] for e in edges]]
     frame_ = spark.createDataFrame(pd.DataFrame({"ra": ra, "dec": dec}))
     for order in (0, 6, 10, 15):
-        got = np.array([r[0] for r in with_pixel(frame_, "ra", "dec", order, "p").select("p").collect()])
+        got = np.array(
+            [r[0] for r in with_pixel(frame_, "ra", "dec", order, "p").select("p").collect()]
+        )
         want = pixels(ra, dec, order)
         assert (got[:20000] == want[:20000]).all(), order
         around = with_neighbours(want[20000:], order)
-        assert all(g == w or g in a for g, w, a in zip(got[20000:], want[20000:], around, strict=True)), order
+        assert all(
+            g == w or g in a for g, w, a in zip(got[20000:], want[20000:], around, strict=True)
+        ), order
 
 
 @pytest.mark.parametrize("radius", [2.0, 30.0, 600.0])
@@ -149,8 +195,12 @@ def test_order_refuses_a_radius_that_is_not_positive():
 
 def test_xmatch_nearest_source_and_filter_equal_astropy(spark, setup):
     root, alerts, table, _ = setup
-    rows = _view(spark, root, alerts, {"close": "xmatch.mine.distance_arcsec < 12",
-                                       "bright_neighbour": "xmatch.mine.mag < 12"})  # fmt: skip
+    rows = _view(
+        spark,
+        root,
+        alerts,
+        {"close": "xmatch.mine.distance_arcsec < 12", "bright_neighbour": "xmatch.mine.mag < 12"},
+    )
     assert len(rows) == len(alerts) == 6 + 6 + 40
     close = bright = 0
     for row, (_, ra, dec) in zip(rows, alerts, strict=True):
@@ -162,11 +212,15 @@ def test_xmatch_nearest_source_and_filter_equal_astropy(spark, setup):
         index, sep = want
         assert got["name"] == table["name"][index]
         assert got["distance_arcsec"] == pytest.approx(sep, abs=1e-6)
-        assert got["mag"] == pytest.approx(table["mag"][index]) and got["ra_deg"] == pytest.approx(table["ra_deg"][index])
+        assert got["mag"] == pytest.approx(table["mag"][index]) and got["ra_deg"] == pytest.approx(
+            table["ra_deg"][index]
+        )
         assert row["close"] == (sep < 12) and row["bright_neighbour"] == (table["mag"][index] < 12)
         close, bright = close + (sep < 12), bright + (table["mag"][index] < 12)
     assert 0 < close < len(alerts) and 0 < bright < len(alerts)  # the test has both outcomes
-    edge = [abs(s - RADIUS) <= 0.011 for s in (_nearest(ra, dec, table, 99)[1] for _, ra, dec in alerts)]
+    edge = [
+        abs(s - RADIUS) <= 0.011 for s in (_nearest(ra, dec, table, 99)[1] for _, ra, dec in alerts)
+    ]
     assert any(edge)  # sources 0.01 arcsec either side of the radius were nearest to some alerts
 
 
@@ -175,14 +229,21 @@ def test_watchlist_entry_within_its_own_radius_equals_astropy(spark, setup):
     rows = _view(spark, root, alerts, {"watched": "watch.targets IS NOT NULL"})
     hits = 0
     for row, (_, ra, dec) in zip(rows, alerts, strict=True):
-        sep = SkyCoord(ra * u.deg, dec * u.deg).separation(
-            SkyCoord(watch["ra_deg"].to_numpy() * u.deg, watch["dec_deg"].to_numpy() * u.deg)).arcsec
+        sep = (
+            SkyCoord(ra * u.deg, dec * u.deg)
+            .separation(
+                SkyCoord(watch["ra_deg"].to_numpy() * u.deg, watch["dec_deg"].to_numpy() * u.deg)
+            )
+            .arcsec
+        )
         inside = np.flatnonzero(sep <= watch["radius"].to_numpy())
         got = row["watch"]["targets"]
         assert row["watched"] == bool(len(inside))
         if len(inside):
             best = inside[np.argmin(sep[inside])]
-            assert got["name"] == watch["name"][best] and got["radius_arcsec"] == pytest.approx(watch["radius"][best])
+            assert got["name"] == watch["name"][best] and got["radius_arcsec"] == pytest.approx(
+                watch["radius"][best]
+            )
             hits += 1
     assert 0 < hits < len(alerts)
 
@@ -196,7 +257,9 @@ def test_watchmap_region_equals_mocpy(spark, setup, tmp_path):
     moc.save(str(tmp_path / "region.fits"), format="fits", overwrite=True)
     add_watchmap(root, "region", str(tmp_path / "region.fits"))
     rows = _view(spark, root, alerts, {"inside": "watch.region"})
-    want = moc.contains_lonlat(np.array([a[1] for a in alerts]) * u.deg, np.array([a[2] for a in alerts]) * u.deg)
+    want = moc.contains_lonlat(
+        np.array([a[1] for a in alerts]) * u.deg, np.array([a[2] for a in alerts]) * u.deg
+    )
     assert [r["inside"] for r in rows] == list(want)
     assert 0 < sum(want) < len(alerts)
 
@@ -214,17 +277,36 @@ def test_a_watchmap_finer_than_order_12_grows_to_its_order_12_cells(spark, setup
     rows = _view(spark, root, alerts, {"inside": "watch.fine"})
     lon, lat = np.array([a[1] for a in alerts]) * u.deg, np.array([a[2] for a in alerts]) * u.deg
     assert [r["inside"] for r in rows] == list(moc.degrade_to_order(12).contains_lonlat(lon, lat))
-    assert all(r["inside"] for r, inside in zip(rows, moc.contains_lonlat(lon, lat), strict=True) if inside)
+    assert all(
+        r["inside"] for r, inside in zip(rows, moc.contains_lonlat(lon, lat), strict=True) if inside
+    )
     assert 0 < sum(r["inside"] for r in rows) < len(alerts)
 
 
 def test_unknown_or_misnamed_catalog_fails_naming_the_filter_and_the_fix(setup):
     root = setup[0]
-    with pytest.raises(CatalogError, match=r"filter 'f' .* reads xmatch\.nope, not in the catalog folder .*alertsieve catalog add nope FILE"):
-        load_context(root, catalog_uses([AlertFilter(name="f", sql="xmatch.nope.distance_arcsec < 1")]), "diaSource")
-    with pytest.raises(CatalogError, match=r"reads xmatch\.targets, but targets is a watchlist: write watch\.targets"):
-        load_context(root, catalog_uses([AlertFilter(name="f", sql="xmatch.targets IS NOT NULL")]), "diaSource")
-    assert named_catalogs("xmatch.a.b > 1 AND watch.c AND 'xmatch.d' = ''") == {("xmatch", "a"), ("watch", "c")}
+    with pytest.raises(
+        CatalogError,
+        match=r"filter 'f' .* reads xmatch\.nope, not in the catalog folder .*alertsieve catalog add nope FILE",
+    ):
+        load_context(
+            root,
+            catalog_uses([AlertFilter(name="f", sql="xmatch.nope.distance_arcsec < 1")]),
+            "diaSource",
+        )
+    with pytest.raises(
+        CatalogError,
+        match=r"reads xmatch\.targets, but targets is a watchlist: write watch\.targets",
+    ):
+        load_context(
+            root,
+            catalog_uses([AlertFilter(name="f", sql="xmatch.targets IS NOT NULL")]),
+            "diaSource",
+        )
+    assert named_catalogs("xmatch.a.b > 1 AND watch.c AND 'xmatch.d' = ''") == {
+        ("xmatch", "a"),
+        ("watch", "c"),
+    }
 
 
 def test_a_catalog_too_big_to_broadcast_is_refused_before_any_alert(setup):
@@ -234,20 +316,31 @@ def test_a_catalog_too_big_to_broadcast_is_refused_before_any_alert(setup):
 
     root = setup[0]
     meta = load_meta(root, "mine")
-    assert meta.memory_mb == round(pq.read_table(root / "mine" / "index.parquet").nbytes / 2**20, 1) > 0
+    assert (
+        meta.memory_mb
+        == round(pq.read_table(root / "mine" / "index.parquet").nbytes / 2**20, 1)
+        > 0
+    )
     f = AlertFilter(name="f", sql="xmatch.mine.distance_arcsec < 1")
     enough = BROADCAST_FACTOR * meta.memory_mb + 1
     assert load_context(root, catalog_uses([f]), "diaSource", heap_mb=enough).catalogs == (meta,)
-    with pytest.raises(CatalogError, match=r"take \d+ MB in memory \(xmatch\.mine \d+ MB\) and a broadcast needs about 5 times that.*"
-                                           r"give the driver more memory \(spark\.driver\.memory, spark-submit --driver-memory\)"):
+    with pytest.raises(
+        CatalogError,
+        match=r"take \d+ MB in memory \(xmatch\.mine \d+ MB\) and a broadcast needs about 5 times that.*"
+        r"give the driver more memory \(spark\.driver\.memory, spark-submit --driver-memory\)",
+    ):
         load_context(root, catalog_uses([f]), "diaSource", heap_mb=enough - 2)
 
 
 def test_catalog_add_refuses_bad_files_with_the_fix(tmp_path):
     (tmp_path / "c.csv").write_text("name,ra,dec\na,10,20\nb,,30\n")
-    with pytest.raises(CatalogError, match="no column 'RA' for --ra; its columns are name, ra, dec"):
+    with pytest.raises(
+        CatalogError, match="no column 'RA' for --ra; its columns are name, ra, dec"
+    ):
         add_catalog(tmp_path, "c", str(tmp_path / "c.csv"), "RA", "dec", 2)
-    with pytest.raises(CatalogError, match=r"1 of 2 rows have no finite position in ra/dec \(first: row 1\)"):
+    with pytest.raises(
+        CatalogError, match=r"1 of 2 rows have no finite position in ra/dec \(first: row 1\)"
+    ):
         add_catalog(tmp_path, "c", str(tmp_path / "c.csv"), "ra", "dec", 2)
     with pytest.raises(CatalogError, match="catalog name '1x'"):
         add_catalog(tmp_path, "1x", str(tmp_path / "c.csv"), "ra", "dec", 2)

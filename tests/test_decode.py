@@ -17,7 +17,9 @@ def test_plain_schemaless_avro_with_a_configured_schema(spark):
         )
     )
     values = [schema.encode(a) for a in alerts] + [b"", schema.encode(alerts[0])[:40]]
-    decoder = rubin_decoder(JobConfig(topic="t", wire_format="plain", writer_schema_version="11.0").decode_settings)
+    decoder = rubin_decoder(
+        JobConfig(topic="t", wire_format="plain", writer_schema_version="11.0").decode_settings
+    )
     out = decoder.decode(message_frame(spark, values), ["diaSourceId"]).orderBy("_offset").collect()
     assert [r["alert"]["diaSourceId"] for r in out[:5]] == [a["diaSourceId"] for a in alerts]
     assert [r["_reason"] for r in out] == [None] * 5 + [

@@ -39,11 +39,20 @@ def test_services_are_the_documented_topology():
 
 @pytest.mark.parametrize(
     "prop",
-    ["process.roles", "default.replication.factor", "min.insync.replicas",
-     "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
-     "transaction.state.log.min.isr", "auto.create.topics.enable", "message.max.bytes",
-     "replica.fetch.max.bytes", "log.retention.hours", "controller.listener.names"],
-)  # fmt: skip
+    [
+        "process.roles",
+        "default.replication.factor",
+        "min.insync.replicas",
+        "offsets.topic.replication.factor",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr",
+        "auto.create.topics.enable",
+        "message.max.bytes",
+        "replica.fetch.max.bytes",
+        "log.retention.hours",
+        "controller.listener.names",
+    ],
+)
 def test_brokers_have_the_native_clusters_settings(prop):
     native = native_properties()[prop]
     for name in BROKERS:

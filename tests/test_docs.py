@@ -104,7 +104,11 @@ def _runnable() -> list[tuple[str, str]]:
     out = []
     for command, shown in console_commands(README):
         tokens = shlex.split(command, comments=True)
-        if _subcommand(tokens) and "--bootstrap" not in tokens and tokens[1] in ("backtest", "filters", "schemas"):
+        if (
+            _subcommand(tokens)
+            and "--bootstrap" not in tokens
+            and tokens[1] in ("backtest", "filters", "schemas")
+        ):
             out.append((command, shown))
     return out
 
@@ -112,15 +116,28 @@ def _runnable() -> list[tuple[str, str]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(("command", "shown"), _runnable())
 def test_the_readme_commands_that_need_no_broker_print_what_it_shows(command, shown):
-    done = subprocess.run(shlex.split(command, comments=True), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        shlex.split(command, comments=True), cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.rstrip("\n") == shown
 
 
 def test_the_subscribers_page_names_every_header_envelope_field_and_counts_field():
     page = (ROOT / "docs" / "subscribers.md").read_text()
-    counts = (contract.KIND, contract.QUERY_ID, contract.BATCH_ID, contract.INPUT, contract.ALERTS_READ,
-              contract.QUARANTINED, contract.FILTERS, contract.VERSION, contract.TOPIC, contract.PUBLISHED,
-              contract.QUARANTINE_TOPIC, contract.WRITTEN_AT)  # fmt: skip
+    counts = (
+        contract.KIND,
+        contract.QUERY_ID,
+        contract.BATCH_ID,
+        contract.INPUT,
+        contract.ALERTS_READ,
+        contract.QUARANTINED,
+        contract.FILTERS,
+        contract.VERSION,
+        contract.TOPIC,
+        contract.PUBLISHED,
+        contract.QUARANTINE_TOPIC,
+        contract.WRITTEN_AT,
+    )
     names = {*contract.MATCH_HEADERS, *contract.QUARANTINE_HEADERS, *contract.ENVELOPE, *counts}
     assert sorted(n for n in names if f"`{n}`" not in page and f'"{n}"' not in page) == []

@@ -39,7 +39,10 @@ def extras_only() -> set[str]:
     server and IPython), less the build tools the wheel test needs, which any Python may have."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = _names([r for rs in project["optional-dependencies"].values() for r in rs])
-    return (extras - _names(project["dependencies"]) - {"setuptools", "wheel"}) | {"jupyter_server", "IPython"}
+    return (extras - _names(project["dependencies"]) - {"setuptools", "wheel"}) | {
+        "jupyter_server",
+        "IPython",
+    }
 
 
 #: Installed as ``sitecustomize`` (PYTHONPATH), so that every Python process of the run refuses
@@ -67,7 +70,9 @@ def py_bright(alerts):
 """
 
 
-def test_the_job_and_the_producer_run_without_notebook_or_bench_packages(kafka, topic_name, tmp_path):
+def test_the_job_and_the_producer_run_without_notebook_or_bench_packages(
+    kafka, topic_name, tmp_path
+):
     """The runtime install is what the producer, the job and its executors need: a visit produced
     and filtered (SQL filters and a Python one, on Python workers) with every package of the extras
     refused, its matches equal to plain Python."""
@@ -91,21 +96,57 @@ def test_the_job_and_the_producer_run_without_notebook_or_bench_packages(kafka, 
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
         return done.stdout + done.stderr
 
-    refused = subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True, text=True, env=env)
+    refused = subprocess.run(
+        [sys.executable, "-c", "import matplotlib"], capture_output=True, text=True, env=env
+    )
     assert "matplotlib is not a runtime dependency" in refused.stderr  # the blocker is in place
-    run([sys.executable, "-m", "alertsieve.cli", "produce", "--bootstrap", bootstrap, "--topic", topic_name,
-         "--alerts-per-visit", "200", "--interval", "0", "--no-stamps", "--seed", "13", "--schema-dir", schema_dir])
-    run(job_command(bootstrap, topic_name, tmp_path, "--available-now", "--filter-path", str(tmp_path / "filters")))
+    run(
+        [
+            sys.executable,
+            "-m",
+            "alertsieve.cli",
+            "produce",
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            topic_name,
+            "--alerts-per-visit",
+            "200",
+            "--interval",
+            "0",
+            "--no-stamps",
+            "--seed",
+            "13",
+            "--schema-dir",
+            schema_dir,
+        ]
+    )
+    run(
+        job_command(
+            bootstrap,
+            topic_name,
+            tmp_path,
+            "--available-now",
+            "--filter-path",
+            str(tmp_path / "filters"),
+        )
+    )
 
     total, expected = expected_matches(bootstrap, topic_name, schema_dir)
     assert total == 200
     for name, want in expected.items():
-        assert {m.key().decode() for m in consume_all(bootstrap, f"{topic_name}-{name}")} == want, name
+        assert {m.key().decode() for m in consume_all(bootstrap, f"{topic_name}-{name}")} == want, (
+            name
+        )
     from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 
     store = LocalSchemaStore(schema_dir)
-    snr = {m.key().decode(): store.get(unframe(m.value())[0]).decode(unframe(m.value())[1])["diaSource"]["snr"]
-           for m in consume_all(bootstrap, topic_name)}  # fmt: skip
+    snr = {
+        m.key().decode(): store.get(unframe(m.value())[0]).decode(unframe(m.value())[1])[
+            "diaSource"
+        ]["snr"]
+        for m in consume_all(bootstrap, topic_name)
+    }
     got = {m.key().decode() for m in consume_all(bootstrap, f"{topic_name}-py_bright")}
     assert got == {k for k, v in snr.items() if v > 30} and got
 
@@ -113,4 +154,10 @@ def test_the_job_and_the_producer_run_without_notebook_or_bench_packages(kafka, 
 def test_runtime_dependencies_leave_out_the_extras():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     # astropy is a runtime one since catalogs are indexed at `catalog add` (cdshealpix needs it)
-    assert not _names(project["dependencies"]) & {"matplotlib", "jupyterlab", "nbclient", "ipykernel", "psutil"}
+    assert not _names(project["dependencies"]) & {
+        "matplotlib",
+        "jupyterlab",
+        "nbclient",
+        "ipykernel",
+        "psutil",
+    }

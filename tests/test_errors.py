@@ -58,18 +58,26 @@ def test_filters_check_answers_a_misspelled_field_in_a_few_lines(spark, tmp_path
     )
     assert cli.main(["filters", "check", "typo", "--filter-path", str(tmp_path)]) == 1
     said = capsys.readouterr().out.splitlines()
-    assert said == [f"FAILED  filter 'typo' ({tmp_path / 'typo.py'}): no field diaSource.snrr; did you mean diaSource.snr?"]
+    assert said == [
+        f"FAILED  filter 'typo' ({tmp_path / 'typo.py'}): no field diaSource.snrr; did you mean diaSource.snr?"
+    ]
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["produce", "--bootstrap", "127.0.0.1:1", "--topic", "t", "--kafka-conf", "linger"],
-         "alertsieve produce: error: --kafka-conf 'linger': expected KEY=VALUE"),
-        (["filters", "list", "no_such_filter"],
-         "alertsieve filters: error: no filter named ['no_such_filter']; known: ['bright_high_snr', "),
-        (["backtest", "--input", "x.avro", "--since", "yesterday"],
-         "argument --since: 'yesterday' is not a night: give a date, YYYY-MM-DD"),
+        (
+            ["produce", "--bootstrap", "127.0.0.1:1", "--topic", "t", "--kafka-conf", "linger"],
+            "alertsieve produce: error: --kafka-conf 'linger': expected KEY=VALUE",
+        ),
+        (
+            ["filters", "list", "no_such_filter"],
+            "alertsieve filters: error: no filter named ['no_such_filter']; known: ['bright_high_snr', ",
+        ),
+        (
+            ["backtest", "--input", "x.avro", "--since", "yesterday"],
+            "argument --since: 'yesterday' is not a night: give a date, YYYY-MM-DD",
+        ),
         (["catalog", "add", "stars"], "alertsieve catalog: error: catalog add needs NAME and FILE"),
         (["watch", "add"], "alertsieve watch: error: watch add needs NAME and FILE"),
     ],

@@ -38,8 +38,13 @@ SPEC = {
 def test_matrix_is_the_product_of_its_lists():
     exp = parse_experiment(SPEC, "producers.yaml")
     assert [(p.producers, p.stamps) for p in exp.points] == [
-        (1, True), (1, False), (2, True), (2, False), (4, True), (4, False)
-    ]  # fmt: skip
+        (1, True),
+        (1, False),
+        (2, True),
+        (2, False),
+        (4, True),
+        (4, False),
+    ]
     assert {p.alerts_per_visit for p in exp.points} == {10_000}
     assert exp.dimension == "producers"
 
@@ -47,8 +52,11 @@ def test_matrix_is_the_product_of_its_lists():
 def test_quick_replaces_base_and_matrix_keys():
     exp = parse_experiment(SPEC, "producers.yaml", quick=True)
     assert [(p.producers, p.stamps, p.alerts_per_visit, p.visits) for p in exp.points] == [
-        (1, True, 200, 1), (1, False, 200, 1), (2, True, 200, 1), (2, False, 200, 1)
-    ]  # fmt: skip
+        (1, True, 200, 1),
+        (1, False, 200, 1),
+        (2, True, 200, 1),
+        (2, False, 200, 1),
+    ]
 
 
 def test_point_keys_are_stable_and_distinct():
@@ -60,17 +68,32 @@ def test_point_keys_are_stable_and_distinct():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"colour": 1}, "producers.yaml: unknown key 'colour': known keys: base, description, dimension, matrix, name, quick"),
+        (
+            {"colour": 1},
+            "producers.yaml: unknown key 'colour': known keys: base, description, dimension, matrix, name, quick",
+        ),
         ({"base": {"producer": 2}}, "unknown key 'producer': did you mean 'producers'?"),
         ({"base": {"visits": 0}}, "visits = 0: Input should be greater than 0; e.g. visits: 3"),
-        ({"matrix": {"stamps": ["yes"]}}, "stamps = 'yes': Input should be a valid boolean; e.g. stamps: true"),
-        ({"base": {"sinks": ["hdfs"]}}, "sinks.0 = 'hdfs': Input should be 'kafka' or 'delta'; e.g. sinks: [kafka]"),
-        ({"base": {"sinks": "kafka"}}, "sinks = 'kafka': Input should be a valid tuple; e.g. sinks: [kafka]"),
-        ({"matrix": {"producers": 4}}, "producers.yaml: matrix.producers = 4: Input should be a valid list; e.g. matrix: {producers: [1, 2, 4]}"),
+        (
+            {"matrix": {"stamps": ["yes"]}},
+            "stamps = 'yes': Input should be a valid boolean; e.g. stamps: true",
+        ),
+        (
+            {"base": {"sinks": ["hdfs"]}},
+            "sinks.0 = 'hdfs': Input should be 'kafka' or 'delta'; e.g. sinks: [kafka]",
+        ),
+        (
+            {"base": {"sinks": "kafka"}},
+            "sinks = 'kafka': Input should be a valid tuple; e.g. sinks: [kafka]",
+        ),
+        (
+            {"matrix": {"producers": 4}},
+            "producers.yaml: matrix.producers = 4: Input should be a valid list; e.g. matrix: {producers: [1, 2, 4]}",
+        ),
         ({"dimension": "speed"}, "producers.yaml: dimension = 'speed': must name a point setting"),
         ({"quick": {"scale": 2}}, "producers.yaml: quick.scale is not a known setting; remove it"),
     ],
-)  # fmt: skip
+)
 def test_bad_experiment_files_name_the_file_field_and_fix(change, message):
     with pytest.raises(ExperimentError) as e:
         parse_experiment({**SPEC, **change}, "producers.yaml", quick="quick" in change)
@@ -81,16 +104,54 @@ def test_bad_experiment_files_name_the_file_field_and_fix(change, message):
 def test_comparison_table_puts_our_10k_stamp_points_beside_dmtn028():
     import pandas as pd
 
-    frame = pd.DataFrame([
-        {"alerts_per_visit": 10_000, "stamps": True, "producers": 2, "consumers": 1, "partitions": 4,
-         "filters": 10, "cores": 2, "produce_s": 5.5, "consuming_s": 6.25},
-        {"alerts_per_visit": 10_000, "stamps": True, "producers": 2, "consumers": 1, "partitions": 4,
-         "filters": 10, "cores": 2, "produce_s": 9.0, "consuming_s": 9.0},  # same setting again
-        {"alerts_per_visit": 10_000, "stamps": False, "producers": 1, "consumers": 1, "partitions": 4,
-         "filters": 10, "cores": 2, "produce_s": 1.0, "consuming_s": 1.0},
-        {"alerts_per_visit": 1_000, "stamps": True, "producers": 1, "consumers": 1, "partitions": 4,
-         "filters": 10, "cores": 2, "produce_s": 1.0, "consuming_s": 1.0},
-    ])  # fmt: skip
+    frame = pd.DataFrame(
+        [
+            {
+                "alerts_per_visit": 10_000,
+                "stamps": True,
+                "producers": 2,
+                "consumers": 1,
+                "partitions": 4,
+                "filters": 10,
+                "cores": 2,
+                "produce_s": 5.5,
+                "consuming_s": 6.25,
+            },
+            {
+                "alerts_per_visit": 10_000,
+                "stamps": True,
+                "producers": 2,
+                "consumers": 1,
+                "partitions": 4,
+                "filters": 10,
+                "cores": 2,
+                "produce_s": 9.0,
+                "consuming_s": 9.0,
+            },  # same setting again
+            {
+                "alerts_per_visit": 10_000,
+                "stamps": False,
+                "producers": 1,
+                "consumers": 1,
+                "partitions": 4,
+                "filters": 10,
+                "cores": 2,
+                "produce_s": 1.0,
+                "consuming_s": 1.0,
+            },
+            {
+                "alerts_per_visit": 1_000,
+                "stamps": True,
+                "producers": 1,
+                "consumers": 1,
+                "partitions": 4,
+                "filters": 10,
+                "cores": 2,
+                "produce_s": 1.0,
+                "consuming_s": 1.0,
+            },
+        ]
+    )
     table = comparison_table(frame)
     ours = table[table["source"] != "DMTN-028 (AWS)"]
     assert ours[["source", "producing_s", "consuming_s", "total_s"]].values.tolist() == [
@@ -114,20 +175,37 @@ def test_quantiles_interpolate_between_ranks_as_the_standard_library_does():
     values = [float(x) ** 1.5 for x in range(1, 101)]
     cuts = statistics.quantiles(values, n=100, method="inclusive")  # the 99 cut points
     q = quantiles(values)
-    assert q == {"n": 100, "p50": round(cuts[49], 3), "p95": round(cuts[94], 3), "p99": round(cuts[98], 3),
-                 "max": 1000.0}  # fmt: skip
+    assert q == {
+        "n": 100,
+        "p50": round(cuts[49], 3),
+        "p95": round(cuts[94], 3),
+        "p99": round(cuts[98], 3),
+        "max": 1000.0,
+    }
     assert quantiles([]) == {"n": 0, "p50": None, "p95": None, "p99": None, "max": None}
 
 
 def _line(batch_id, rows, end, output_time, matches=1):
-    return {"batch_id": batch_id, "input_rows": rows, "quarantined_rows": 0,
-            "batch_seconds": 2.0, "output_time": output_time, "matches": {"f": matches},
-            "latency_s": {"p99": 1.5}, "spark": {"endOffset": {"t": {"0": end}}}}  # fmt: skip
+    return {
+        "batch_id": batch_id,
+        "input_rows": rows,
+        "quarantined_rows": 0,
+        "batch_seconds": 2.0,
+        "output_time": output_time,
+        "matches": {"f": matches},
+        "latency_s": {"p99": 1.5},
+        "spark": {"endOffset": {"t": {"0": end}}},
+    }
 
 
 def test_consumer_summary_leaves_out_the_warm_up_and_times_each_visit():
-    lines = [_line(0, 0, 0, 10.0, 0), _line(1, 5, 5, 20.0, 3), _line(2, 100, 105, 31.0),
-             _line(3, 50, 155, 45.0), _line(4, 50, 205, 52.0)]  # fmt: skip
+    lines = [
+        _line(0, 0, 0, 10.0, 0),
+        _line(1, 5, 5, 20.0, 3),
+        _line(2, 100, 105, 31.0),
+        _line(3, 50, 155, 45.0),
+        _line(4, 50, 205, 52.0),
+    ]
     s = consumer_summary(lines, "t", [{0: 105}, {0: 205}], [28.0, 48.0], warm_end={0: 5})
     assert s["alerts"] == 200 and s["batches"] == 3 and s["matches"] == 3
     assert s["visit_filtered_s"] == [3.0, 4.0]
@@ -155,10 +233,14 @@ def _expected_matches(point) -> int:
     total = 0
     for v in range(point.visits):
         sim = AlertSimulator(
-            SimulationConfig(alerts_per_visit=point.alerts_per_visit, max_history=10,
-                             max_forced=10, stamp_size=84 if point.stamps else 0,
-                             seed=VISIT_SEED + v)
-        )  # fmt: skip
+            SimulationConfig(
+                alerts_per_visit=point.alerts_per_visit,
+                max_history=10,
+                max_forced=10,
+                stamp_size=84 if point.stamps else 0,
+                seed=VISIT_SEED + v,
+            )
+        )
         total += sum(test(a) for a in sim.visit_alerts(0) for test in tests)
     return total
 
@@ -200,7 +282,10 @@ def _check_rate_point(r: dict, point: Point) -> None:
     assert r["sent"]["alerts"] == sent and expected > 0
     assert r["matches"] == expected and r["latency_s"]["n"] == expected
     # Kafka stamps whole milliseconds: Real-Time Mode's p50 can be 0
-    assert 0 <= r["latency_s"]["p50"] <= r["latency_s"]["p99"] <= r["latency_s"]["max"] and r["latency_s"]["max"] > 0
+    assert (
+        0 <= r["latency_s"]["p50"] <= r["latency_s"]["p99"] <= r["latency_s"]["max"]
+        and r["latency_s"]["max"] > 0
+    )
     assert r["resources"]["filter_jobs"]["samples"] > 0
 
 
@@ -210,7 +295,9 @@ def test_a_second_run_resumes_with_nothing_to_do(quick_results, kafka):
     before = {e.name: results_file(root, e.name).read_text() for e in experiments}
     assert run_experiments(experiments, root, kafka.bootstrap_servers, progress=False) == []
     assert {e.name: results_file(root, e.name).read_text() for e in experiments} == before
-    lines = [json.loads(t) for t in results_file(root, experiments[0].name).read_text().splitlines()]
+    lines = [
+        json.loads(t) for t in results_file(root, experiments[0].name).read_text().splitlines()
+    ]
     assert len(lines) == len(experiments[0].points)
 
 

@@ -43,9 +43,21 @@ def cluster3(tmp_path_factory):
 
 
 def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str, alerts: int = 300):
-    return produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=1, alerts_per_visit=alerts,
-                                 interval_s=0, producers=2, partitions=4, stamp_size=0, seed=seed,
-                                 progress=False, schema_dir=schema_dir))  # fmt: skip
+    return produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic,
+            visits=1,
+            alerts_per_visit=alerts,
+            interval_s=0,
+            producers=2,
+            partitions=4,
+            stamp_size=0,
+            seed=seed,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    )
 
 
 def _leader(bootstrap: str, topic: str, partition: int = 0) -> int:
@@ -60,8 +72,11 @@ def test_a_broker_killed_mid_stream_loses_nothing(cluster3, spark, topic_name, t
     data_dir, cluster = cluster3
     bootstrap, schema_dir = cluster.bootstrap_servers, str(tmp_path / "schemas")
     assert _visit(bootstrap, topic_name, 41, schema_dir).ok
-    job = processes(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    job = processes(
+        job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for(lambda: rows_read(tmp_path) > 0, "the job's first alerts", 240, job)
         # Kill the leader of partition 0 while the second visit is being produced and read.
@@ -125,9 +140,14 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, p
     # the job reads 100 alerts a batch, so each kill leaves hundreds of the 1,200 still to read.
     # The third visit is sent while the job is down: the stream goes on after a kill.
     for kill_after, then_send in ((150, 53), (600, None)):
-        job = processes(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        wait_for(lambda n=kill_after: rows_read(tmp_path) >= n, f"{kill_after} alerts read", 240, job)
+        job = processes(
+            job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(
+            lambda n=kill_after: rows_read(tmp_path) >= n, f"{kill_after} alerts read", 240, job
+        )
         os.killpg(job.pid, signal.SIGKILL)  # the driver: Python and its JVM, no goodbye
         job.wait(30)
         assert rows_read(tmp_path) < sent, "killed mid-stream"
@@ -139,8 +159,12 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, p
             assert _visit(bootstrap, topic_name, then_send, schema_dir, alerts=400).ok
             sent += 400
     total, expected = expected_matches(bootstrap, topic_name, schema_dir)
-    final = subprocess.run(job_command(bootstrap, topic_name, tmp_path, "--available-now", per_batch=WHOLE_BACKLOG),
-                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    final = subprocess.run(
+        job_command(bootstrap, topic_name, tmp_path, "--available-now", per_batch=WHOLE_BACKLOG),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert final.returncode == 0, final.stdout[-2000:] + final.stderr[-2000:]
     assert_reads_as_success(final.stdout + final.stderr)  # the restart recovers without alarm
     seen = assert_outputs(spark, bootstrap, topic_name, tmp_path, expected)
@@ -155,13 +179,38 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, p
 
     # A subscriber checks what it got against the counts topic: nothing missing, and the records
     # the killed batches had published before they were run again counted as duplicates, not hidden.
-    sources = {(m.topic(), *(dict(m.headers())[h] for h in ("source_partition", "source_offset"))) for m in records}
+    sources = {
+        (m.topic(), *(dict(m.headers())[h] for h in ("source_partition", "source_offset")))
+        for m in records
+    }
     duplicates = len(records) - len(sources)
-    listen = subprocess.run([sys.executable, "-m", "alertsieve.cli", "listen", "--bootstrap", bootstrap,
-                             "--topic", ",".join(topics), "--from-beginning", "--until-end", "--verify",
-                             "--counts-topic", f"{topic_name}-counts", "--schema-dir", schema_dir],
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    listen = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alertsieve.cli",
+            "listen",
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            ",".join(topics),
+            "--from-beginning",
+            "--until-end",
+            "--verify",
+            "--counts-topic",
+            f"{topic_name}-counts",
+            "--schema-dir",
+            schema_dir,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert listen.returncode == 0, listen.stdout[-2000:] + listen.stderr[-2000:]
     verdict = listen.stdout.splitlines()[-1]
-    assert verdict.startswith(f"verified: complete, {len(sources)} of {len(sources)} counted records received"), verdict
-    assert (f"{duplicates} duplicates" in verdict) if duplicates else ("duplicates" not in verdict), verdict
+    assert verdict.startswith(
+        f"verified: complete, {len(sources)} of {len(sources)} counted records received"
+    ), verdict
+    assert (
+        (f"{duplicates} duplicates" in verdict) if duplicates else ("duplicates" not in verdict)
+    ), verdict

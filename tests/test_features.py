@@ -24,16 +24,25 @@ from alertsieve.view.samples import message_frame
 from alertsieve.view.surveys import rubin_decoder
 
 IDS = {"7.4": 704, "10.0": 1000, "11.1": 1101}
-READ = ["diaSource.midpointMjdTai", "diaSource.psfFlux", "diaSource.psfFluxErr", "diaSource.band",
-        "prvDiaSources[].midpointMjdTai", "prvDiaSources[].psfFlux", "prvDiaSources[].psfFluxErr",
-        "prvDiaSources[].band"]  # fmt: skip
+READ = [
+    "diaSource.midpointMjdTai",
+    "diaSource.psfFlux",
+    "diaSource.psfFluxErr",
+    "diaSource.band",
+    "prvDiaSources[].midpointMjdTai",
+    "prvDiaSources[].psfFlux",
+    "prvDiaSources[].psfFluxErr",
+    "prvDiaSources[].band",
+]
 
 
 def _messages() -> list[tuple[str, bytes]]:
     out = []
     for name, version in REAL_FILES.items():
         out += [(version, frame(IDS[version], r.body)) for r in read_raw_records(REAL / name)]
-    sim = AlertSimulator(SimulationConfig(schema_version="11.1", stamp_size=0, seed=8, max_history=30))
+    sim = AlertSimulator(
+        SimulationConfig(schema_version="11.1", stamp_size=0, seed=8, max_history=30)
+    )
     schema = load_rubin_schema("11.1")
     alerts = list(sim.visit_alerts(0, count=60))
     out += [("11.1", frame(1101, schema.encode(a))) for a in alerts]
@@ -47,17 +56,24 @@ def _edge_cases(alerts: list[dict]) -> list[dict]:
     with_history = [a for a in alerts if len(a["prvDiaSources"] or []) >= 3][:4]
     colour, nan_err, zero_err, swing = (copy.deepcopy(a) for a in with_history)
     colour["diaSource"].update(band="g", psfFlux=2500.0, psfFluxErr=50.0)
-    colour["prvDiaSources"][-1].update(band="r", psfFlux=4000.0, psfFluxErr=40.0,
-                                       midpointMjdTai=colour["diaSource"]["midpointMjdTai"] - 0.3)  # fmt: skip
+    colour["prvDiaSources"][-1].update(
+        band="r",
+        psfFlux=4000.0,
+        psfFluxErr=40.0,
+        midpointMjdTai=colour["diaSource"]["midpointMjdTai"] - 0.3,
+    )
     for alert, err in ((nan_err, float("nan")), (zero_err, 0.0)):
         band = alert["diaSource"]["band"]
-        alert["prvDiaSources"][-1].update(band=band, psfFluxErr=err,
-                                          midpointMjdTai=alert["diaSource"]["midpointMjdTai"] - 1)  # fmt: skip
+        alert["prvDiaSources"][-1].update(
+            band=band, psfFluxErr=err, midpointMjdTai=alert["diaSource"]["midpointMjdTai"] - 1
+        )
         alert["diaSource"]["psfFluxErr"] = err
     now = swing["diaSource"]["midpointMjdTai"]
     swing["diaSource"].update(band="r", psfFlux=3000.0, psfFluxErr=100.0)
     swing["prvDiaSources"] = swing["prvDiaSources"][-3:]
-    for entry, (days, flux) in zip(swing["prvDiaSources"], ((3.0, 2000.0), (2.0, -1500.0), (1.0, 2500.0)), strict=True):
+    for entry, (days, flux) in zip(
+        swing["prvDiaSources"], ((3.0, 2000.0), (2.0, -1500.0), (1.0, 2500.0)), strict=True
+    ):
         entry.update(band="r", psfFlux=flux, psfFluxErr=100.0, midpointMjdTai=now - days)
     return [colour, nan_err, zero_err, swing]
 
@@ -66,7 +82,9 @@ def _edge_cases(alerts: list[dict]) -> list[dict]:
 def computed(spark):
     messages = _messages()
     decoder = rubin_decoder(DecodeSettings(topic="f", survey="rubin", schema_versions=tuple(IDS)))
-    decoded = decoder.decode(message_frame(spark, [m for _, m in messages]), READ).orderBy("_offset")
+    decoded = decoder.decode(message_frame(spark, [m for _, m in messages]), READ).orderBy(
+        "_offset"
+    )
     rows = filter_view(decoded).select("features").collect()
     return messages, [r["features"].asDict(recursive=True) for r in rows]
 
@@ -75,7 +93,9 @@ def test_features_equal_numpy_on_real_and_simulated_alerts(computed):
     messages, got = computed
     assert len(got) == len(messages) == 6 + 6 + 2 + 60 + 4
     for i, ((version, message), features) in enumerate(zip(messages, got, strict=True)):
-        record = fastavro.schemaless_reader(io.BytesIO(message[5:]), load_rubin_schema(version).parsed, None)
+        record = fastavro.schemaless_reader(
+            io.BytesIO(message[5:]), load_rubin_schema(version).parsed, None
+        )
         assert_features_equal(features, expected_features(record), f"alert {i} (v{version})")
 
 
@@ -89,7 +109,9 @@ def test_the_corpus_exercises_every_feature(computed):
     assert got[-4]["g_minus_r"] == pytest.approx(-2.5 * math.log10(2500 / 4000))
     nan_err, zero_err = (next(f[b] for b in BANDS if f[b]["days_ago"] == 0) for f in got[-3:-1])
     assert nan_err["snr"] is None and nan_err["rate_sigma"] is None  # NaN error
-    assert zero_err["flux"] != 0 and zero_err["snr"] is None  # a flux over a zero error: null, not infinite
+    assert (
+        zero_err["flux"] != 0 and zero_err["snr"] is None
+    )  # a flux over a zero error: null, not infinite
     assert nan_err["chi2"] is None and zero_err["chi2"] is None  # no weighted mean without errors
     swing = got[-1]["r"]
     assert swing["sign_changes"] == 2 and swing["days_between"] == pytest.approx(1.0)
@@ -103,7 +125,9 @@ def test_a_filter_on_features_decodes_only_the_four_history_fields(spark):
     """Spark's own pruning finds what a features filter reads: the detection's and the history's
     time, band, flux and error, nothing else of the ~100 fields a history entry has."""
     decoder = rubin_decoder(DecodeSettings(topic="f", survey="rubin", schema_versions=tuple(IDS)))
-    paths = referenced_paths(spark, decoder.view, ["features.r.rate_sigma > 5 AND features.n_detections >= 3"])
+    paths = referenced_paths(
+        spark, decoder.view, ["features.r.rate_sigma > 5 AND features.n_detections >= 3"]
+    )
     assert sorted(paths) == sorted(READ)
 
 

@@ -16,8 +16,10 @@ from alertsieve.cli import main
 from alertsieve.publish.versions import filter_version
 
 BEFORE = "from alertsieve.filtering.model import AlertFilter\nF = AlertFilter(name='doubt', sql='diaSource.reliability > {r}', params={{'r': {r}}})\n"
-AFTER = ("from alertsieve.filtering.model import AlertFilter\n"
-         "F = AlertFilter(name='doubt', sql='diaSource.reliability > {r} OR diaSource.snr > 6.5', params={'r': 0.9})\n")  # fmt: skip
+AFTER = (
+    "from alertsieve.filtering.model import AlertFilter\n"
+    "F = AlertFilter(name='doubt', sql='diaSource.reliability > {r} OR diaSource.snr > 6.5', params={'r': 0.9})\n"
+)
 
 
 def _real_alerts() -> dict[str, dict]:
@@ -40,7 +42,11 @@ def test_diff_names_the_alerts_a_change_adds_and_drops(spark, tmp_path):
 
     alerts = _real_alerts()
     was = {k for k, a in alerts.items() if a["diaSource"]["reliability"] > 0.5}
-    now = {k for k, a in alerts.items() if a["diaSource"]["reliability"] > 0.9 or a["diaSource"]["snr"] > 6.5}
+    now = {
+        k
+        for k, a in alerts.items()
+        if a["diaSource"]["reliability"] > 0.9 or a["diaSource"]["snr"] > 6.5
+    }
     assert now - was and was - now  # the change both adds and drops real alerts
 
     source = load_alerts(spark, [str(REAL / n) for n in REAL_FILES])
@@ -49,8 +55,10 @@ def test_diff_names_the_alerts_a_change_adds_and_drops(spark, tmp_path):
     assert d.added == sorted(now - was) and d.dropped == sorted(was - now)
     assert (d.before_version, d.after_version) == (filter_version(before), filter_version(after))
     lines = diff_lines(d, "deployed/", "edited/doubt.py", show=1)
-    assert lines[1] == (f"over {len(alerts)} alerts: {len(was)} matches before, {len(now)} after:"
-                        f" +{len(now - was)} added, -{len(was - now)} dropped, {len(was & now)} in both")  # fmt: skip
+    assert lines[1] == (
+        f"over {len(alerts)} alerts: {len(was)} matches before, {len(now)} after:"
+        f" +{len(now - was)} added, -{len(was - now)} dropped, {len(was & now)} in both"
+    )
     assert lines[2] == f"+ {sorted(now - was)[0]}"
 
 
@@ -66,13 +74,35 @@ def test_diff_on_the_command_line(tmp_path):
         (inputs / name).symlink_to(REAL / name)
     alerts = _real_alerts()
     was = {k for k, a in alerts.items() if a["diaSource"]["reliability"] > 0.5}
-    now = {k for k, a in alerts.items() if a["diaSource"]["reliability"] > 0.9 or a["diaSource"]["snr"] > 6.5}
-    done = subprocess.run([sys.executable, "-m", "alertsieve.cli", "filters", "diff", "doubt", "--filter-path", str(edited),
-                           "--against", str(deployed), "--input", str(inputs)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    now = {
+        k
+        for k, a in alerts.items()
+        if a["diaSource"]["reliability"] > 0.9 or a["diaSource"]["snr"] > 6.5
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alertsieve.cli",
+            "filters",
+            "diff",
+            "doubt",
+            "--filter-path",
+            str(edited),
+            "--against",
+            str(deployed),
+            "--input",
+            str(inputs),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert (f"over {len(alerts)} alerts: {len(was)} matches before, {len(now)} after: +{len(now - was)} added,"
-            f" -{len(was - now)} dropped, {len(was & now)} in both") in done.stdout.splitlines()  # fmt: skip
+    assert (
+        f"over {len(alerts)} alerts: {len(was)} matches before, {len(now)} after: +{len(now - was)} added,"
+        f" -{len(was - now)} dropped, {len(was & now)} in both"
+    ) in done.stdout.splitlines()
 
 
 def test_diff_without_against_says_what_it_needs(capsys):
@@ -86,4 +116,6 @@ def test_an_unchanged_filter_has_one_version(tmp_path, r=0.5):
     for d in (a, b):
         d.mkdir()
         (d / "doubt.py").write_text(BEFORE.format(r=r))
-    assert filter_version(filter_named("doubt", [a], builtin=False)) == filter_version(filter_named("doubt", [b], builtin=False))
+    assert filter_version(filter_named("doubt", [a], builtin=False)) == filter_version(
+        filter_named("doubt", [b], builtin=False)
+    )

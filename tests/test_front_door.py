@@ -45,25 +45,40 @@ def _clean_env(**extra: str) -> dict[str, str]:
 def test_demo_leaves_nothing_running_and_no_spark_log_lines():
     marker = f"ALERTSIEVE_TEST_MARK={uuid.uuid4().hex}"
     name, value = marker.split("=")
-    done = subprocess.run([str(BIN / "alertsieve"), "demo", "--visits", "1", "--alerts-per-visit", "300"],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT,
-                          env=_clean_env(**{name: value}))  # fmt: skip
+    done = subprocess.run(
+        [str(BIN / "alertsieve"), "demo", "--visits", "1", "--alerts-per-visit", "300"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env=_clean_env(**{name: value}),
+    )
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-3000:]
-    assert "Verdict  : 504 read = 500 alerts + 4 malformed; 4 quarantined; nothing lost" in said  # with the warm-up
+    assert (
+        "Verdict  : 504 read = 500 alerts + 4 malformed; 4 quarantined; nothing lost" in said
+    )  # with the warm-up
     assert SPARK_LOG_LINE.findall(said) == [], said
     assert_reads_as_success(said)
     # Two cores here: Real-Time Mode, and the latency of the warm-up apart from the visits'.
     assert "Real-Time Mode, the archive after the stream" in said, said
     assert re.search(r"Latency  : cold start, the warm-up's \d+ matches: p50 \d+ ms", said), said
-    assert re.search(r"Latency  : steady, the visits' \d+ matches: p50 \d+ ms, p99 \d+ ms", said), said
+    assert re.search(r"Latency  : steady, the visits' \d+ matches: p50 \d+ ms, p99 \d+ ms", said), (
+        said
+    )
     assert _processes_with(marker) == []
 
 
 @pytest.mark.integration
 def test_venv_spark_submit_runs_the_job_without_the_venv_activated():
-    done = subprocess.run([str(BIN / "spark-submit"), "jobs/filter_stream.py", "--help"],
-                          capture_output=True, text=True, timeout=180, cwd=ROOT, env=_clean_env())  # fmt: skip
+    done = subprocess.run(
+        [str(BIN / "spark-submit"), "jobs/filter_stream.py", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        env=_clean_env(),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "--max-offsets-per-trigger" in done.stdout and "--sql NAME=EXPRESSION" in done.stdout
 
@@ -81,8 +96,13 @@ def test_spark_noise_is_silenced_but_real_warnings_show(tmp_path):
         ".warn('noise')\n"
         "s.stop()\n"
     )
-    done = subprocess.run([str(BIN / "spark-submit"), "--master", "local[1]", str(script)],
-                          capture_output=True, text=True, timeout=180, env=_clean_env())  # fmt: skip
+    done = subprocess.run(
+        [str(BIN / "spark-submit"), "--master", "local[1]", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_clean_env(),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = SPARK_LOG_LINE.findall(done.stderr)
     assert re.search(r"WARN TaskSetManager: a real warning", done.stderr), done.stderr[-3000:]

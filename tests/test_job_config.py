@@ -43,15 +43,37 @@ def test_yaml_then_flags(tmp_path):
         "sql_filters:\n  - name: a\n    sql: diaSource.snr > 5\n",
     )
     cfg = _from_command_line(
-        "--config", path, "--bootstrap", "h:1", "--max-offsets-per-trigger", "900",
-        "--sql", "b=diaSource.snr > 9", "--filters", "a,b", "--sink", "kafka",
-        "--kafka-conf", "linger.ms=5", "--available-now", "--no-discover", "--trigger", "2.5",
-    )  # fmt: skip
+        "--config",
+        path,
+        "--bootstrap",
+        "h:1",
+        "--max-offsets-per-trigger",
+        "900",
+        "--sql",
+        "b=diaSource.snr > 9",
+        "--filters",
+        "a,b",
+        "--sink",
+        "kafka",
+        "--kafka-conf",
+        "linger.ms=5",
+        "--available-now",
+        "--no-discover",
+        "--trigger",
+        "2.5",
+    )
     assert (cfg.topic, cfg.bootstrap, cfg.max_offsets_per_trigger) == ("alerts", "h:1", 900)
     assert (cfg.filters, cfg.sinks, cfg.available_now, cfg.discover_filters) == (
-        ["a", "b"], ["kafka"], True, False
-    )  # fmt: skip
-    assert (cfg.trigger_seconds, cfg.realtime, cfg.kafka_conf) == (2.5, None, {"client.id": "a", "linger.ms": "5"})
+        ["a", "b"],
+        ["kafka"],
+        True,
+        False,
+    )
+    assert (cfg.trigger_seconds, cfg.realtime, cfg.kafka_conf) == (
+        2.5,
+        None,
+        {"client.id": "a", "linger.ms": "5"},
+    )
     assert [(f.name, f.sql, f.origin) for f in cfg.settings_filters()] == [
         ("a", "diaSource.snr > 5", f"{path} (sql_filters[0])"),
         ("b", "diaSource.snr > 9", "--sql b"),
@@ -79,44 +101,73 @@ def test_documented_flags_exist_and_each_sets_a_setting():
     parser = build_parser()._subparsers._group_actions[0].choices["filter"]
     flags = {s: a.dest for a in parser._actions for s in a.option_strings if s.startswith("--")}
     documented = documented_job_flags()
-    assert len(documented) >= 12 and {"--sql", "--trigger", "--available-now"} <= set(documented), documented
+    assert len(documented) >= 12 and {"--sql", "--trigger", "--available-now"} <= set(documented), (
+        documented
+    )
     assert {f: pages for f, pages in documented.items() if f not in flags} == {}
-    setting_flags = {f: d for f, d in flags.items() if f not in ("--help", "--config", "--verbose", "--quiet")}
+    setting_flags = {
+        f: d for f, d in flags.items() if f not in ("--help", "--config", "--verbose", "--quiet")
+    }
     assert set(setting_flags.values()) <= set(JobConfig.model_fields)
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("topic: a\nsinks: kafka\n",
-         "sinks = 'kafka': Input should be a valid list; e.g. sinks: [kafka, delta]"),
-        ('topic: a\nmax_offsets_per_trigger: "20k"\n',
-         "max_offsets_per_trigger = '20k': Input should be a valid integer, unable to parse string"
-         " as an integer; e.g. max_offsets_per_trigger: 20000"),
-        ("topic: a\nmax_offset: 3\n",
-         "unknown key 'max_offset': did you mean 'max_offsets_per_trigger'? known keys: archive_trigger_seconds, available_now,"),
-        ("topic: a\nsinks: [kafka, s3]\n",
-         "sinks.1 = 's3': Input should be 'kafka' or 'delta'; e.g. sinks: [kafka, delta]"),
-        ("bootstrap: x\n",
-         "give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)"),
-        ("topic: a\nwire_format: plain\n",
-         "wire_format 'plain' needs writer_schema_version (e.g. 11.1)"),
-        ("topic: a\nstarting_offsets: yesterday\n",
-         "starting_offsets = 'yesterday': must be earliest, latest or an ISO-8601 time;"
-         " e.g. starting_offsets: earliest"),
-        ("topic: a\nsql_filters:\n  - name: x\n",
-         "sql_filters.0.sql = (missing): Field required; e.g. sql_filters: [{name: very_bright,"),
-        ("topic: a\nfilters:\n  - name: x\n    sql: diaSource.snr > 5\n",
-         "filters = a list of SQL filters: 'filters' now chooses filters by name (like --filters);"
-         " write ad-hoc SQL filters under 'sql_filters:' instead"),
-        ("topic: a\ntrigger_seconds: 2\n",
-         "trigger_seconds is not a setting: the trigger is 'trigger: SECONDS' or 'trigger: realtime[=DURATION]'"),
-        ("topic: a\nonly_filters: [x]\n",
-         "only_filters is not a setting: filters chosen by name are 'filters: [a, b]'"),
-        ("topic: a\ntimeout_s: -1\n", "timeout_s = -1: Input should be greater than 0; e.g. timeout_s: 600"),
+        (
+            "topic: a\nsinks: kafka\n",
+            "sinks = 'kafka': Input should be a valid list; e.g. sinks: [kafka, delta]",
+        ),
+        (
+            'topic: a\nmax_offsets_per_trigger: "20k"\n',
+            "max_offsets_per_trigger = '20k': Input should be a valid integer, unable to parse string"
+            " as an integer; e.g. max_offsets_per_trigger: 20000",
+        ),
+        (
+            "topic: a\nmax_offset: 3\n",
+            "unknown key 'max_offset': did you mean 'max_offsets_per_trigger'? known keys: archive_trigger_seconds, available_now,",
+        ),
+        (
+            "topic: a\nsinks: [kafka, s3]\n",
+            "sinks.1 = 's3': Input should be 'kafka' or 'delta'; e.g. sinks: [kafka, delta]",
+        ),
+        (
+            "bootstrap: x\n",
+            "give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)",
+        ),
+        (
+            "topic: a\nwire_format: plain\n",
+            "wire_format 'plain' needs writer_schema_version (e.g. 11.1)",
+        ),
+        (
+            "topic: a\nstarting_offsets: yesterday\n",
+            "starting_offsets = 'yesterday': must be earliest, latest or an ISO-8601 time;"
+            " e.g. starting_offsets: earliest",
+        ),
+        (
+            "topic: a\nsql_filters:\n  - name: x\n",
+            "sql_filters.0.sql = (missing): Field required; e.g. sql_filters: [{name: very_bright,",
+        ),
+        (
+            "topic: a\nfilters:\n  - name: x\n    sql: diaSource.snr > 5\n",
+            "filters = a list of SQL filters: 'filters' now chooses filters by name (like --filters);"
+            " write ad-hoc SQL filters under 'sql_filters:' instead",
+        ),
+        (
+            "topic: a\ntrigger_seconds: 2\n",
+            "trigger_seconds is not a setting: the trigger is 'trigger: SECONDS' or 'trigger: realtime[=DURATION]'",
+        ),
+        (
+            "topic: a\nonly_filters: [x]\n",
+            "only_filters is not a setting: filters chosen by name are 'filters: [a, b]'",
+        ),
+        (
+            "topic: a\ntimeout_s: -1\n",
+            "timeout_s = -1: Input should be greater than 0; e.g. timeout_s: 600",
+        ),
         ("- topic: a\n", "expected a mapping of settings (key: value), got list"),
     ],
-)  # fmt: skip
+)
 def test_bad_settings_fail_on_one_line_naming_file_key_and_fix(tmp_path, text, message):
     path = _yaml(tmp_path, text)
     with pytest.raises(ConfigError) as err:
@@ -128,22 +179,41 @@ def test_bad_settings_fail_on_one_line_naming_file_key_and_fix(tmp_path, text, m
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--max-offsets-per-trigger", "20k"],
-         "the command line: --max-offsets-per-trigger = '20k': Input should be a valid integer,"
-         " unable to parse string as an integer; e.g. --max-offsets-per-trigger 20000"),
-        (["--sink", "kafka,s3"], "the command line: --sink = 's3': Input should be 'kafka' or"
-         " 'delta'; e.g. --sink kafka,delta"),
-        (["--trigger", "soon"], "the command line: --trigger = 'soon': must be a number of seconds"
-         " (0: back to back) or realtime[=DURATION]; e.g. --trigger realtime"),
-        (["--trigger", "realtime=soon"], "the command line: --trigger = 'realtime=soon': realtime=soon:"
-         " the checkpoint interval must be like 30s, 5 minutes or 1h"),
-        (["--sink", "delta"], "the command line: sinks [delta] without kafka: the Delta archive reads"
-         " the filters' topics; use sinks: [kafka, delta] (--sink kafka,delta)"),
-        (["--sql", "just-an-expression"], "the command line: --sql 'just-an-expression': expected"
-         " NAME=EXPRESSION"),
-        (["--kafka-conf", "linger.ms"], "the command line: --kafka-conf 'linger.ms': expected KEY=VALUE"),
+        (
+            ["--max-offsets-per-trigger", "20k"],
+            "the command line: --max-offsets-per-trigger = '20k': Input should be a valid integer,"
+            " unable to parse string as an integer; e.g. --max-offsets-per-trigger 20000",
+        ),
+        (
+            ["--sink", "kafka,s3"],
+            "the command line: --sink = 's3': Input should be 'kafka' or"
+            " 'delta'; e.g. --sink kafka,delta",
+        ),
+        (
+            ["--trigger", "soon"],
+            "the command line: --trigger = 'soon': must be a number of seconds"
+            " (0: back to back) or realtime[=DURATION]; e.g. --trigger realtime",
+        ),
+        (
+            ["--trigger", "realtime=soon"],
+            "the command line: --trigger = 'realtime=soon': realtime=soon:"
+            " the checkpoint interval must be like 30s, 5 minutes or 1h",
+        ),
+        (
+            ["--sink", "delta"],
+            "the command line: sinks [delta] without kafka: the Delta archive reads"
+            " the filters' topics; use sinks: [kafka, delta] (--sink kafka,delta)",
+        ),
+        (
+            ["--sql", "just-an-expression"],
+            "the command line: --sql 'just-an-expression': expected NAME=EXPRESSION",
+        ),
+        (
+            ["--kafka-conf", "linger.ms"],
+            "the command line: --kafka-conf 'linger.ms': expected KEY=VALUE",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_flags_fail_naming_the_flag_and_fix(argv, message):
     with pytest.raises(ConfigError) as err:
         _from_command_line("--topic", "a", *argv)
@@ -174,7 +244,9 @@ def test_the_shipped_settings_file_is_valid_and_restates_no_default():
     shown = "\n".join(line[2:] for line in CONF.read_text().splitlines() if examples.match(line))
     uncommented = yaml.safe_load(shown)
     assert set(uncommented) >= {"sinks", "sql_filters", "filters", "kafka_conf", "checkpoint"}
-    JobConfig.model_validate({**active, **uncommented, "kafka_conf": {"security.protocol": "PLAINTEXT"}})
+    JobConfig.model_validate(
+        {**active, **uncommented, "kafka_conf": {"security.protocol": "PLAINTEXT"}}
+    )
 
 
 def test_secrets_come_from_environment_or_file_and_are_masked(tmp_path, monkeypatch):
@@ -184,7 +256,11 @@ def test_secrets_come_from_environment_or_file_and_are_masked(tmp_path, monkeypa
     assert resolve_secret(f"file:{tmp_path / 'jaas'}") == "jaas-line"
     with pytest.raises(SettingsError, match="environment variable NOPE"):
         resolve_secret("env:NOPE")
-    conf = {"sasl.username": "alice", "sasl.password": "env:KAFKA_PW", "security.protocol": "SASL_SSL"}
+    conf = {
+        "sasl.username": "alice",
+        "sasl.password": "env:KAFKA_PW",
+        "security.protocol": "SASL_SSL",
+    }
     cfg = JobConfig(topic="a", kafka_conf=conf)
     assert cfg.masked_kafka_conf() == {**conf, "sasl.password": "***"}
     opts = source_options(cfg)
@@ -196,7 +272,9 @@ def test_secrets_come_from_environment_or_file_and_are_masked(tmp_path, monkeypa
 
 
 def test_a_setting_error_never_shows_a_password(tmp_path):
-    path = _yaml(tmp_path, "topic: a\nkafka_conf: {security.protocol: SASL_SSL, sasl.password: hunter2}\n")
+    path = _yaml(
+        tmp_path, "topic: a\nkafka_conf: {security.protocol: SASL_SSL, sasl.password: hunter2}\n"
+    )
     with pytest.raises(ConfigError) as e:
         load_config(path, {})
     assert "hunter2" not in str(e.value) and "'sasl.password': '***'" in str(e.value)
@@ -219,8 +297,12 @@ def test_incomplete_kafka_security_fails_at_start_up(tmp_path):
 def test_unwritable_folders_fail_at_start_up_naming_setting_and_flag(tmp_path, setting, flag):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    folders = {"checkpoint": tmp_path / "ckpt", "delta_path": tmp_path / "delta",
-               "metrics_path": tmp_path / "m.jsonl", setting: blocker / "inside"}  # fmt: skip
+    folders = {
+        "checkpoint": tmp_path / "ckpt",
+        "delta_path": tmp_path / "delta",
+        "metrics_path": tmp_path / "m.jsonl",
+        setting: blocker / "inside",
+    }
     cfg = load_config(None, {"topic": "t", **{k: str(v) for k, v in folders.items()}})
     with pytest.raises(ConfigError) as e:
         check_writable(cfg)
@@ -236,9 +318,15 @@ def test_unwritable_folders_fail_at_start_up_naming_setting_and_flag(tmp_path, s
 
 
 def test_writable_folders_pass_and_are_created(tmp_path):
-    cfg = load_config(None, {"topic": "t", "checkpoint": str(tmp_path / "c" / "d"),
-                             "delta_path": str(tmp_path / "delta"),
-                             "metrics_path": str(tmp_path / "m" / "x.jsonl")})  # fmt: skip
+    cfg = load_config(
+        None,
+        {
+            "topic": "t",
+            "checkpoint": str(tmp_path / "c" / "d"),
+            "delta_path": str(tmp_path / "delta"),
+            "metrics_path": str(tmp_path / "m" / "x.jsonl"),
+        },
+    )
     check_writable(cfg)
     assert (tmp_path / "c" / "d").is_dir() and (tmp_path / "delta").is_dir()
     assert list((tmp_path / "c" / "d").iterdir()) == []  # the probe is gone
@@ -265,8 +353,14 @@ def _empty_alerts(spark):
 @pytest.mark.parametrize(
     ("sql", "message"),
     [
-        ("diaSource.snrr > 5", "filter 'f' (f.yaml (sql_filters[0])): no field diaSource.snrr; did you mean diaSource.snr?"),
-        ("diaSorce.snr > 5", "filter 'f' (f.yaml (sql_filters[0])): no field diaSorce.snr; did you mean diaSource.snr?"),
+        (
+            "diaSource.snrr > 5",
+            "filter 'f' (f.yaml (sql_filters[0])): no field diaSource.snrr; did you mean diaSource.snr?",
+        ),
+        (
+            "diaSorce.snr > 5",
+            "filter 'f' (f.yaml (sql_filters[0])): no field diaSorce.snr; did you mean diaSource.snr?",
+        ),
         ("diaSource.snr >", "filter 'f' (f.yaml (sql_filters[0])): [PARSE_SYNTAX_ERROR]"),
         ("diaSource.snr * 2", "the expression is double, not boolean; write a condition such as"),
         (
@@ -287,13 +381,23 @@ def test_bad_filters_fail_before_the_stream(spark, sql, message):
 
 def test_among_many_filters_the_bad_one_is_named(spark):
     """The filters compile together in one analysis; a failure is still traced to its filter."""
-    good = [AlertFilter(name=f"u{k}", sql=f"diaSource.snr > {k}", origin="users.yaml") for k in range(300)]
+    good = [
+        AlertFilter(name=f"u{k}", sql=f"diaSource.snr > {k}", origin="users.yaml")
+        for k in range(300)
+    ]
     bad = AlertFilter(name="typo", sql="diaSource.snrr > 5", origin="users.yaml (filters[300])")
-    not_boolean = AlertFilter(name="flux", sql="diaSource.psfFlux * 2", origin="users.yaml (filters[301])")
+    not_boolean = AlertFilter(
+        name="flux", sql="diaSource.psfFlux * 2", origin="users.yaml (filters[301])"
+    )
     validate(good, _empty_alerts(spark))
-    with pytest.raises(FilterError, match=r"^filter 'typo' \(users.yaml \(filters\[300\]\)\): no field diaSource.snrr; did you mean diaSource.snr\?$"):
+    with pytest.raises(
+        FilterError,
+        match=r"^filter 'typo' \(users.yaml \(filters\[300\]\)\): no field diaSource.snrr; did you mean diaSource.snr\?$",
+    ):
         validate([*good, bad, not_boolean], _empty_alerts(spark))
-    with pytest.raises(FilterError, match=r"^filter 'flux' .*: the expression is double, not boolean"):
+    with pytest.raises(
+        FilterError, match=r"^filter 'flux' .*: the expression is double, not boolean"
+    ):
         validate([*good, not_boolean], _empty_alerts(spark))
 
 
@@ -315,8 +419,12 @@ def test_sql_filters_are_expressions_only(sql, refused):
 
 
 def test_python_filter_columns_are_expressions_only():
-    f = PythonFilter(name="p", function=lambda a: a["x"] > 0,
-                     columns={"x": "(SELECT max(snr) FROM t)"}, origin="p.py")  # fmt: skip
+    f = PythonFilter(
+        name="p",
+        function=lambda a: a["x"] > 0,
+        columns={"x": "(SELECT max(snr) FROM t)"},
+        origin="p.py",
+    )
     with pytest.raises(
         FilterError, match=r"filter 'p' \(p.py\): columns\['x'\] is refused: it contains SELECT"
     ):
@@ -362,20 +470,40 @@ def test_real_time_mode_is_a_trigger_with_a_checkpoint_interval(flag, realtime):
 
 #: Spark 4.1's first lines for a misspelled struct field and a misspelled top-level record, as
 #: `alertsieve filters check` met them on the filter view (the list cut short here).
-SPARK_FIELD_NOT_FOUND = ("[FIELD_NOT_FOUND] No such struct field `snrr` in `diaSourceId`, `visit`, `ra`,"
-                         " `isNegative`, `snr`, `psfFlux`, `psfFluxErr`. SQLSTATE: 42704")  # fmt: skip
-SPARK_UNRESOLVED = ("[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name"
-                    " `diaSorce`.`snr` cannot be resolved. Did you mean one of the following? [`diaSource`,"
-                    " `diaSourceId`, `ssSource`, `diaObject`, `features`]. SQLSTATE: 42703; line 1 pos 0;")  # fmt: skip
+SPARK_FIELD_NOT_FOUND = (
+    "[FIELD_NOT_FOUND] No such struct field `snrr` in `diaSourceId`, `visit`, `ra`,"
+    " `isNegative`, `snr`, `psfFlux`, `psfFluxErr`. SQLSTATE: 42704"
+)
+SPARK_UNRESOLVED = (
+    "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name"
+    " `diaSorce`.`snr` cannot be resolved. Did you mean one of the following? [`diaSource`,"
+    " `diaSourceId`, `ssSource`, `diaObject`, `features`]. SQLSTATE: 42703; line 1 pos 0;"
+)
 
 
 @pytest.mark.parametrize(
     ("first", "expression", "want"),
     [
-        (SPARK_FIELD_NOT_FOUND, "diaSource.snrr > 5", "no field diaSource.snrr; did you mean diaSource.snr?"),
-        (SPARK_FIELD_NOT_FOUND.replace("snrr", "zzz"), "diaSource.zzz > 5", "no field diaSource.zzz (the record has 7 fields)"),
-        (SPARK_UNRESOLVED, "diaSorce.snr > 5", "no field diaSorce.snr; did you mean diaSource.snr?"),
-        ("[PARSE_SYNTAX_ERROR] Syntax error at or near end of input.", "x >", "[PARSE_SYNTAX_ERROR] Syntax error at or near end of input."),
+        (
+            SPARK_FIELD_NOT_FOUND,
+            "diaSource.snrr > 5",
+            "no field diaSource.snrr; did you mean diaSource.snr?",
+        ),
+        (
+            SPARK_FIELD_NOT_FOUND.replace("snrr", "zzz"),
+            "diaSource.zzz > 5",
+            "no field diaSource.zzz (the record has 7 fields)",
+        ),
+        (
+            SPARK_UNRESOLVED,
+            "diaSorce.snr > 5",
+            "no field diaSorce.snr; did you mean diaSource.snr?",
+        ),
+        (
+            "[PARSE_SYNTAX_ERROR] Syntax error at or near end of input.",
+            "x >",
+            "[PARSE_SYNTAX_ERROR] Syntax error at or near end of input.",
+        ),
     ],
 )
 def test_a_misspelled_name_gets_the_closest_names(first, expression, want):
@@ -408,8 +536,13 @@ def test_a_misspelled_field_is_answered_with_the_versions_that_have_the_closest(
     typo = AlertFilter(name="f", sql="NOT diaSource.isNegativ", origin="f.yaml")
     with pytest.raises(FilterError) as err:
         validate([typo], sample_alerts(spark, decoder), decoder.view)
-    camel, snake = _versions_with_diasource_field("isNegative"), _versions_with_diasource_field("is_negative")
-    assert camel and snake and len(camel) + len(snake) < len(view_versions())  # some versions have neither
+    camel, snake = (
+        _versions_with_diasource_field("isNegative"),
+        _versions_with_diasource_field("is_negative"),
+    )
+    assert (
+        camel and snake and len(camel) + len(snake) < len(view_versions())
+    )  # some versions have neither
     assert str(err.value) == (
         f"filter 'f' (f.yaml): no field diaSource.isNegativ; did you mean diaSource.isNegative (only in versions"
         f" {', '.join(camel)}) or diaSource.is_negative (only in versions {', '.join(snake)})?"

@@ -39,7 +39,9 @@ def test_restart_keeps_topics_messages_and_ports(tmp_path):
         assert again.bootstrap_servers == first_bootstrap
         assert again.cluster_id == cluster.cluster_id
         assert sum(end_offsets(first_bootstrap, "kept").values()) == 50
-        assert sorted(m.value().decode() for m in consume_all(first_bootstrap, "kept")) == sorted(f"m{i}" for i in range(50))
+        assert sorted(m.value().decode() for m in consume_all(first_bootstrap, "kept")) == sorted(
+            f"m{i}" for i in range(50)
+        )
     finally:
         embedded.stop(tmp_path / "k")
 
@@ -49,23 +51,32 @@ def test_clusters_started_by_different_processes_do_not_collide(tmp_path):
     dirs = [tmp_path / "a", tmp_path / "b"]
     try:
         outs = [
-            subprocess.run([*CLI, "kafka", "start", "--data-dir", str(d)], capture_output=True,
-                           text=True, timeout=120)
+            subprocess.run(
+                [*CLI, "kafka", "start", "--data-dir", str(d)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             for d in dirs
-        ]  # fmt: skip
+        ]
         assert [o.returncode for o in outs] == [0, 0], [o.stderr for o in outs]
         bootstraps = [o.stdout.strip() for o in outs]
         assert bootstraps[0] != bootstraps[1]
         for d, b in zip(dirs, bootstraps, strict=True):
             state = json.loads(
-                subprocess.run([*CLI, "kafka", "status", "--data-dir", str(d)],
-                               capture_output=True, text=True).stdout
-            )  # fmt: skip
+                subprocess.run(
+                    [*CLI, "kafka", "status", "--data-dir", str(d)], capture_output=True, text=True
+                ).stdout
+            )
             assert state["running"] is True and state["bootstrap_servers"] == b
             create_topic(b, "own", partitions=1)
         # A second start from a running cluster's directory refuses, naming the way out.
-        again = subprocess.run([*CLI, "kafka", "start", "--data-dir", str(dirs[0])],
-                               capture_output=True, text=True, timeout=60)  # fmt: skip
+        again = subprocess.run(
+            [*CLI, "kafka", "start", "--data-dir", str(dirs[0])],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert again.returncode == 2
         assert f"already running from {dirs[0]}" in again.stderr
         assert "--data-dir" in again.stderr
@@ -92,8 +103,13 @@ def test_taken_port_is_named_in_the_error(tmp_path):
 def test_missing_java_says_how_to_install_it(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = os.path.dirname(sys.executable)  # the venv's python, but no java
-    out = subprocess.run([*CLI, "kafka", "start", "--data-dir", str(tmp_path / "k")],
-                         capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [*CLI, "kafka", "start", "--data-dir", str(tmp_path / "k")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert out.returncode == 2
     assert "Java not found" in out.stderr and "JAVA_HOME" in out.stderr
 
@@ -106,7 +122,8 @@ def test_unfetchable_jars_name_the_artifact(tmp_path, monkeypatch):
 
 @pytest.mark.integration  # runs `alertsieve kafka` in a process of its own
 def test_status_of_an_empty_directory(tmp_path):
-    out = subprocess.run([*CLI, "kafka", "status", "--data-dir", str(tmp_path)],
-                         capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        [*CLI, "kafka", "status", "--data-dir", str(tmp_path)], capture_output=True, text=True
+    )
     assert out.returncode == 1
     assert json.loads(out.stdout) == {"data_dir": str(tmp_path), "exists": False, "running": False}

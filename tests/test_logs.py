@@ -35,7 +35,9 @@ def _say_everything() -> None:
         (logs.QUIET, ["warning: batch 0: every message was quarantined"]),
     ],
 )
-def test_a_command_shows_progress_plainly_and_names_warnings(verbosity, expected, capsys, restore_library_logger):
+def test_a_command_shows_progress_plainly_and_names_warnings(
+    verbosity, expected, capsys, restore_library_logger
+):
     logs.configure(verbosity)
     _say_everything()
     out, err = capsys.readouterr()

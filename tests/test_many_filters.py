@@ -30,13 +30,18 @@ def users_table(folder, n: int = N) -> dict:
     table = {
         "defaults": {
             "sql": "pmod(diaSource.diaSourceId, {modulus}) = {k} AND diaSource.snr > {snr}"
-                   " AND diaSource.reliability > {reliability}",
+            " AND diaSource.reliability > {reliability}",
             "params": {"modulus": n, "k": 0, "snr": 5.0, "reliability": 0.0},
             "contact": "users@example.org",
         },
-        "filters": [{"name": f"user_{k:03d}", "params": {"k": k, "snr": SNR[k % 7], "reliability": RELIABILITY[k % 9]}}
-                    for k in range(n)],
-    }  # fmt: skip
+        "filters": [
+            {
+                "name": f"user_{k:03d}",
+                "params": {"k": k, "snr": SNR[k % 7], "reliability": RELIABILITY[k % 9]},
+            }
+            for k in range(n)
+        ],
+    }
     (folder / "users.yaml").write_text(yaml.safe_dump(table))
     return table
 
@@ -45,8 +50,13 @@ def matches(alert: dict, k: int, n: int = N) -> bool:
     """Plain Python of the table's SQL (Python's % of a positive modulus is Spark's pmod)."""
     s = alert["diaSource"]
     snr, rel = s.get("snr"), s.get("reliability")
-    return (s["diaSourceId"] % n == k and snr is not None and snr > SNR[k % 7]
-            and rel is not None and rel > RELIABILITY[k % 9])  # fmt: skip
+    return (
+        s["diaSourceId"] % n == k
+        and snr is not None
+        and snr > SNR[k % 7]
+        and rel is not None
+        and rel > RELIABILITY[k % 9]
+    )
 
 
 def test_a_table_defines_many_filters(tmp_path):
@@ -60,7 +70,9 @@ def test_a_table_defines_many_filters(tmp_path):
 
 
 def test_a_bad_row_is_named(tmp_path):
-    (tmp_path / "t.yaml").write_text(yaml.safe_dump({"filters": [{"name": "a", "sql": "true"}, {"name": "b"}]}))
+    (tmp_path / "t.yaml").write_text(
+        yaml.safe_dump({"filters": [{"name": "a", "sql": "true"}, {"name": "b"}]})
+    )
     with pytest.raises(FilterError, match=r"t.yaml \(filters\[1\]\).*sql"):
         discover([tmp_path], builtin=False, entry_points=False)
 
@@ -70,14 +82,30 @@ def test_a_module_may_define_a_list_of_filters(tmp_path):
         "from alertsieve.filtering.model import AlertFilter\n"
         "FILTERS = [AlertFilter(name=f'snr_{s}', sql=f'diaSource.snr > {s}') for s in (5, 10, 20)]\n"
     )
-    assert [f.name for f in discover([tmp_path], builtin=False, entry_points=False)] == ["snr_5", "snr_10", "snr_20"]
+    assert [f.name for f in discover([tmp_path], builtin=False, entry_points=False)] == [
+        "snr_5",
+        "snr_10",
+        "snr_20",
+    ]
 
 
 def test_many_filters_publish_exactly_what_plain_python_selects(kafka, spark, tmp_path, topic_name):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     users_table(tmp_path)
-    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, visits=1, alerts_per_visit=400, seed=31,
-                                 interval_s=0, stamp_size=16, partitions=2, progress=False, schema_dir=schema_dir)).ok  # fmt: skip
+    assert produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic_name,
+            visits=1,
+            alerts_per_visit=400,
+            seed=31,
+            interval_s=0,
+            stamp_size=16,
+            partitions=2,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    ).ok
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap})
@@ -93,13 +121,26 @@ def test_many_filters_publish_exactly_what_plain_python_selects(kafka, spark, tm
         key = str(alert["diaSource"]["diaSourceId"])
         alerts[key], raw[key] = alert, m.value()
     expected = {f"user_{k:03d}": {i for i, a in alerts.items() if matches(a, k)} for k in range(N)}
-    assert sum(bool(v) for v in expected.values()) > N // 2  # most filters have something to publish
+    assert (
+        sum(bool(v) for v in expected.values()) > N // 2
+    )  # most filters have something to publish
 
     prefix = f"{topic_name}-"
-    cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True, max_offsets_per_trigger=200,
-                    output_prefix=prefix, output_partitions=1, discover_filters=False, filter_paths=[str(tmp_path)],
-                    sinks=["kafka"], checkpoint=str(tmp_path / "ckpt"), metrics_path=str(tmp_path / "m.jsonl"),
-                    schema_dir=schema_dir, survey="rubin")  # fmt: skip
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic_name,
+        available_now=True,
+        max_offsets_per_trigger=200,
+        output_prefix=prefix,
+        output_partitions=1,
+        discover_filters=False,
+        filter_paths=[str(tmp_path)],
+        sinks=["kafka"],
+        checkpoint=str(tmp_path / "ckpt"),
+        metrics_path=str(tmp_path / "m.jsonl"),
+        schema_dir=schema_dir,
+        survey="rubin",
+    )
     assert N > WHOLE_STAGE_MAX_FILTERS
     before = spark.conf.get("spark.sql.codegen.wholeStage")
     run_job(cfg, spark=spark)
@@ -115,7 +156,9 @@ def test_many_filters_publish_exactly_what_plain_python_selects(kafka, spark, tm
     assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in expected.items()}
     lines = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
     assert sum(b["input_rows"] for b in lines) == len(alerts)
-    assert {n: sum(b["matches"][n] for b in lines) for n in expected} == {n: len(v) for n, v in expected.items()}
+    assert {n: sum(b["matches"][n] for b in lines) for n in expected} == {
+        n: len(v) for n, v in expected.items()
+    }
 
 
 def test_output_topics_are_created_in_one_request(kafka, topic_name):
@@ -126,7 +169,9 @@ def test_output_topics_are_created_in_one_request(kafka, topic_name):
     create_topic(kafka.bootstrap_servers, f"{topic_name}-0", 1)
     names = [f"{topic_name}-{i}" for i in range(40)]
     assert create_topics(kafka.bootstrap_servers, names, 2) == names[1:]  # the first existed
-    topics = AdminClient({"bootstrap.servers": kafka.bootstrap_servers}).list_topics(timeout=30).topics
+    topics = (
+        AdminClient({"bootstrap.servers": kafka.bootstrap_servers}).list_topics(timeout=30).topics
+    )
     assert [len(topics[n].partitions) for n in names] == [1] + [2] * 39
 
 

@@ -28,12 +28,19 @@ def _progress(batch_id: int, rows: int, name: str = "hot") -> dict:
         "durationMs": {"triggerExecution": 2000, "addBatch": 1900},
         "sources": [{"endOffset": json.dumps({"t": {"0": 5, "1": 5}})}],
         "observedMetrics": {
-            "alertsieve_input": {"input_rows": rows, "log_append_time_rows": rows, "ts_min": 1_795_514_390.0,
-                                 "ts_quantiles": [1_795_514_391.0, 1_795_514_392.5, 1_795_514_397.0]},
-            "alertsieve": {"quarantined_rows": 1, "matches": [1, 0, 1, 1, 0, 1, 1, 1, 1],
-                           "_e1": "b: ValueError: no"},
+            "alertsieve_input": {
+                "input_rows": rows,
+                "log_append_time_rows": rows,
+                "ts_min": 1_795_514_390.0,
+                "ts_quantiles": [1_795_514_391.0, 1_795_514_392.5, 1_795_514_397.0],
+            },
+            "alertsieve": {
+                "quarantined_rows": 1,
+                "matches": [1, 0, 1, 1, 0, 1, 1, 1, 1],
+                "_e1": "b: ValueError: no",
+            },
         },
-    }  # fmt: skip
+    }
 
 
 def test_batches_come_from_progress_reports_once_each(tmp_path):
@@ -57,8 +64,12 @@ def test_batches_come_from_progress_reports_once_each(tmp_path):
     assert (first["batch_seconds"], first["rows_per_s"]) == (2.0, 5.0)
     end = 1_795_514_400.0 + 2.0  # 10:00:00 UTC plus the trigger's 2 s
     assert first["output_time"] == end
-    assert first["latency_s"] == {"p50": round(end - 1_795_514_397.0, 3), "p95": round(end - 1_795_514_392.5, 3),
-                                  "p99": round(end - 1_795_514_391.0, 3), "max": round(end - 1_795_514_390.0, 3)}  # fmt: skip
+    assert first["latency_s"] == {
+        "p50": round(end - 1_795_514_397.0, 3),
+        "p95": round(end - 1_795_514_392.5, 3),
+        "p99": round(end - 1_795_514_391.0, 3),
+        "max": round(end - 1_795_514_390.0, 3),
+    }
 
 
 def test_a_visit_is_done_when_a_batch_has_read_past_it():
@@ -82,7 +93,9 @@ def test_the_console_names_the_busiest_filters_of_many():
     line = matches_line(many)
     assert line.startswith(", ".join(f"f{i}={i}" for i in range(999, 999 - CONSOLE_FILTERS, -1)))
     shown = sum(range(999, 999 - CONSOLE_FILTERS, -1))
-    assert line.endswith(f" and {sum(range(1000)) - shown} more in {999 - CONSOLE_FILTERS} other filters")
+    assert line.endswith(
+        f" and {sum(range(1000)) - shown} more in {999 - CONSOLE_FILTERS} other filters"
+    )
 
 
 def test_a_batch_line_reads_as_its_trigger(caplog):
@@ -98,7 +111,11 @@ def test_a_batch_line_reads_as_its_trigger(caplog):
             log.add_progress(_progress(0, 10))
         lines[realtime] = [r.getMessage() for r in caplog.records]
     end = 1_795_514_400.0 + 2.0
-    assert lines[False] == [f"batch 0: 10 alerts (1 quarantined) in 2.00s = 5/s; latency p50"
-                            f" {end - 1_795_514_397.0:.2f}s max {end - 1_795_514_390.0:.2f}s; matches: a=2, b=7"
-                            " | FILTER ERRORS: b"]  # fmt: skip
-    assert lines[True] == ["epoch 0: 10 alerts (1 quarantined); matches: a=2, b=7 | FILTER ERRORS: b"]
+    assert lines[False] == [
+        f"batch 0: 10 alerts (1 quarantined) in 2.00s = 5/s; latency p50"
+        f" {end - 1_795_514_397.0:.2f}s max {end - 1_795_514_390.0:.2f}s; matches: a=2, b=7"
+        " | FILTER ERRORS: b"
+    ]
+    assert lines[True] == [
+        "epoch 0: 10 alerts (1 quarantined); matches: a=2, b=7 | FILTER ERRORS: b"
+    ]

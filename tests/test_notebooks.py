@@ -42,8 +42,11 @@ def images_in(book: nbformat.NotebookNode) -> int:
 
 def test_every_notebook_is_tested():
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == [
-        "01_quickstart", "02_explore_alerts", "03_write_a_filter", "04_scaling_analysis"
-    ]  # fmt: skip
+        "01_quickstart",
+        "02_explore_alerts",
+        "03_write_a_filter",
+        "04_scaling_analysis",
+    ]
 
 
 @pytest.mark.slow
@@ -62,9 +65,13 @@ def test_02_explore_alerts(monkeypatch):
     book = execute("02_explore_alerts")
     out = text_of(book)
     assert "6 real alerts, LSSTCam v10.0" in out and "300 alerts of schema" in out
-    assert "star_arcsec" in out and "ngc_arcmin" in out  # features and catalog matches, per real alert
+    assert (
+        "star_arcsec" in out and "ngc_arcmin" in out
+    )  # features and catalog matches, per real alert
     assert "visits_a_night" in out  # real histories against the simulator's
-    assert images_in(book) == 4  # real beside simulated, a real light curve, histories, real cutouts
+    assert (
+        images_in(book) == 4
+    )  # real beside simulated, a real light curve, histories, real cutouts
 
 
 def _real_alerts_inside_a_galaxy(name: str) -> tuple[int, int]:
@@ -78,8 +85,10 @@ def _real_alerts_inside_a_galaxy(name: str) -> tuple[int, int]:
     with open(Path(__file__).parent / "data" / "real" / name, "rb") as f:
         sources = [a["diaSource"] for a in fastavro.reader(f)]
     with sqlite3.connect(DBPATH) as db:  # positions in radians, sizes in arcmin
-        rows = db.execute("SELECT ra, dec, majax FROM objects WHERE ra IS NOT NULL AND majax > 0"
-                          " AND type IN ('G', 'GPair', 'GTrpl', 'GGroup')").fetchall()  # fmt: skip
+        rows = db.execute(
+            "SELECT ra, dec, majax FROM objects WHERE ra IS NOT NULL AND majax > 0"
+            " AND type IN ('G', 'GPair', 'GTrpl', 'GGroup')"
+        ).fetchall()
     ra, dec, majax = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
     galaxies = SkyCoord(ra * u.rad, dec * u.rad)
     inside = 0
@@ -96,7 +105,9 @@ def test_03_write_a_filter(monkeypatch):
     book = execute("03_write_a_filter")
     out = text_of(book)
     assert "galaxies of 14,026 OpenNGC objects" in out
-    assert re.search(r"engine: (\d+)  plain Python \+ astropy: \1\b", out)  # the notebook's own check
+    assert re.search(
+        r"engine: (\d+)  plain Python \+ astropy: \1\b", out
+    )  # the notebook's own check
     assert "young_in_galaxy" in out
     for name in ("rubin-lsstcam-v10_0.avro", "rubin-opsrehearsal-v7_4.avro"):
         inside, total = _real_alerts_inside_a_galaxy(name)

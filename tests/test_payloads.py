@@ -26,7 +26,9 @@ from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
 
 CUT = "diaSource.reliability > 0.85"
-DOUBTFUL = "diaSource.reliability < 0.2"  # passed by fields filters only: archived without the alert
+DOUBTFUL = (
+    "diaSource.reliability < 0.2"  # passed by fields filters only: archived without the alert
+)
 FIELDS = {
     "snr": "diaSource.snr",
     "band": "diaSource.band",
@@ -42,10 +44,14 @@ def chosen(alert: dict) -> dict:
     """FIELDS, in plain Python."""
     s, history = alert["diaSource"], alert.get("prvDiaSources")
     return {
-        "snr": s["snr"], "band": s["band"], "flux": s["psfFlux"], "n_history": len(history or []),
+        "snr": s["snr"],
+        "band": s["band"],
+        "flux": s["psfFlux"],
+        "n_history": len(history or []),
         "history_flux": None if history is None else [p["psfFlux"] for p in history],
-        "position": {"ra": s["ra"], "dec": s["dec"]}, "moving": alert.get("ssSource") is not None,
-    }  # fmt: skip
+        "position": {"ra": s["ra"], "dec": s["dec"]},
+        "moving": alert.get("ssSource") is not None,
+    }
 
 
 def same(a, b, text: bool = False) -> bool:
@@ -65,23 +71,42 @@ def same(a, b, text: bool = False) -> bool:
 
 def test_a_fields_payload_is_checked_before_it_runs():
     base = AlertFilter(name="f", sql="true", origin="here.yaml")
-    with pytest.raises(FilterError, match=r"filter 'f' \(here.yaml\): payload 'fields' needs fields"):
+    with pytest.raises(
+        FilterError, match=r"filter 'f' \(here.yaml\): payload 'fields' needs fields"
+    ):
         check_payload(AlertFilter(name="f", sql="true", origin="here.yaml", payload="fields"))
     with pytest.raises(FilterError, match=r"'ra' is an envelope field"):
-        check_payload(AlertFilter(name="f", sql="true", payload="fields", fields={"ra": "diaSource.ra"}))
+        check_payload(
+            AlertFilter(name="f", sql="true", payload="fields", fields={"ra": "diaSource.ra"})
+        )
     with pytest.raises(FilterError, match=r"fields \['snr'\] are given but payload is 'alert'"):
         check_payload(AlertFilter(name="f", sql="true", fields={"snr": "diaSource.snr"}))
     with pytest.raises(FilterError, match=r"fields\['x'\] is refused: it contains SELECT"):
-        check_payload(AlertFilter(name="f", sql="true", payload="fields", fields={"x": "(select 1)"}))
+        check_payload(
+            AlertFilter(name="f", sql="true", payload="fields", fields={"x": "(select 1)"})
+        )
     check_payload(base)
 
 
-def _inputs(bootstrap: str, topic: str, schema_dir: str, partitions: int = 2) -> dict[str, tuple[dict, object]]:
+def _inputs(
+    bootstrap: str, topic: str, schema_dir: str, partitions: int = 2
+) -> dict[str, tuple[dict, object]]:
     """Simulated and real alerts produced to ``topic``: {alert id: (alert as fastavro decodes
     it, the Kafka message)}."""
-    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=1, alerts_per_visit=200, seed=5,
-                                 interval_s=0, stamp_size=16, partitions=partitions, progress=False,
-                                 schema_dir=schema_dir)).ok  # fmt: skip
+    assert produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic,
+            visits=1,
+            alerts_per_visit=200,
+            seed=5,
+            interval_s=0,
+            stamp_size=16,
+            partitions=partitions,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    ).ok
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap})
@@ -101,9 +126,19 @@ def _envelope(inputs: dict, topic: str, name: str, version: str, key: str) -> di
     """A fields record's envelope in plain Python (all but processed_at_ms)."""
     alert, m = inputs[key]
     s = alert["diaSource"]
-    return {"alert_id": key, "survey": "rubin", "filter": name, "filter_version": version,
-            "source_topic": topic, "source_partition": m.partition(), "source_offset": m.offset(),
-            "kafka_timestamp_ms": m.timestamp()[1], "mjd": s["midpointMjdTai"], "ra": s["ra"], "dec": s["dec"]}  # fmt: skip
+    return {
+        "alert_id": key,
+        "survey": "rubin",
+        "filter": name,
+        "filter_version": version,
+        "source_topic": topic,
+        "source_partition": m.partition(),
+        "source_offset": m.offset(),
+        "kafka_timestamp_ms": m.timestamp()[1],
+        "mjd": s["midpointMjdTai"],
+        "ra": s["ra"],
+        "dec": s["dec"],
+    }
 
 
 def _fields_record(m, store) -> dict:
@@ -111,7 +146,9 @@ def _fields_record(m, store) -> dict:
     if dict(m.headers())["format"] == b"json":
         return json.loads(m.value())
     schema_id, body = unframe(m.value())
-    return fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(store.get(schema_id).definition))
+    return fastavro.schemaless_reader(
+        io.BytesIO(body), fastavro.parse_schema(store.get(schema_id).definition)
+    )
 
 
 @pytest.mark.slow
@@ -122,44 +159,87 @@ def test_real_time_mode_publishes_fields_records(kafka, spark, tmp_path, topic_n
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     inputs = _inputs(bootstrap, topic_name, schema_dir)
     passing = {k for k, (a, _) in inputs.items() if a["diaSource"]["reliability"] > 0.85}
-    filters = [AlertFilter(name="small", sql=CUT, payload="fields", fields=FIELDS),
-               AlertFilter(name="small_json", sql=CUT, payload="fields", fields=FIELDS, format="json")]  # fmt: skip
+    filters = [
+        AlertFilter(name="small", sql=CUT, payload="fields", fields=FIELDS),
+        AlertFilter(name="small_json", sql=CUT, payload="fields", fields=FIELDS, format="json"),
+    ]
     prefix = f"{topic_name}-"
-    cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, trigger="realtime=5s", timeout_s=300, output_prefix=prefix,
-                    output_partitions=1, discover_filters=False, code_filters=filters, sinks=["kafka"],
-                    checkpoint=str(tmp_path / "ckpt"), metrics_path=None, schema_dir=schema_dir, survey="rubin")  # fmt: skip
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic_name,
+        trigger="realtime=5s",
+        timeout_s=300,
+        output_prefix=prefix,
+        output_partitions=1,
+        discover_filters=False,
+        code_filters=filters,
+        sinks=["kafka"],
+        checkpoint=str(tmp_path / "ckpt"),
+        metrics_path=None,
+        schema_dir=schema_dir,
+        survey="rubin",
+    )
     job = threading.Thread(target=run_job, args=(cfg,), kwargs={"spark": spark})
     job.start()
     topics = [f"{prefix}{f.name}" for f in filters]
     deadline = time.monotonic() + 240
-    while sum(sum(_ends(bootstrap, t).values()) for t in topics if _exists(bootstrap, t)) < 2 * len(passing):
-        assert job.is_alive() and time.monotonic() < deadline, "the Real-Time Mode job stopped or did not publish"
+    while sum(sum(_ends(bootstrap, t).values()) for t in topics if _exists(bootstrap, t)) < 2 * len(
+        passing
+    ):
+        assert job.is_alive() and time.monotonic() < deadline, (
+            "the Real-Time Mode job stopped or did not publish"
+        )
         time.sleep(0.5)
-    def counted() -> int:  # alerts the counts topic accounts for, one record per checkpoint interval
+
+    def counted() -> (
+        int
+    ):  # alerts the counts topic accounts for, one record per checkpoint interval
         if not _exists(bootstrap, f"{prefix}counts"):
             return 0
-        return sum(json.loads(m.value())["alerts_read"] for m in consume_all(bootstrap, f"{prefix}counts"))
+        return sum(
+            json.loads(m.value())["alerts_read"] for m in consume_all(bootstrap, f"{prefix}counts")
+        )
 
     while counted() < len(inputs):
-        assert job.is_alive() and time.monotonic() < deadline, "no counts for the interval that read the alerts"
+        assert job.is_alive() and time.monotonic() < deadline, (
+            "no counts for the interval that read the alerts"
+        )
         time.sleep(0.5)
     for q in spark.streams.active:  # the query runs until stopped: stop it, the job then returns
         q.stop()
     job.join(60)
     store = LocalSchemaStore(schema_dir)
     for f in filters:
-        got = {m.key().decode(): _fields_record(m, store) for m in consume_all(bootstrap, f"{prefix}{f.name}")}
+        got = {
+            m.key().decode(): _fields_record(m, store)
+            for m in consume_all(bootstrap, f"{prefix}{f.name}")
+        }
         assert set(got) == passing
         for key, record in got.items():
             record.pop("processed_at_ms")
-            want = {**_envelope(inputs, topic_name, f.name, filter_version(f), key), **chosen(inputs[key][0])}
+            want = {
+                **_envelope(inputs, topic_name, f.name, filter_version(f), key),
+                **chosen(inputs[key][0]),
+            }
             assert same(record, want, text=f.format == "json"), (f.name, key, record)
     # counted per checkpoint interval, and checked against what a subscriber received
-    listen = _listen(bootstrap, "--topic", ",".join(topics), "--from-beginning", "--until-end", "--verify",
-                     "--counts-topic", f"{prefix}counts", "--schema-dir", schema_dir)  # fmt: skip
+    listen = _listen(
+        bootstrap,
+        "--topic",
+        ",".join(topics),
+        "--from-beginning",
+        "--until-end",
+        "--verify",
+        "--counts-topic",
+        f"{prefix}counts",
+        "--schema-dir",
+        schema_dir,
+    )
     assert listen.returncode == 0, listen.stdout[-2000:] + listen.stderr[-2000:]
     verdict = listen.stdout.splitlines()[-1]
-    assert verdict.startswith(f"verified: complete, {2 * len(passing)} of {2 * len(passing)} counted"), verdict
+    assert verdict.startswith(
+        f"verified: complete, {2 * len(passing)} of {2 * len(passing)} counted"
+    ), verdict
 
 
 def _exists(bootstrap: str, topic: str) -> bool:
@@ -168,22 +248,46 @@ def _exists(bootstrap: str, topic: str) -> bool:
     return topic in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
 
 
-def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka, spark, tmp_path, topic_name):
+def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(
+    kafka, spark, tmp_path, topic_name
+):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     inputs = _inputs(bootstrap, topic_name, schema_dir)
     store = LocalSchemaStore(schema_dir)
     passing = {k for k, (a, _) in inputs.items() if a["diaSource"]["reliability"] > 0.85}
-    assert len(passing) > 10 and {str(k) for k, _ in real_messages()} & passing  # real alerts among them
+    assert (
+        len(passing) > 10 and {str(k) for k, _ in real_messages()} & passing
+    )  # real alerts among them
 
     prefix = f"{topic_name}-"
-    filters = [AlertFilter(name="whole", sql=CUT),
-               AlertFilter(name="small", sql=CUT, payload="fields", fields=FIELDS),
-               AlertFilter(name="small_json", sql=CUT, payload="fields", fields=FIELDS, format="json"),
-               AlertFilter(name="doubtful", sql=DOUBTFUL, payload="fields", fields={"snr": "diaSource.snr"}, format="json")]  # fmt: skip
-    cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True, max_offsets_per_trigger=150,
-                    output_prefix=prefix, output_partitions=1, discover_filters=False, code_filters=filters,
-                    sinks=["kafka", "delta"], checkpoint=str(tmp_path / "ckpt"), delta_path=str(tmp_path / "delta"),
-                    metrics_path=str(tmp_path / "m.jsonl"), schema_dir=schema_dir, survey="rubin")  # fmt: skip
+    filters = [
+        AlertFilter(name="whole", sql=CUT),
+        AlertFilter(name="small", sql=CUT, payload="fields", fields=FIELDS),
+        AlertFilter(name="small_json", sql=CUT, payload="fields", fields=FIELDS, format="json"),
+        AlertFilter(
+            name="doubtful",
+            sql=DOUBTFUL,
+            payload="fields",
+            fields={"snr": "diaSource.snr"},
+            format="json",
+        ),
+    ]
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic_name,
+        available_now=True,
+        max_offsets_per_trigger=150,
+        output_prefix=prefix,
+        output_partitions=1,
+        discover_filters=False,
+        code_filters=filters,
+        sinks=["kafka", "delta"],
+        checkpoint=str(tmp_path / "ckpt"),
+        delta_path=str(tmp_path / "delta"),
+        metrics_path=str(tmp_path / "m.jsonl"),
+        schema_dir=schema_dir,
+        survey="rubin",
+    )
     run_job(cfg, spark=spark)
     versions = {f.name: filter_version(f) for f in filters}
 
@@ -199,16 +303,27 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
             key, headers = m.key().decode(), {k: v.decode() for k, v in m.headers()}
             _, source = inputs[key]
             assert headers["filter"] == name and headers["filter_version"] == versions[name]
-            assert (headers["source_partition"], headers["source_offset"]) == (str(source.partition()), str(source.offset()))
+            assert (headers["source_partition"], headers["source_offset"]) == (
+                str(source.partition()),
+                str(source.offset()),
+            )
             if name == "whole":
                 assert headers["payload"] == "alert" and "format" not in headers
                 assert m.value() == source.value()
                 continue
-            assert headers["payload"] == "fields" and headers["format"] == ("json" if name == "small_json" else "avro")
-            record = _fields_record(m, store)  # Avro: with the schema the job registered in its store
+            assert headers["payload"] == "fields" and headers["format"] == (
+                "json" if name == "small_json" else "avro"
+            )
+            record = _fields_record(
+                m, store
+            )  # Avro: with the schema the job registered in its store
             assert list(record)[: len(ENVELOPE)] == list(ENVELOPE)
             assert record.pop("processed_at_ms") >= source.timestamp()[1]
-            assert same(record, expected_record(name, key), text=name == "small_json"), (name, key, record)
+            assert same(record, expected_record(name, key), text=name == "small_json"), (
+                name,
+                key,
+                record,
+            )
         sizes = [len(m.value()) for m in got]
         if name != "whole":  # a few hundred bytes instead of the alert's
             assert max(sizes) < 1000 < min(len(inputs[m.key().decode()][1].value()) for m in got)
@@ -219,7 +334,9 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
     assert sum(c["alerts_read"] for c in counts) == len(inputs)
     for name in versions:
         assert {c["filters"][name]["version"] for c in counts} == {versions[name]}
-        assert sum(c["filters"][name]["published"] for c in counts) == len(doubtful if name == "doubtful" else passing)
+        assert sum(c["filters"][name]["published"] for c in counts) == len(
+            doubtful if name == "doubtful" else passing
+        )
     ends = {str(p): o for p, o in _ends(bootstrap, topic_name).items()}
     ranges = sorted((p, r) for c in counts for p, r in c["input"][topic_name].items())
     for partition, end in ends.items():  # the batches' ranges tile each partition from 0 to its end
@@ -227,13 +344,17 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
         assert spans[0][0] == 0 and spans[-1][1] == end
         assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
 
-
-    archived = {r["alert_id"]: r for r in spark.read.format("delta").load(str(tmp_path / "delta" / "matches")).collect()}
+    archived = {
+        r["alert_id"]: r
+        for r in spark.read.format("delta").load(str(tmp_path / "delta" / "matches")).collect()
+    }
     assert set(archived) == passing | doubtful
     for key, row in archived.items():
         names = ["doubtful"] if key in doubtful else ["small", "small_json", "whole"]
         assert row["filters"] == names
-        assert [(v["name"], v["version"]) for v in row["filter_versions"]] == [(n, versions[n]) for n in names]
+        assert [(v["name"], v["version"]) for v in row["filter_versions"]] == [
+            (n, versions[n]) for n in names
+        ]
         assert sorted(row["fields"]) == [n for n in names if n != "whole"]
         for name, text in row["fields"].items():
             record = json.loads(text)
@@ -247,26 +368,51 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
             assert row["message"] == inputs[key][1].value()
             assert row["diaSource"]["diaSourceId"] == alert["diaSource"]["diaSourceId"]
 
-
     # A subscriber reads all three kinds back with the client, and checks them against the counts.
     topics = ",".join(f"{prefix}{n}" for n in ("whole", "small", "small_json"))
     out = tmp_path / "out.parquet"
     stamps = tmp_path / "stamps"
-    listen = _listen(bootstrap, "--topic", topics, "--from-beginning", "--until-end", "--verify", "--to", str(out),
-                     "--cutouts", str(stamps), "--counts-topic", f"{prefix}counts", "--schema-dir", schema_dir)  # fmt: skip
+    listen = _listen(
+        bootstrap,
+        "--topic",
+        topics,
+        "--from-beginning",
+        "--until-end",
+        "--verify",
+        "--to",
+        str(out),
+        "--cutouts",
+        str(stamps),
+        "--counts-topic",
+        f"{prefix}counts",
+        "--schema-dir",
+        schema_dir,
+    )
     assert listen.returncode == 0, listen.stdout[-3000:] + listen.stderr[-3000:]
     verdict = listen.stdout.splitlines()[-1]
-    assert verdict.startswith(f"verified: complete, {3 * len(passing)} of {3 * len(passing)} counted records received")
+    assert verdict.startswith(
+        f"verified: complete, {3 * len(passing)} of {3 * len(passing)} counted records received"
+    )
     assert "duplicates" not in verdict and "not counted" not in verdict
     import pyarrow.parquet as pq
 
     rows = pq.read_table(out).to_pylist()
-    assert sorted((r["_filter"], str(r["alert_id"] if r["_payload"] == "fields" else r["diaSource"]["diaSourceId"]))
-                  for r in rows) == sorted((n, k) for n in ("whole", "small", "small_json") for k in passing)  # fmt: skip
+    assert sorted(
+        (
+            r["_filter"],
+            str(r["alert_id"] if r["_payload"] == "fields" else r["diaSource"]["diaSourceId"]),
+        )
+        for r in rows
+    ) == sorted((n, k) for n in ("whole", "small", "small_json") for k in passing)
     for r in rows:
-        key = str(r["alert_id"]) if r["_payload"] == "fields" else str(r["diaSource"]["diaSourceId"])
+        key = (
+            str(r["alert_id"]) if r["_payload"] == "fields" else str(r["diaSource"]["diaSourceId"])
+        )
         assert r["_filter_version"] == versions[r["_filter"]]
-        assert (r["_source_partition"], r["_source_offset"]) == (inputs[key][1].partition(), inputs[key][1].offset())
+        assert (r["_source_partition"], r["_source_offset"]) == (
+            inputs[key][1].partition(),
+            inputs[key][1].offset(),
+        )
         if r["_payload"] == "fields":
             want = expected_record(r["_filter"], key)
             got = {k: r[k] for k in want}
@@ -275,7 +421,11 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
             alert = inputs[key][0]
             assert r["diaSource"]["ra"] == alert["diaSource"]["ra"]
             # one file holds every version: a field of another version is there, null
-            mine = {k: v for k, v in (r["diaObject"] or {}).items() if alert["diaObject"] and k in alert["diaObject"]}
+            mine = {
+                k: v
+                for k, v in (r["diaObject"] or {}).items()
+                if alert["diaObject"] and k in alert["diaObject"]
+            }
             assert same(mine or None, alert["diaObject"])
 
     from astropy.io import fits
@@ -306,20 +456,53 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(kafka
     for m in kept:
         again.produce(lost, value=m.value(), key=m.key(), headers=m.headers())
     assert again.flush(30) == 0
-    gone = _listen(bootstrap, "--topic", topics, "--from-beginning", "--until-end", "--verify",
-                   "--counts-topic", f"{prefix}counts", "--schema-dir", schema_dir)  # fmt: skip
+    gone = _listen(
+        bootstrap,
+        "--topic",
+        topics,
+        "--from-beginning",
+        "--until-end",
+        "--verify",
+        "--counts-topic",
+        f"{prefix}counts",
+        "--schema-dir",
+        schema_dir,
+    )
     assert gone.returncode == 1, gone.stdout[-2000:] + gone.stderr[-2000:]
-    assert f"verified: INCOMPLETE, 3 of {3 * len(passing)} counted records missing (small_json@" in gone.stdout
+    assert (
+        f"verified: INCOMPLETE, 3 of {3 * len(passing)} counted records missing (small_json@"
+        in gone.stdout
+    )
 
     # One line and a non-zero exit for a wrong topic, an unknown schema id, bad credentials.
     wrong = _listen(bootstrap, "--topic", f"{prefix}nope", "--from-beginning", "--until-end")
-    assert wrong.returncode == 2 and f"{prefix}nope" in wrong.stderr and len(wrong.stderr.strip().splitlines()) == 1
-    unknown = _listen(bootstrap, "--topic", f"{prefix}small", "--from-beginning", "--until-end",
-                      "--schema-dir", str(tmp_path / "another-store"))  # fmt: skip
+    assert (
+        wrong.returncode == 2
+        and f"{prefix}nope" in wrong.stderr
+        and len(wrong.stderr.strip().splitlines()) == 1
+    )
+    unknown = _listen(
+        bootstrap,
+        "--topic",
+        f"{prefix}small",
+        "--from-beginning",
+        "--until-end",
+        "--schema-dir",
+        str(tmp_path / "another-store"),
+    )
     assert unknown.returncode == 2 and "schema id" in unknown.stderr, unknown.stderr
     assert len(unknown.stderr.strip().splitlines()) == 1
-    denied = _listen(bootstrap, "--topic", f"{prefix}whole", "--until-end", "--kafka-conf", "security.protocol=SASL_PLAINTEXT",
-                     "sasl.mechanism=PLAIN", "sasl.username=nobody", "sasl.password=wrong")  # fmt: skip
+    denied = _listen(
+        bootstrap,
+        "--topic",
+        f"{prefix}whole",
+        "--until-end",
+        "--kafka-conf",
+        "security.protocol=SASL_PLAINTEXT",
+        "sasl.mechanism=PLAIN",
+        "sasl.username=nobody",
+        "sasl.password=wrong",
+    )
     assert denied.returncode == 2 and len(denied.stderr.strip().splitlines()) == 1, denied.stderr
 
 
@@ -336,8 +519,12 @@ def _listen(bootstrap: str, *args: str):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "alertsieve.cli", "listen", "--bootstrap", bootstrap, *args],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "alertsieve.cli", "listen", "--bootstrap", bootstrap, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _ends(bootstrap: str, topic: str) -> dict[int, int]:
@@ -346,9 +533,14 @@ def _ends(bootstrap: str, topic: str) -> dict[int, int]:
     return end_offsets(bootstrap, topic)
 
 
-ZTF_FIELDS = {"magpsf": "candidate.magpsf", "sigmapsf": "candidate.sigmapsf", "fid": "candidate.fid",
-              "rb": "candidate.rb", "n_prv": "coalesce(size(prv_candidates), 0)",
-              "prv_mag": "transform(prv_candidates, c -> c.magpsf)"}  # fmt: skip
+ZTF_FIELDS = {
+    "magpsf": "candidate.magpsf",
+    "sigmapsf": "candidate.sigmapsf",
+    "fid": "candidate.fid",
+    "rb": "candidate.rb",
+    "n_prv": "coalesce(size(prv_candidates), 0)",
+    "prv_mag": "transform(prv_candidates, c -> c.magpsf)",
+}
 
 
 def test_ztf_alerts_publish_fields_records_as_plain_python_says(kafka, spark, tmp_path, topic_name):
@@ -356,33 +548,79 @@ def test_ztf_alerts_publish_fields_records_as_plain_python_says(kafka, spark, tm
 
     bootstrap = kafka.bootstrap_servers
     files = sorted(str(p) for p in (REAL / "ztf-3.3").glob("*.avro"))
-    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, replay=files, interval_s=0, partitions=1,
-                                 progress=False)).ok  # fmt: skip
+    assert produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic_name,
+            replay=files,
+            interval_s=0,
+            partitions=1,
+            progress=False,
+        )
+    ).ok
     inputs = {}
     for m in consume_all(bootstrap, topic_name):
-        (alert,) = list(fastavro.reader(io.BytesIO(m.value())))  # a container per message, as ZTF sends
+        (alert,) = list(
+            fastavro.reader(io.BytesIO(m.value()))
+        )  # a container per message, as ZTF sends
         inputs[str(alert["candid"])] = (alert, m)
-    filters = [AlertFilter(name=f"ztf_{fmt}", sql="candidate.magpsf < 15.5", payload="fields", fields=ZTF_FIELDS,
-                           format=fmt, survey="ztf") for fmt in ("avro", "json")]  # fmt: skip
+    filters = [
+        AlertFilter(
+            name=f"ztf_{fmt}",
+            sql="candidate.magpsf < 15.5",
+            payload="fields",
+            fields=ZTF_FIELDS,
+            format=fmt,
+            survey="ztf",
+        )
+        for fmt in ("avro", "json")
+    ]
     passing = {k for k, (a, _) in inputs.items() if a["candidate"]["magpsf"] < 15.5}
     assert 0 < len(passing) < len(inputs)
     prefix = f"{topic_name}-"
-    cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True, output_prefix=prefix,
-                    output_partitions=1, discover_filters=False, code_filters=filters, sinks=["kafka"],
-                    checkpoint=str(tmp_path / "ckpt"), metrics_path=None, schema_dir=str(tmp_path / "schemas"))  # fmt: skip
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic_name,
+        available_now=True,
+        output_prefix=prefix,
+        output_partitions=1,
+        discover_filters=False,
+        code_filters=filters,
+        sinks=["kafka"],
+        checkpoint=str(tmp_path / "ckpt"),
+        metrics_path=None,
+        schema_dir=str(tmp_path / "schemas"),
+    )
     run_job(cfg, spark=spark)
     store = LocalSchemaStore(tmp_path / "schemas")
     for f in filters:
-        got = {m.key().decode(): _fields_record(m, store) for m in consume_all(bootstrap, f"{prefix}{f.name}")}
+        got = {
+            m.key().decode(): _fields_record(m, store)
+            for m in consume_all(bootstrap, f"{prefix}{f.name}")
+        }
         assert set(got) == passing
         for key, record in got.items():
             alert, m = inputs[key]
             c, prv = alert["candidate"], alert["prv_candidates"]
-            want = {"alert_id": key, "survey": "ztf", "filter": f.name, "filter_version": filter_version(f),
-                    "source_topic": topic_name, "source_partition": m.partition(), "source_offset": m.offset(),
-                    "kafka_timestamp_ms": m.timestamp()[1], "mjd": c["jd"] - 2400000.5, "ra": c["ra"], "dec": c["dec"],
-                    "magpsf": c["magpsf"], "sigmapsf": c["sigmapsf"], "fid": c["fid"], "rb": c["rb"],
-                    "n_prv": len(prv or []), "prv_mag": None if prv is None else [p["magpsf"] for p in prv]}  # fmt: skip
+            want = {
+                "alert_id": key,
+                "survey": "ztf",
+                "filter": f.name,
+                "filter_version": filter_version(f),
+                "source_topic": topic_name,
+                "source_partition": m.partition(),
+                "source_offset": m.offset(),
+                "kafka_timestamp_ms": m.timestamp()[1],
+                "mjd": c["jd"] - 2400000.5,
+                "ra": c["ra"],
+                "dec": c["dec"],
+                "magpsf": c["magpsf"],
+                "sigmapsf": c["sigmapsf"],
+                "fid": c["fid"],
+                "rb": c["rb"],
+                "n_prv": len(prv or []),
+                "prv_mag": None if prv is None else [p["magpsf"] for p in prv],
+            }
             record.pop("processed_at_ms")
             assert same(record, want, text=f.format == "json"), (f.name, key, record)
 
@@ -391,14 +629,33 @@ def test_a_jobs_settings_choose_a_filters_payload():
     from alertsieve.stream.config import load_config
     from alertsieve.stream.plan import select_filters
 
-    cfg = load_config(None, {"topic": "t", "survey": "rubin", "filter_outputs": {
-        "bright_high_snr": {"payload": "fields", "fields": {"snr": "diaSource.snr"}, "format": "json"}}})  # fmt: skip
+    cfg = load_config(
+        None,
+        {
+            "topic": "t",
+            "survey": "rubin",
+            "filter_outputs": {
+                "bright_high_snr": {
+                    "payload": "fields",
+                    "fields": {"snr": "diaSource.snr"},
+                    "format": "json",
+                }
+            },
+        },
+    )
     chosen_filters = {f.name: f for f in select_filters(cfg, "rubin")}
     bright = chosen_filters["bright_high_snr"]
-    assert (bright.payload, dict(bright.fields), bright.format) == ("fields", {"snr": "diaSource.snr"}, "json")
+    assert (bright.payload, dict(bright.fields), bright.format) == (
+        "fields",
+        {"snr": "diaSource.snr"},
+        "json",
+    )
     assert chosen_filters["new_sources"].payload == "alert"
     with pytest.raises(FilterError, match=r"filter_outputs names unknown filter\(s\) \['nope'\]"):
-        select_filters(load_config(None, {"topic": "t", "filter_outputs": {"nope": {"payload": "alert"}}}), "rubin")
+        select_filters(
+            load_config(None, {"topic": "t", "filter_outputs": {"nope": {"payload": "alert"}}}),
+            "rubin",
+        )
 
 
 def test_fields_may_read_catalogs_and_features_no_condition_names(spark, field_catalog):
@@ -409,14 +666,20 @@ def test_fields_may_read_catalogs_and_features_no_condition_names(spark, field_c
     from alertsieve.view.decode_settings import DecodeSettings
     from alertsieve.view.surveys import rubin_decoder
 
-    f = AlertFilter(name="near", sql="diaSource.snr > 5", payload="fields",
-                    fields={"field_distance": "xmatch.field.distance_arcsec", "r_rate": "features.r.rate"})  # fmt: skip
+    f = AlertFilter(
+        name="near",
+        sql="diaSource.snr > 5",
+        payload="fields",
+        fields={"field_distance": "xmatch.field.distance_arcsec", "r_rate": "features.r.rate"},
+    )
     decoder = rubin_decoder(DecodeSettings(topic="t", survey="rubin"))
     context = load_context(field_catalog, catalog_uses([f]), decoder.detection)
     assert [m.name for m in context.catalogs] == ["field"]
     from alertsieve.publish.payloads import record_types
 
-    record = record_types([f], decoder, {"near": "v"}, sample_alerts(spark, decoder, context=context))["near"]
+    record = record_types(
+        [f], decoder, {"near": "v"}, sample_alerts(spark, decoder, context=context)
+    )["near"]
     assert [x.name for x in record.fields] == [*ENVELOPE, "field_distance", "r_rate"]
     assert {x.name: x.dataType.simpleString() for x in record.fields}["field_distance"] == "double"
 
@@ -427,8 +690,15 @@ def test_a_field_that_does_not_compile_is_named_at_start_up(spark):
     from alertsieve.view.decode_settings import DecodeSettings
     from alertsieve.view.surveys import rubin_decoder
 
-    f = AlertFilter(name="typo", sql="true", payload="fields", origin="mine.yaml",
-                    fields={"snr": "diaSource.snr", "flux": "diaSource.psfFlx"})  # fmt: skip
+    f = AlertFilter(
+        name="typo",
+        sql="true",
+        payload="fields",
+        origin="mine.yaml",
+        fields={"snr": "diaSource.snr", "flux": "diaSource.psfFlx"},
+    )
     decoder = rubin_decoder(DecodeSettings(topic="t", survey="rubin"))
-    with pytest.raises(FilterError, match=r"^filter 'typo' \(mine.yaml\): fields\['flux'\]: .*psfFlx"):
+    with pytest.raises(
+        FilterError, match=r"^filter 'typo' \(mine.yaml\): fields\['flux'\]: .*psfFlx"
+    ):
         record_types([f], decoder, {"typo": "v"}, sample_alerts(spark, decoder))

@@ -23,10 +23,19 @@ CLI = [sys.executable, "-m", "alertsieve.cli"]
 def test_simulated_visits_arrive_complete_and_decodable(kafka, topic_name, tmp_path):
     metrics = tmp_path / "produce.jsonl"
     cfg = ProduceConfig(
-        bootstrap=kafka.bootstrap_servers, topic=topic_name, visits=2, alerts_per_visit=300,
-        interval_s=0, producers=2, partitions=3, stamp_size=16, seed=11,
-        metrics_path=str(metrics), progress=False, schema_dir=str(tmp_path / "schemas"),
-    )  # fmt: skip
+        bootstrap=kafka.bootstrap_servers,
+        topic=topic_name,
+        visits=2,
+        alerts_per_visit=300,
+        interval_s=0,
+        producers=2,
+        partitions=3,
+        stamp_size=16,
+        seed=11,
+        metrics_path=str(metrics),
+        progress=False,
+        schema_dir=str(tmp_path / "schemas"),
+    )
     summary = produce(cfg)
     assert summary.ok and summary.acked == 600 and summary.failed == 0
     assert sorted((r.visit, r.producer) for r in summary.reports) == [
@@ -55,25 +64,44 @@ def test_simulated_visits_arrive_complete_and_decodable(kafka, topic_name, tmp_p
 def test_visits_follow_the_cadence(kafka, topic_name):
     called = time.time()
     summary = produce(
-        ProduceConfig(bootstrap=kafka.bootstrap_servers, topic=topic_name, visits=3,
-                      alerts_per_visit=20, interval_s=2.0, stamp_size=0, progress=False)
-    )  # fmt: skip
+        ProduceConfig(
+            bootstrap=kafka.bootstrap_servers,
+            topic=topic_name,
+            visits=3,
+            alerts_per_visit=20,
+            interval_s=2.0,
+            stamp_size=0,
+            progress=False,
+        )
+    )
     starts = {}
     for r in summary.reports:  # each producer's share of each visit
         starts.setdefault(r.visit, []).append(r.started_at)
     assert sorted(starts) == [0, 1, 2]
     first = min(starts[0])
-    assert called <= first  # after the producers' start-up (processes, schemas), never before the call
+    assert (
+        called <= first
+    )  # after the producers' start-up (processes, schemas), never before the call
     for visit, times in starts.items():
         for started in times:  # on its slot, never early, and late by far less than a slot
             assert 0 <= started - (first + 2.0 * visit) < 0.5, (visit, started - first)
 
 
 #: Made-up schemas with each survey's fields (replay knows a survey by its fields, not a name).
-_CANDIDATE = {"type": "record", "name": "candidate", "fields": [
-    {"name": n, "type": t} for n, t in
-    (("jd", "double"), ("fid", "int"), ("magpsf", "float"), ("sigmapsf", "float"), ("isdiffpos", "string"))
-]}  # fmt: skip
+_CANDIDATE = {
+    "type": "record",
+    "name": "candidate",
+    "fields": [
+        {"name": n, "type": t}
+        for n, t in (
+            ("jd", "double"),
+            ("fid", "int"),
+            ("magpsf", "float"),
+            ("sigmapsf", "float"),
+            ("isdiffpos", "string"),
+        )
+    ],
+}
 ZTF_LIKE = {
     "type": "record",
     "name": "alert",
@@ -92,11 +120,20 @@ RUBIN_LIKE = {
     "namespace": "elsewhere",
     "fields": [
         {"name": "diaSourceId", "type": "long"},
-        {"name": "diaSource", "type": {"type": "record", "name": "source", "fields": [
-            {"name": "midpointMjdTai", "type": "double"}, {"name": "psfFlux", "type": "float"}]}},
+        {
+            "name": "diaSource",
+            "type": {
+                "type": "record",
+                "name": "source",
+                "fields": [
+                    {"name": "midpointMjdTai", "type": "double"},
+                    {"name": "psfFlux", "type": "float"},
+                ],
+            },
+        },
         {"name": "cutout", "type": ["null", "bytes"]},
     ],
-}  # fmt: skip
+}
 
 
 def _ztf_records(n: int, start: int = 0) -> list[dict]:
@@ -104,21 +141,29 @@ def _ztf_records(n: int, start: int = 0) -> list[dict]:
         {
             "objectId": f"ZTF26aa{i:05d}",
             "candid": 10_000 + i,
-            "candidate": {"jd": 2461000.5 + i, "fid": 1 + i % 3, "magpsf": 18.5 + i / 64, "sigmapsf": 0.125,
-                          "isdiffpos": "t"},
+            "candidate": {
+                "jd": 2461000.5 + i,
+                "fid": 1 + i % 3,
+                "magpsf": 18.5 + i / 64,
+                "sigmapsf": 0.125,
+                "isdiffpos": "t",
+            },
             "prv_candidates": None,
             "cutout": bytes([i % 256]) * 50,
         }
         for i in range(start, start + n)
-    ]  # fmt: skip
+    ]
 
 
 def _rubin_records(n: int) -> list[dict]:
     return [
-        {"diaSourceId": 10_000 + i, "diaSource": {"midpointMjdTai": 61000.5 + i, "psfFlux": 1000.0 + i},
-         "cutout": bytes([i % 256]) * 50}
+        {
+            "diaSourceId": 10_000 + i,
+            "diaSource": {"midpointMjdTai": 61000.5 + i, "psfFlux": 1000.0 + i},
+            "cutout": bytes([i % 256]) * 50,
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def _replay_folder(tmp_path, schema: dict, records: list[dict]):
@@ -133,10 +178,17 @@ def _replay_folder(tmp_path, schema: dict, records: list[dict]):
 
 def _replay(kafka, topic_name, tmp_path, folder) -> None:
     summary = produce(
-        ProduceConfig(bootstrap=kafka.bootstrap_servers, topic=topic_name, replay=[str(folder)],
-                      alerts_per_visit=50, interval_s=0, producers=2, progress=False,
-                      schema_dir=str(tmp_path / "schemas"))
-    )  # fmt: skip
+        ProduceConfig(
+            bootstrap=kafka.bootstrap_servers,
+            topic=topic_name,
+            replay=[str(folder)],
+            alerts_per_visit=50,
+            interval_s=0,
+            producers=2,
+            progress=False,
+            schema_dir=str(tmp_path / "schemas"),
+        )
+    )
     assert summary.ok and summary.expected == summary.acked == 120
 
 
@@ -159,7 +211,9 @@ def test_replayed_files_are_sent_confluent_framed_byte_for_byte(kafka, topic_nam
     assert got == want
 
 
-def test_replayed_ztf_files_are_sent_as_ztf_does_one_container_per_alert(kafka, topic_name, tmp_path):
+def test_replayed_ztf_files_are_sent_as_ztf_does_one_container_per_alert(
+    kafka, topic_name, tmp_path
+):
     records = _ztf_records(120)
     _replay(kafka, topic_name, tmp_path, _replay_folder(tmp_path, ZTF_LIKE, records))
     got = {}
@@ -243,10 +297,20 @@ def test_a_producer_killed_mid_visit_reports_exactly_what_was_acknowledged(
     import psutil
 
     journal = tmp_path / "acks"
-    cfg = ProduceConfig(bootstrap=kafka.bootstrap_servers, topic=topic_name, visits=1,
-                        alerts_per_visit=3000, interval_s=0, producers=2, partitions=2,
-                        stamp_size=84, seed=71, progress=False, schema_dir=str(tmp_path / "s"),
-                        ack_journal_dir=str(journal))  # fmt: skip
+    cfg = ProduceConfig(
+        bootstrap=kafka.bootstrap_servers,
+        topic=topic_name,
+        visits=1,
+        alerts_per_visit=3000,
+        interval_s=0,
+        producers=2,
+        partitions=2,
+        stamp_size=84,
+        seed=71,
+        progress=False,
+        schema_dir=str(tmp_path / "s"),
+        ack_journal_dir=str(journal),
+    )
     result: dict = {}
     sender = threading.Thread(target=lambda: result.setdefault("summary", produce(cfg)))
     sender.start()
@@ -256,16 +320,24 @@ def test_a_producer_killed_mid_visit_reports_exactly_what_was_acknowledged(
         assert time.monotonic() < deadline and sender.is_alive(), "producer 1 never got going"
         time.sleep(0.01)
     victim = next(
-        p for p in psutil.Process().children()
+        p
+        for p in psutil.Process().children()
         if any(f.path == str(victim_journal) for f in p.open_files())
-    )  # fmt: skip
+    )
     # Frozen first, so what it had acknowledged is fixed before it dies: the kill is mid-visit
     # by construction (checked), not by winning a race against the producer.
     os.kill(victim.pid, signal.SIGSTOP)
     acknowledged_by_victim = _journal_lines(victim_journal)
     # Each producer sends the alerts of its detectors: the simulator, run again, says which.
-    sim = AlertSimulator(SimulationConfig(alerts_per_visit=3000, max_history=cfg.max_history,
-                                          max_forced=cfg.max_history, stamp_size=84, seed=71))  # fmt: skip
+    sim = AlertSimulator(
+        SimulationConfig(
+            alerts_per_visit=3000,
+            max_history=cfg.max_history,
+            max_forced=cfg.max_history,
+            stamp_size=84,
+            seed=71,
+        )
+    )
     shares = [{alert_key(a) for a in sim.visit_alerts(0, part=k, parts=2)} for k in (0, 1)]
     assert len(shares[0]) + len(shares[1]) == 3000 and shares[0] and shares[1]
     assert set(acknowledged_by_victim) < shares[1], "stopped before it had sent its whole share"
@@ -276,7 +348,9 @@ def test_a_producer_killed_mid_visit_reports_exactly_what_was_acknowledged(
     assert _journal_lines(victim_journal) == acknowledged_by_victim  # nothing after the stop
     assert summary.crashed == [1] and not summary.ok
     assert summary.acked_before_crash == {1: len(acknowledged_by_victim)}
-    assert summary.acked == len(shares[0]) + len(acknowledged_by_victim)  # producer 0 finished its share
+    assert summary.acked == len(shares[0]) + len(
+        acknowledged_by_victim
+    )  # producer 0 finished its share
     assert "died, after {1: " in summary.line()
     in_kafka = {m.key().decode() for m in consume_all(kafka.bootstrap_servers, topic_name)}
     # Everything reported acknowledged is in Kafka; what else is there was in flight when the

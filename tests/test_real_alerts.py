@@ -40,29 +40,46 @@ def _at(alert: dict, path: str):
 
 
 RUBIN_FILTERS = {
-    "reliable": ("diaSource.reliability > 0.8", lambda a: _gt(_at(a, "diaSource.reliability"), 0.8)),
+    "reliable": (
+        "diaSource.reliability > 0.8",
+        lambda a: _gt(_at(a, "diaSource.reliability"), 0.8),
+    ),
     "snr_above_6": ("diaSource.snr > 6", lambda a: _gt(_at(a, "diaSource.snr"), 6)),
     "with_history": ("size(prvDiaSources) >= 2", lambda a: len(a.get("prvDiaSources") or []) >= 2),
-    "negative_flux": ("diaSource.psfFlux < 0", lambda a: _gt(-(_at(a, "diaSource.psfFlux") or 0.0), 0)),
+    "negative_flux": (
+        "diaSource.psfFlux < 0",
+        lambda a: _gt(-(_at(a, "diaSource.psfFlux") or 0.0), 0),
+    ),
     # exposureTime is new in v11: null for the v7.4 and v10.0 alerts, so they never pass.
-    "long_exposure": ("diaSource.exposureTime > 20", lambda a: _gt(_at(a, "diaSource.exposureTime"), 20)),
+    "long_exposure": (
+        "diaSource.exposureTime > 20",
+        lambda a: _gt(_at(a, "diaSource.exposureTime"), 20),
+    ),
 }
 ZTF_FILTERS = {
     "bright": ("candidate.magpsf < 15.5", lambda a: _gt(-a["candidate"]["magpsf"], -15.5)),
     "real_drb": ("candidate.drb > 0.5", lambda a: _gt(a["candidate"]["drb"], 0.5)),
-    "near_star": ("candidate.sgscore1 > 0.5 AND candidate.distpsnr1 < 3",
-                  lambda a: _gt(a["candidate"]["sgscore1"], 0.5) and _gt(-a["candidate"]["distpsnr1"], -3)),
-}  # fmt: skip
+    "near_star": (
+        "candidate.sgscore1 > 0.5 AND candidate.distpsnr1 < 3",
+        lambda a: _gt(a["candidate"]["sgscore1"], 0.5) and _gt(-a["candidate"]["distpsnr1"], -3),
+    ),
+}
 
 
 def _run(kafka, spark, tmp: Path, topic: str, filters: dict, **settings) -> tuple[JobConfig, list]:
     cfg = JobConfig(
-        bootstrap=kafka.bootstrap_servers, topic=topic, available_now=True,
-        output_prefix=f"{topic}-", output_partitions=1, discover_filters=False,
+        bootstrap=kafka.bootstrap_servers,
+        topic=topic,
+        available_now=True,
+        output_prefix=f"{topic}-",
+        output_partitions=1,
+        discover_filters=False,
         code_filters=[AlertFilter(name=n, sql=sql) for n, (sql, _) in filters.items()],
-        delta_path=str(tmp / "delta"), checkpoint=str(tmp / "ckpt"),
-        metrics_path=str(tmp / "metrics.jsonl"), **settings,
-    )  # fmt: skip
+        delta_path=str(tmp / "delta"),
+        checkpoint=str(tmp / "ckpt"),
+        metrics_path=str(tmp / "metrics.jsonl"),
+        **settings,
+    )
     run_job(cfg, spark=spark)
     metrics = [json.loads(x) for x in (tmp / "metrics.jsonl").read_text().splitlines()]
     return cfg, [m for m in metrics if m["kind"] == "batch"]
@@ -77,18 +94,29 @@ def _check_outputs(kafka, cfg: JobConfig, batches: list, filters: dict, alerts: 
         out = consume_all(kafka.bootstrap_servers, f"{cfg.output_prefix}{name}")
         assert sorted(m.key().decode() for m in out) == sorted(want), name
         assert all(m.value() == sent[m.key().decode()] for m in out)  # forwarded unchanged
-    return {name: {k for k, a in alerts.items() if oracle(a)} for name, (_, oracle) in filters.items()}
+    return {
+        name: {k for k, a in alerts.items() if oracle(a)} for name, (_, oracle) in filters.items()
+    }
 
 
 def test_a_topic_mixing_real_v7_4_and_v10_0_with_simulated_v11_1(kafka, spark, tmp_path):
     topic = f"real-rubin-{uuid.uuid4().hex[:8]}"
     schema_dir = str(tmp_path / "schemas")
-    common = dict(bootstrap=kafka.bootstrap_servers, topic=topic, interval_s=0, partitions=2,
-                  progress=False, schema_dir=schema_dir)  # fmt: skip
+    common = dict(
+        bootstrap=kafka.bootstrap_servers,
+        topic=topic,
+        interval_s=0,
+        partitions=2,
+        progress=False,
+        schema_dir=schema_dir,
+    )
     files = [str(REAL / "rubin-lsstcam-v10_0.avro"), str(REAL / "rubin-opsrehearsal-v7_4.avro")]
     assert produce(ProduceConfig(replay=files, alerts_per_visit=100, **common)).ok
-    assert produce(ProduceConfig(visits=1, alerts_per_visit=150, seed=31, stamp_size=8,
-                                 schema_version="11.1", **common)).ok  # fmt: skip
+    assert produce(
+        ProduceConfig(
+            visits=1, alerts_per_visit=150, seed=31, stamp_size=8, schema_version="11.1", **common
+        )
+    ).ok
     store, alerts, sent, ids, real = LocalSchemaStore(schema_dir), {}, {}, set(), set()
     for m in consume_all(kafka.bootstrap_servers, topic):
         schema_id, body = unframe(m.value())
@@ -111,8 +139,16 @@ def test_a_topic_mixing_real_v7_4_and_v10_0_with_simulated_v11_1(kafka, spark, t
 def test_ztf_containers_are_filtered_exactly(kafka, spark, tmp_path):
     topic = f"real-ztf-{uuid.uuid4().hex[:8]}"
     files = sorted(str(p) for p in (REAL / "ztf-3.3").glob("*.avro"))
-    assert produce(ProduceConfig(bootstrap=kafka.bootstrap_servers, topic=topic, replay=files,
-                                 interval_s=0, partitions=1, progress=False)).ok  # fmt: skip
+    assert produce(
+        ProduceConfig(
+            bootstrap=kafka.bootstrap_servers,
+            topic=topic,
+            replay=files,
+            interval_s=0,
+            partitions=1,
+            progress=False,
+        )
+    ).ok
     alerts, sent = {}, {}
     for m in consume_all(kafka.bootstrap_servers, topic):
         assert m.value().startswith(b"Obj\x01")  # as ZTF sends them: a container per message

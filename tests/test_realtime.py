@@ -23,15 +23,37 @@ from alertsieve.stream.job import _is_timeout, check_realtime
 
 
 def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str):
-    return produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=1, alerts_per_visit=150,
-                                 interval_s=0, stamp_size=0, seed=seed, partitions=2, progress=False,
-                                 schema_dir=schema_dir))  # fmt: skip
+    return produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic,
+            visits=1,
+            alerts_per_visit=150,
+            interval_s=0,
+            stamp_size=0,
+            seed=seed,
+            partitions=2,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    )
 
 
 def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> subprocess.Popen:
     """The job in Real-Time Mode (2 partitions, 2 cores), Kafka outputs only."""
-    args = job_command(bootstrap, topic, workdir, "--trigger", "realtime=5s", "--sink", "kafka", "--timeout", "300",
-                       names=RTM_NAMES, catalog_dir=catalogs)  # fmt: skip
+    args = job_command(
+        bootstrap,
+        topic,
+        workdir,
+        "--trigger",
+        "realtime=5s",
+        "--sink",
+        "kafka",
+        "--timeout",
+        "300",
+        names=RTM_NAMES,
+        catalog_dir=catalogs,
+    )
     return processes(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -39,7 +61,9 @@ RTM_NAMES = (*NAMES, "rising", NEAR_FIELD_SOURCE)
 
 
 def _published(bootstrap: str, topic: str) -> dict[str, list[str]]:
-    return {n: [m.key().decode() for m in consume_all(bootstrap, f"{topic}-{n}")] for n in RTM_NAMES}
+    return {
+        n: [m.key().decode() for m in consume_all(bootstrap, f"{topic}-{n}")] for n in RTM_NAMES
+    }
 
 
 def _all_there(bootstrap: str, topic: str, expected: dict[str, set]) -> bool:
@@ -48,8 +72,9 @@ def _all_there(bootstrap: str, topic: str, expected: dict[str, set]) -> bool:
 
 
 @pytest.mark.slow
-def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, topic_name, tmp_path, field_catalog,
-                                                                        processes):  # fmt: skip
+def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(
+    kafka, topic_name, tmp_path, field_catalog, processes
+):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     assert _visit(bootstrap, topic_name, 61, schema_dir).ok
     _, first_expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
@@ -57,7 +82,12 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, t
     assert first_expected[NEAR_FIELD_SOURCE], "the visit has alerts the crossmatch filter selects"
 
     job = _realtime_job(processes, bootstrap, topic_name, tmp_path, field_catalog)
-    wait_for(lambda: _all_there(bootstrap, topic_name, first_expected), "the first visit's matches", 240, job)
+    wait_for(
+        lambda: _all_there(bootstrap, topic_name, first_expected),
+        "the first visit's matches",
+        240,
+        job,
+    )
     os.killpg(job.pid, signal.SIGKILL)  # mid-stream: the query never ends on its own
     job.wait(30)
 
@@ -75,8 +105,12 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(kafka, t
 def test_real_time_mode_is_refused_for_python_filters_and_too_few_cores(kafka, spark, topic_name):
     create_topic(kafka.bootstrap_servers, topic_name, 4)
     sql = AlertFilter(name="bright", sql="diaSource.snr > 50")
-    python = PythonFilter(name="py", function=lambda c: c["snr"] > 5, columns={"snr": "diaSource.snr"},
-                          origin="filters/py.py")  # fmt: skip
+    python = PythonFilter(
+        name="py",
+        function=lambda c: c["snr"] > 5,
+        columns={"snr": "diaSource.snr"},
+        origin="filters/py.py",
+    )
     cfg = JobConfig(bootstrap=kafka.bootstrap_servers, topic=topic_name, trigger="realtime")
     with pytest.raises(FilterError) as err:
         check_realtime(spark, cfg, [sql, python])

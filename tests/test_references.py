@@ -21,10 +21,16 @@ HISTORY = sorted(f.path for f in VIEW if f.path.startswith("prvDiaSources[]."))
 @pytest.mark.parametrize(
     ("expression", "paths"),
     [
-        ("diaSource.snr > 50 AND diaSource.reliability > 0.9", ["diaSource.snr", "diaSource.reliability"]),
+        (
+            "diaSource.snr > 50 AND diaSource.reliability > 0.9",
+            ["diaSource.snr", "diaSource.reliability"],
+        ),
         ("prvDiaSources[0].psfFlux > 1", ["prvDiaSources[].psfFlux"]),
         ("size(prvDiaSources) = 0", ["prvDiaSources[].diaSourceId"]),
-        ("ssSource IS NOT NULL AND diaSource.band = 'ssSource'", ["diaSource.band", "ssSource.diaSourceId"]),
+        (
+            "ssSource IS NOT NULL AND diaSource.band = 'ssSource'",
+            ["diaSource.band", "ssSource.diaSourceId"],
+        ),
         ("coalesce(diaSourceId, alertId) > 0", ["diaSourceId", "alertId"]),
         # A lambda over the history: Spark cannot tell which fields, so the whole record is read.
         ("exists(prvDiaSources, s -> s.band = 'g')", HISTORY),
@@ -41,24 +47,34 @@ def test_a_record_used_for_more_than_its_presence_is_read_whole():
 
 
 def test_a_field_whose_null_the_filter_handles():
-    assert minds_null("NOT coalesce(diaSource.isDipole, false) AND diaSource.snr > 5", "diaSource.isDipole")
-    assert minds_null("ssSource IS NOT NULL OR coalesce(`diaSource`.`ssObjectId`, 0) <> 0", "diaSource.ssObjectId")
+    assert minds_null(
+        "NOT coalesce(diaSource.isDipole, false) AND diaSource.snr > 5", "diaSource.isDipole"
+    )
+    assert minds_null(
+        "ssSource IS NOT NULL OR coalesce(`diaSource`.`ssObjectId`, 0) <> 0", "diaSource.ssObjectId"
+    )
     assert minds_null("ssSource IS NOT NULL OR ifnull(x, 0) > 1", "ssSource")
-    assert not minds_null("coalesce(diaSource.isDipole, false) OR diaSource.isDipole", "diaSource.isDipole")
+    assert not minds_null(
+        "coalesce(diaSource.isDipole, false) OR diaSource.isDipole", "diaSource.isDipole"
+    )
     assert not minds_null("coalesce(diaSource.snr, 0) > 0", "diaSource.isDipole")  # not read at all
     assert not minds_null("coalesce(diaSource.isDipoleX, false)", "diaSource.isDipole")
     assert not minds_null("ssSource IS NOT NULL AND ssSource.ssObjectId > 0", "ssSource")
-    assert not minds_null("note = 'coalesce(diaSource.isDipole, 1)' AND diaSource.isDipole", "diaSource.isDipole")
+    assert not minds_null(
+        "note = 'coalesce(diaSource.isDipole, 1)' AND diaSource.isDipole", "diaSource.isDipole"
+    )
 
 
 def test_versions_lacking_a_field_are_named_unless_the_filter_says_what_its_null_means(spark):
     decoder = make_decoder(DecodeSettings(topic="alerts"), [])
     bare = AlertFilter(name="bare", sql="diaSource.isDipole OR diaObject.nDiaSources > 1")
-    minded = AlertFilter(name="minded", sql="NOT coalesce(diaSource.isDipole, false) AND ssSource IS NULL")
+    minded = AlertFilter(
+        name="minded", sql="NOT coalesce(diaSource.isDipole, false) AND ssSource IS NULL"
+    )
     old = ["7.0", "7.1", "7.2", "7.3", "7.4"]
-    assert lacking_fields(decoder, [bare, minded], filter_reads(spark, decoder, [bare, minded])) == {
-        "bare": {"diaSource.isDipole": old, "diaObject.nDiaSources": old}
-    }
+    assert lacking_fields(
+        decoder, [bare, minded], filter_reads(spark, decoder, [bare, minded])
+    ) == {"bare": {"diaSource.isDipole": old, "diaObject.nDiaSources": old}}
 
 
 def test_one_analysis_per_expression_shape():

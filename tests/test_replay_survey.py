@@ -65,8 +65,12 @@ def _produced(
 ) -> tuple[dict[str, int | None], list[tuple[str, bytes]]]:
     """What ``alertsieve produce --replay`` chooses for each file (None: ZTF framing) and the
     (key, message) pairs it would send."""
-    cfg = ProduceConfig(bootstrap="unused", topic="replayed", replay=[str(p) for p in paths],
-                        schema_dir=str(tmp_path / "schemas"))  # fmt: skip
+    cfg = ProduceConfig(
+        bootstrap="unused",
+        topic="replayed",
+        replay=[str(p) for p in paths],
+        schema_dir=str(tmp_path / "schemas"),
+    )
     ids = _schema_ids(cfg)
     return ids, [
         serialize(raw) for batch, serialize in _replayed_visits(cfg, 0, ids) for raw in batch
@@ -129,8 +133,14 @@ def test_a_file_of_no_survey_is_refused_naming_the_fields_looked_for(tmp_path):
     path = _write(tmp_path / "weather.avro", weather, [{"t": 12.5}])
 
     with pytest.raises(ReplayError) as refused:
-        _schema_ids(ProduceConfig(bootstrap="unused", topic="replayed", replay=[str(path)],
-                                  schema_dir=str(tmp_path / "schemas")))  # fmt: skip
+        _schema_ids(
+            ProduceConfig(
+                bootstrap="unused",
+                topic="replayed",
+                replay=[str(path)],
+                schema_dir=str(tmp_path / "schemas"),
+            )
+        )
 
     message = str(refused.value)
     assert message.startswith(f"{path}: record 'weather' is neither a ZTF alert")

@@ -46,15 +46,22 @@ def test_session_has_kafka_avro_and_delta(spark, tmp_path):
     spark.range(5).write.format("delta").save(str(tmp_path / "t"))
     assert spark.read.format("delta").load(str(tmp_path / "t")).count() == 5
     # Avro's plain reader: the fast one's cache keeps every task's schemas for ever (AVRO-4253)
-    assert not spark.sparkContext._jvm.org.apache.avro.generic.GenericData.get().isFastReaderEnabled()
+    assert (
+        not spark.sparkContext._jvm.org.apache.avro.generic.GenericData.get().isFastReaderEnabled()
+    )
 
 
 def _spark_submit(script: Path, **env: str) -> subprocess.CompletedProcess:
     """Run pyspark's spark-submit as a user would, with this venv first on PATH."""
     bindir = Path(sys.executable).parent
     full_env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", **env}
-    return subprocess.run([str(bindir / "spark-submit"), "--master", "local[1]", str(script)],
-                          capture_output=True, text=True, timeout=180, env=full_env)  # fmt: skip
+    return subprocess.run(
+        [str(bindir / "spark-submit"), "--master", "local[1]", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=full_env,
+    )
 
 
 @pytest.mark.slow
@@ -80,16 +87,24 @@ def test_spark_submit_with_avros_fast_reader_says_how_to_turn_it_off(tmp_path):
     from alertsieve.spark.submit import submit_defaults
 
     script = tmp_path / "job.py"
-    script.write_text("from alertsieve.spark.session import get_session\n"
-                      "get_session(conf={'spark.ui.enabled': 'false'}).stop()\n")  # fmt: skip
+    script.write_text(
+        "from alertsieve.spark.session import get_session\n"
+        "get_session(conf={'spark.ui.enabled': 'false'}).stop()\n"
+    )
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "spark-defaults.conf").write_text(f"spark.jars {submit_defaults()['spark.jars']}\n")
     out = _spark_submit(script, SPARK_CONF_DIR=str(conf))
     assert out.returncode == 0, out.stderr[-2000:]
     said = " ".join((out.stdout + out.stderr).split())
-    assert "Avro's fast reader is on in this Spark: a streaming job's heap will grow with every batch" in said
-    assert f"(it writes {conf / 'spark-defaults.conf'}), or add -Dorg.apache.avro.fastread=false" in said
+    assert (
+        "Avro's fast reader is on in this Spark: a streaming job's heap will grow with every batch"
+        in said
+    )
+    assert (
+        f"(it writes {conf / 'spark-defaults.conf'}), or add -Dorg.apache.avro.fastread=false"
+        in said
+    )
 
 
 @pytest.mark.integration

@@ -19,10 +19,28 @@ JUNK = (b"", b"\x01garbage", b"\x00\x00\x00\x10\x92junk")
 
 
 def _run_job(kafka, topic: str, out, master: str) -> None:
-    args = [sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", kafka.bootstrap_servers,
-            "--topic", topic, "--available-now", "--master", master, "--max-offsets-per-trigger", "200",
-            "--output-prefix", f"{topic}-", "--checkpoint", str(out / "ckpt"),
-            "--delta-path", str(out / "delta"), "--no-discover"]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "alertsieve.cli",
+        "filter",
+        "--bootstrap",
+        kafka.bootstrap_servers,
+        "--topic",
+        topic,
+        "--available-now",
+        "--master",
+        master,
+        "--max-offsets-per-trigger",
+        "200",
+        "--output-prefix",
+        f"{topic}-",
+        "--checkpoint",
+        str(out / "ckpt"),
+        "--delta-path",
+        str(out / "delta"),
+        "--no-discover",
+    ]
     for name in NAMES:
         args += ["--sql", f"{name}={JOB_FILTERS[name][0]}"]
     done = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -30,11 +48,23 @@ def _run_job(kafka, topic: str, out, master: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_standalone_cluster_publishes_and_archives_what_plain_python_selects(kafka, spark, topic_name, tmp_path):
+def test_a_standalone_cluster_publishes_and_archives_what_plain_python_selects(
+    kafka, spark, topic_name, tmp_path
+):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
-    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, visits=1, alerts_per_visit=300,
-                                 interval_s=0, stamp_size=16, seed=41, progress=False,
-                                 schema_dir=schema_dir)).ok  # fmt: skip
+    assert produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic_name,
+            visits=1,
+            alerts_per_visit=300,
+            interval_s=0,
+            stamp_size=16,
+            seed=41,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    ).ok
     total, expected = expected_matches(bootstrap, topic_name, schema_dir)
     assert total == 300 and all(expected.values())
     p = Producer({"bootstrap.servers": bootstrap})

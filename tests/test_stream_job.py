@@ -33,7 +33,9 @@ class Run:
     prefix: str
     good: dict[str, dict]  # alert id -> decoded (reader schema)
     raw: dict[str, bytes]  # alert id -> the bytes produced
-    where: dict[str, tuple[int, int, int]]  # alert id -> (partition, offset, append time ms) on the input
+    where: dict[
+        str, tuple[int, int, int]
+    ]  # alert id -> (partition, offset, append time ms) on the input
     ran_ms: tuple[float, float]  # the job's run, unix ms before and after
     bad: dict[int, str]  # offset-independent: payload index -> expected reason prefix
     expected: dict[str, set[str]]
@@ -65,8 +67,15 @@ def run(kafka, spark, tmp_path_factory, field_catalog) -> Run:
     topic = f"alerts-{uuid.uuid4().hex[:8]}"
     prefix = f"out-{uuid.uuid4().hex[:6]}-"
     schema_dir = str(tmp / "schemas")
-    common = dict(bootstrap=kafka.bootstrap_servers, topic=topic, interval_s=0, stamp_size=16,
-                  partitions=4, progress=False, schema_dir=schema_dir)  # fmt: skip
+    common = dict(
+        bootstrap=kafka.bootstrap_servers,
+        topic=topic,
+        interval_s=0,
+        stamp_size=16,
+        partitions=4,
+        progress=False,
+        schema_dir=schema_dir,
+    )
     assert produce(ProduceConfig(visits=3, alerts_per_visit=200, seed=21, **common)).ok
     assert produce(
         ProduceConfig(visits=1, alerts_per_visit=30, seed=22, schema_version="11.0", **common)
@@ -95,18 +104,37 @@ def run(kafka, spark, tmp_path_factory, field_catalog) -> Run:
     assert all(len(v) > 0 for v in expected.values()), {k: len(v) for k, v in expected.items()}
 
     cfg = JobConfig(
-        bootstrap=kafka.bootstrap_servers, topic=topic, available_now=True,
-        max_offsets_per_trigger=250, output_prefix=prefix, output_partitions=2,
-        discover_filters=False, code_filters=[AlertFilter(name=n, sql=sql) for n, (sql, _) in FILTERS.items()],
-        delta_path=str(tmp / "delta"), checkpoint=str(tmp / "ckpt"),
-        metrics_path=str(tmp / "metrics.jsonl"), schema_dir=schema_dir, catalog_dir=str(field_catalog),
-    )  # fmt: skip
+        bootstrap=kafka.bootstrap_servers,
+        topic=topic,
+        available_now=True,
+        max_offsets_per_trigger=250,
+        output_prefix=prefix,
+        output_partitions=2,
+        discover_filters=False,
+        code_filters=[AlertFilter(name=n, sql=sql) for n, (sql, _) in FILTERS.items()],
+        delta_path=str(tmp / "delta"),
+        checkpoint=str(tmp / "ckpt"),
+        metrics_path=str(tmp / "metrics.jsonl"),
+        schema_dir=schema_dir,
+        catalog_dir=str(field_catalog),
+    )
     before = time.time() * 1000
     run_job(cfg, spark=spark)
     ran_ms = (before, time.time() * 1000)
     metrics = [json.loads(x) for x in (tmp / "metrics.jsonl").read_text().splitlines()]
-    return Run(topic, prefix, good, raw, where, ran_ms, dict(enumerate(r for _, r in bad)), expected, metrics,
-               str(tmp / "delta"), cfg)  # fmt: skip
+    return Run(
+        topic,
+        prefix,
+        good,
+        raw,
+        where,
+        ran_ms,
+        dict(enumerate(r for _, r in bad)),
+        expected,
+        metrics,
+        str(tmp / "delta"),
+        cfg,
+    )
 
 
 def test_kafka_outputs_equal_the_independent_computation(run, kafka):
@@ -114,7 +142,9 @@ def test_kafka_outputs_equal_the_independent_computation(run, kafka):
         messages = consume_all(kafka.bootstrap_servers, f"{run.prefix}{name}")
         keys = [m.key().decode() for m in messages]
         assert sorted(keys) == sorted(want), name  # exactly once in a clean run
-        assert len(end_offsets(kafka.bootstrap_servers, f"{run.prefix}{name}")) == 2  # output_partitions
+        assert (
+            len(end_offsets(kafka.bootstrap_servers, f"{run.prefix}{name}")) == 2
+        )  # output_partitions
         for m in messages:
             key = m.key().decode()
             assert m.value() == run.raw[key]  # forwarded unchanged
@@ -122,7 +152,9 @@ def test_kafka_outputs_equal_the_independent_computation(run, kafka):
             assert headers["filter"] == name.encode()
             assert headers["source_topic"] == run.topic.encode()
             # where the alert came from (the archive's exactly-once key) and when it was appended there
-            source = tuple(int(headers[h]) for h in ("source_partition", "source_offset", "kafka_timestamp_ms"))
+            source = tuple(
+                int(headers[h]) for h in ("source_partition", "source_offset", "kafka_timestamp_ms")
+            )
             assert source == run.where[key], key
             assert run.ran_ms[0] <= int(headers["processed_at_ms"]) <= run.ran_ms[1]
 
@@ -195,7 +227,9 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
     filter (tests/crafted.py): the simulator gives some filters nothing to pass, rightly."""
     (tmp_path / "extra").mkdir()
     fails_on = {int(k) for k in list(run.good)[300:303]}
-    (tmp_path / "extra" / "breaks.py").write_text(BREAKS_ON_SOME_ALERTS.format(ids=sorted(fails_on)))
+    (tmp_path / "extra" / "breaks.py").write_text(
+        BREAKS_ON_SOME_ALERTS.format(ids=sorted(fails_on))
+    )
     source, prefix = f"contrib-{uuid.uuid4().hex[:8]}", "contrib-"
     real = real_messages()
     create_topic(kafka.bootstrap_servers, source, 2)
@@ -210,11 +244,18 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
         alerts[str(alert["diaSource"]["diaSourceId"])] = alert
     assert len(alerts) == len(run.good) + len(real)
     cfg = JobConfig(
-        bootstrap=kafka.bootstrap_servers, topic=source, available_now=True,
-        max_offsets_per_trigger=250, output_prefix=prefix, discover_filters=True, metrics_path=None,
-        filter_paths=[str(tmp_path / "extra")], delta_path=str(tmp_path / "delta"),
-        checkpoint=str(tmp_path / "ckpt"), schema_dir=run.cfg.schema_dir,
-    )  # fmt: skip
+        bootstrap=kafka.bootstrap_servers,
+        topic=source,
+        available_now=True,
+        max_offsets_per_trigger=250,
+        output_prefix=prefix,
+        discover_filters=True,
+        metrics_path=None,
+        filter_paths=[str(tmp_path / "extra")],
+        delta_path=str(tmp_path / "delta"),
+        checkpoint=str(tmp_path / "ckpt"),
+        schema_dir=run.cfg.schema_dir,
+    )
     lines = run_job(cfg, spark=spark)
     expected = contributed_filters_in_plain_python(alerts)
     assert all(len(v) > 0 for v in expected.values()), {k: len(v) for k, v in expected.items()}
@@ -236,7 +277,10 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
             assert r["cutoutDifference"] is None
     # The failing filter: a Python filter runs on one chunk of rows at a time (a batch's rows of one
     # Kafka partition here), so the chunks holding one of its failing alerts lose its output.
-    place = {m.key().decode(): (m.partition(), m.offset()) for m in consume_all(kafka.bootstrap_servers, source)}
+    place = {
+        m.key().decode(): (m.partition(), m.offset())
+        for m in consume_all(kafka.bootstrap_servers, source)
+    }
     chunks: dict[tuple[int, int], set[str]] = {}
     start: dict[int, int] = {}
     for b in sorted(lines, key=lambda b: b["batch_id"]):
@@ -246,15 +290,29 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
                 chunks.setdefault((b["batch_id"], p), set()).add(key)
         start = end
     failing = {c for c, keys in chunks.items() if any(int(k) in fails_on for k in keys)}
-    kept = {k for c, keys in chunks.items() if c not in failing for k in keys if (alerts[k]["diaSource"]["snr"] or 0) > 0}
+    kept = {
+        k
+        for c, keys in chunks.items()
+        if c not in failing
+        for k in keys
+        if (alerts[k]["diaSource"]["snr"] or 0) > 0
+    }
     assert failing and len(failing) < len(chunks) and kept, (failing, len(chunks))
-    published = [m.key().decode() for m in consume_all(kafka.bootstrap_servers, f"{prefix}breaks_on_some_alerts")]
+    published = [
+        m.key().decode()
+        for m in consume_all(kafka.bootstrap_servers, f"{prefix}breaks_on_some_alerts")
+    ]
     assert sorted(published) == sorted(kept)
     assert {r["alert_id"] for r in rows if "breaks_on_some_alerts" in r["filters"]} == kept
     assert sum(b["matches"]["breaks_on_some_alerts"] for b in lines) == len(kept)
     failed = [b for b in lines if "breaks_on_some_alerts" in b["filter_errors"]]
-    assert {b["batch_id"] for b in failed} == {batch for batch, _ in failing}  # counted where it failed
-    assert "ValueError: calibration table missing" in failed[0]["filter_errors"]["breaks_on_some_alerts"]
+    assert {b["batch_id"] for b in failed} == {
+        batch for batch, _ in failing
+    }  # counted where it failed
+    assert (
+        "ValueError: calibration table missing"
+        in failed[0]["filter_errors"]["breaks_on_some_alerts"]
+    )
 
     # The archive, backtested: a filter the job never ran, on a field it never archived, decoded
     # from the archived messages; the real alerts' nights only (after the simulated visits').
@@ -262,10 +320,19 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
     north = AlertFilter(name="object_north", sql="diaObject.dec > -30")
     assert "diaObject" not in table.columns or "dec" not in table.schema["diaObject"].dataType.names
     since = date(2025, 11, 21)  # the simulated visits are on the night of 2025-11-20
-    (row,) = backtest(spark, [north], load_alerts(spark, str(tmp_path / "delta"), schema_dir=cfg.schema_dir), since=since)
+    (row,) = backtest(
+        spark,
+        [north],
+        load_alerts(spark, str(tmp_path / "delta"), schema_dir=cfg.schema_dir),
+        since=since,
+    )
     later = {k for k in archived if dayobs(alerts[k]["diaSource"]["midpointMjdTai"]) >= since}
     assert 0 < len(later) < len(archived)
     assert (row.alerts, row.archived) == (len(later), True)
-    assert row.matches == sum(1 for k in later if (alerts[k]["diaObject"] or {}).get("dec", -90) > -30)
-    assert row.night_alerts == {n: sum(dayobs(alerts[k]["diaSource"]["midpointMjdTai"]) == n for k in later) for n in {dayobs(alerts[k]["diaSource"]["midpointMjdTai"]) for k in later}}
-
+    assert row.matches == sum(
+        1 for k in later if (alerts[k]["diaObject"] or {}).get("dec", -90) > -30
+    )
+    assert row.night_alerts == {
+        n: sum(dayobs(alerts[k]["diaSource"]["midpointMjdTai"]) == n for k in later)
+        for n in {dayobs(alerts[k]["diaSource"]["midpointMjdTai"]) for k in later}
+    }

@@ -90,9 +90,16 @@ def _same(a, b) -> bool:
 
 
 def _headers(filter_name="bright", offset=0, payload="alert", version=VERSION, **more) -> dict:
-    h = {"filter": filter_name, "filter_version": version, "payload": payload,
-         "source_topic": "alerts", "source_partition": "0", "source_offset": str(offset),
-         "kafka_timestamp_ms": "1764046000000", "processed_at_ms": "1764046001000"}  # fmt: skip
+    h = {
+        "filter": filter_name,
+        "filter_version": version,
+        "payload": payload,
+        "source_topic": "alerts",
+        "source_partition": "0",
+        "source_offset": str(offset),
+        "kafka_timestamp_ms": "1764046000000",
+        "processed_at_ms": "1764046001000",
+    }
     return {**h, **more}
 
 
@@ -104,27 +111,59 @@ def _match(value: bytes, store, offset=0, topic="alertsieve-bright", **headers) 
 
 
 FIELDS_SCHEMA = {
-    "type": "record", "name": "bright_fields", "namespace": "alertsieve",
+    "type": "record",
+    "name": "bright_fields",
+    "namespace": "alertsieve",
     "fields": [
-        {"name": "alert_id", "type": "string"}, {"name": "survey", "type": "string"},
-        {"name": "filter", "type": "string"}, {"name": "filter_version", "type": "string"},
-        {"name": "source_topic", "type": "string"}, {"name": "source_partition", "type": "int"},
-        {"name": "source_offset", "type": "long"}, {"name": "kafka_timestamp_ms", "type": "long"},
-        {"name": "processed_at_ms", "type": "long"}, {"name": "mjd", "type": "double"},
-        {"name": "ra", "type": "double"}, {"name": "dec", "type": "double"},
+        {"name": "alert_id", "type": "string"},
+        {"name": "survey", "type": "string"},
+        {"name": "filter", "type": "string"},
+        {"name": "filter_version", "type": "string"},
+        {"name": "source_topic", "type": "string"},
+        {"name": "source_partition", "type": "int"},
+        {"name": "source_offset", "type": "long"},
+        {"name": "kafka_timestamp_ms", "type": "long"},
+        {"name": "processed_at_ms", "type": "long"},
+        {"name": "mjd", "type": "double"},
+        {"name": "ra", "type": "double"},
+        {"name": "dec", "type": "double"},
         {"name": "snr", "type": ["null", "float"]},
-        {"name": "history", "type": {"type": "array", "items": {"type": "record", "name": "point",
-            "fields": [{"name": "mjd", "type": "double"}, {"name": "flux", "type": ["null", "float"]}]}}},
+        {
+            "name": "history",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "point",
+                    "fields": [
+                        {"name": "mjd", "type": "double"},
+                        {"name": "flux", "type": ["null", "float"]},
+                    ],
+                },
+            },
+        },
     ],
-}  # fmt: skip
+}
 
 
 def _fields_record(offset: int, **more) -> dict:
-    return {"alert_id": f"9{offset}", "survey": "rubin", "filter": "bright", "filter_version": VERSION,
-            "source_topic": "alerts", "source_partition": 0, "source_offset": offset,
-            "kafka_timestamp_ms": 1764046000000, "processed_at_ms": 1764046001000,
-            "mjd": 61000.5, "ra": 10.25, "dec": -5.5, "snr": 60.0,
-            "history": [{"mjd": 61000.0, "flux": 1.5}, {"mjd": 61000.25, "flux": None}], **more}  # fmt: skip
+    return {
+        "alert_id": f"9{offset}",
+        "survey": "rubin",
+        "filter": "bright",
+        "filter_version": VERSION,
+        "source_topic": "alerts",
+        "source_partition": 0,
+        "source_offset": offset,
+        "kafka_timestamp_ms": 1764046000000,
+        "processed_at_ms": 1764046001000,
+        "mjd": 61000.5,
+        "ra": 10.25,
+        "dec": -5.5,
+        "snr": 60.0,
+        "history": [{"mjd": 61000.0, "flux": 1.5}, {"mjd": 61000.25, "flux": None}],
+        **more,
+    }
 
 
 # --- decoding -------------------------------------------------------------------------------
@@ -181,8 +220,13 @@ def test_a_match_carries_the_headers_and_the_quarantine_its_reason(store, rubin)
     assert (match.source_topic, match.source_partition, match.source_offset) == ("alerts", 0, 7)
     assert match.alert_id == str(oracle["diaSource"]["diaSourceId"]) and match.survey == "rubin"
     assert match.as_dict()["record"] is match.record
-    raw = [("reason", b"unknown schema id 99"), ("source_topic", b"alerts"), ("source_partition", b"1"),
-           ("source_offset", b"3"), ("kafka_timestamp_ms", b"1")]  # fmt: skip
+    raw = [
+        ("reason", b"unknown schema id 99"),
+        ("source_topic", b"alerts"),
+        ("source_partition", b"1"),
+        ("source_offset", b"3"),
+        ("kafka_timestamp_ms", b"1"),
+    ]
     quarantined = make_match("alertsieve-quarantine", 0, 0, b"k", b"\x00junk", raw, store)
     assert (quarantined.payload, quarantined.filter, quarantined.reason) == (
         "quarantine",
@@ -213,8 +257,15 @@ def mixed(store, rubin) -> tuple[list[Match], list[Match]]:
         )
     ]
     second = [_match(m, store, offset=200 + i) for i, (m, _) in enumerate(rubin[704])]
-    second += [_match(json.dumps(_fields_record(301, history=[], snr=None)).encode(), store, offset=301,
-                      payload="fields", format="json")]  # fmt: skip
+    second += [
+        _match(
+            json.dumps(_fields_record(301, history=[], snr=None)).encode(),
+            store,
+            offset=301,
+            payload="fields",
+            format="json",
+        )
+    ]
     return first, second
 
 
@@ -294,8 +345,13 @@ def test_rubin_and_ztf_in_one_file_keep_what_they_share_and_json_the_rest(
 
 def test_json_lines_round_trip_with_cutouts_as_base64(tmp_path, store, rubin, ztf):
     matches = [_match(m, store, offset=i) for i, (m, _) in enumerate(rubin[704][:2] + ztf[:1])]
-    nan_fields = _match(json.dumps(_fields_record(9)).replace("60.0", "NaN").encode(), store,
-                        offset=9, payload="fields", format="json")  # fmt: skip
+    nan_fields = _match(
+        json.dumps(_fields_record(9)).replace("60.0", "NaN").encode(),
+        store,
+        offset=9,
+        payload="fields",
+        format="json",
+    )
     assert math.isnan(nan_fields.record["snr"])
     with JsonLinesWriter(tmp_path / "m.jsonl") as writer:
         writer.write(matches + [nan_fields])
@@ -366,10 +422,17 @@ def _counts(batch_id, start, end, published, version=VERSION, query="q1", **more
     filters = {"bright": {"version": version, "topic": "alertsieve-bright", "published": published}}
     for name, n in more_filters.items():
         filters[name] = {"version": VERSION, "topic": f"alertsieve-{name}", "published": n}
-    return {"kind": "counts", "query_id": query, "batch_id": batch_id,
-            "input": {"alerts": {"0": [start, end], "1": [start, end]}},
-            "alerts_read": 2 * (end - start), "quarantined": 0, "filters": filters,
-            "quarantine_topic": "alertsieve-quarantine", "written_at": 1764046000.0 + batch_id}  # fmt: skip
+    return {
+        "kind": "counts",
+        "query_id": query,
+        "batch_id": batch_id,
+        "input": {"alerts": {"0": [start, end], "1": [start, end]}},
+        "alerts_read": 2 * (end - start),
+        "quarantined": 0,
+        "filters": filters,
+        "quarantine_topic": "alertsieve-quarantine",
+        "written_at": 1764046000.0 + batch_id,
+    }
 
 
 def _got(offsets, partition=0, version=VERSION, name="bright") -> list[tuple]:
@@ -383,8 +446,16 @@ def test_verify_complete():
     counts = [_counts(0, 0, 10, 3, faint=5), _counts(1, 10, 20, 2, faint=1)]
     received = _got([1, 4]) + _got([9], partition=1) + _got([12, 15])
     report = verify(received, counts, TOPICS)
-    assert report == {"complete": True, "batches": 2, "uncounted": 0, "filters": {"bright": {VERSION: {
-        "counted": 5, "received": 5, "distinct": 5, "missing": 0, "duplicates": 0}}}}  # fmt: skip
+    assert report == {
+        "complete": True,
+        "batches": 2,
+        "uncounted": 0,
+        "filters": {
+            "bright": {
+                VERSION: {"counted": 5, "received": 5, "distinct": 5, "missing": 0, "duplicates": 0}
+            }
+        },
+    }
     assert summary_line(report).startswith("verified: complete, 5 of 5")
 
 
@@ -404,8 +475,13 @@ def test_verify_a_replayed_batch_gives_duplicates_not_missing():
     once = _counts(3, 0, 10, 2)
     report = verify(_got([4, 6, 4, 6]), [once, dict(once)], TOPICS)  # counts written twice too
     assert report["batches"] == 1 and report["complete"]
-    assert report["filters"]["bright"][VERSION] == {"counted": 2, "received": 4, "distinct": 2,
-                                                    "missing": 0, "duplicates": 2}  # fmt: skip
+    assert report["filters"]["bright"][VERSION] == {
+        "counted": 2,
+        "received": 4,
+        "distinct": 2,
+        "missing": 0,
+        "duplicates": 2,
+    }
     assert "2 duplicates" in summary_line(report)
 
 
@@ -423,8 +499,13 @@ def test_verify_keeps_the_versions_of_a_redeployed_filter_apart():
     # inside the new version's batch is not the new version's
     received = _got([1, 2]) + _got([11, 12], version=new) + _got([13])
     report = verify(received, counts, TOPICS)
-    assert report["filters"]["bright"][VERSION] == {"counted": 2, "received": 2, "distinct": 2,
-                                                    "missing": 0, "duplicates": 0}  # fmt: skip
+    assert report["filters"]["bright"][VERSION] == {
+        "counted": 2,
+        "received": 2,
+        "distinct": 2,
+        "missing": 0,
+        "duplicates": 0,
+    }
     assert report["filters"]["bright"][new]["missing"] == 1
     assert report["uncounted"] == 1 and not report["complete"]
 

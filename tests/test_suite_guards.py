@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BREAKERS = '''
+BREAKERS = """
 import socket
 import subprocess
 import sys
@@ -48,7 +48,7 @@ def test_a_plain_process():
 def test_an_integration_test_may_start_what_it_needs():
     assert embedded.start.__module__ == "alertsieve.kafka.embedded"
     assert socket.socket.listen.__qualname__ == "socket.listen"
-'''
+"""
 
 
 def _pytest(folder: Path, tests: str, *options: str) -> tuple[str, dict[str, str]]:
@@ -56,23 +56,44 @@ def _pytest(folder: Path, tests: str, *options: str) -> tuple[str, dict[str, str
     for helper in ("conftest.py", "jvm_census.py"):
         (folder / helper).write_text(Path(__file__).with_name(helper).read_text())
     (folder / "test_inner.py").write_text(tests)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *options, str(folder)],
-                          capture_output=True, text=True, timeout=120, cwd=folder)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rA",
+            *options,
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=folder,
+    )
     said = done.stdout + done.stderr
-    summary = {line.split(" ", 2)[1].split("::")[-1]: line.split(" ", 1)[0]
-               for line in said.splitlines() if line.startswith(("PASSED ", "FAILED ", "ERROR "))}  # fmt: skip
+    summary = {
+        line.split(" ", 2)[1].split("::")[-1]: line.split(" ", 1)[0]
+        for line in said.splitlines()
+        if line.startswith(("PASSED ", "FAILED ", "ERROR "))
+    }
     return said, summary
 
 
 def test_a_fast_test_that_starts_a_broker_a_server_or_a_job_fails_saying_so(tmp_path):
     said, summary = _pytest(tmp_path, BREAKERS)
-    assert summary == {
-        "test_a_module_fixture_starts_a_broker": "ERROR",  # refused while its module's fixture is set up
-        "test_a_server_on_a_port": "FAILED",
-        "test_a_job_process": "FAILED",
-        "test_a_plain_process": "PASSED",
-        "test_an_integration_test_may_start_what_it_needs": "PASSED",
-    }, said
+    assert (
+        summary
+        == {
+            "test_a_module_fixture_starts_a_broker": "ERROR",  # refused while its module's fixture is set up
+            "test_a_server_on_a_port": "FAILED",
+            "test_a_job_process": "FAILED",
+            "test_a_plain_process": "PASSED",
+            "test_an_integration_test_may_start_what_it_needs": "PASSED",
+        }
+    ), said
     assert "a fast test started a Kafka broker: mark it integration" in said, said
     assert "a fast test started a server on a port" in said, said
     assert "a fast test started 'alertsieve filter'" in said, said
@@ -113,13 +134,20 @@ def _running(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie is a process that has ended, not yet reaped
 
 
-def test_a_test_that_fails_or_hangs_is_stopped_and_leaves_no_process(tmp_path, request, monkeypatch):
-    assert float(request.config.getini("timeout")) > 0, "the suite sets pytest-timeout for every test"
+def test_a_test_that_fails_or_hangs_is_stopped_and_leaves_no_process(
+    tmp_path, request, monkeypatch
+):
+    assert float(request.config.getini("timeout")) > 0, (
+        "the suite sets pytest-timeout for every test"
+    )
     pids = tmp_path / "pids"
     pids.mkdir()
     monkeypatch.setenv("PIDS", str(pids))
     said, summary = _pytest(tmp_path, LEAVERS, "-o", "timeout=5")  # the suite's timeout, shortened
-    assert summary == {"test_fails_while_its_job_runs": "FAILED", "test_hangs_while_its_job_runs": "FAILED"}, said
+    assert summary == {
+        "test_fails_while_its_job_runs": "FAILED",
+        "test_hangs_while_its_job_runs": "FAILED",
+    }, said
     assert "Timeout (>5.0s)" in said, said
     written = {p.name: int(p.read_text()) for p in pids.iterdir()}
     assert set(written) == {"failing.job", "failing.child", "hanging.job", "hanging.child"}, written

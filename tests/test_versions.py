@@ -15,7 +15,12 @@ BASE = AlertFilter(name="bright", sql="diaSource.snr > {min_snr}", params={"min_
 def test_a_version_is_short_hex_and_stable():
     v = filter_version(BASE)
     assert len(v) == VERSION_DIGITS and int(v, 16) >= 0
-    assert filter_version(AlertFilter(name="bright", sql="diaSource.snr > {min_snr}", params={"min_snr": 50.0})) == v
+    assert (
+        filter_version(
+            AlertFilter(name="bright", sql="diaSource.snr > {min_snr}", params={"min_snr": 50.0})
+        )
+        == v
+    )
 
 
 def test_sql_and_parameters_change_it():
@@ -28,9 +33,15 @@ def test_sql_and_parameters_change_it():
 
 def test_what_does_not_decide_matches_does_not_change_it():
     v = filter_version(BASE)
-    for change in ({"description": "new words"}, {"contact": "a@b.c"}, {"topic": "elsewhere"},
-                   {"payload": "fields", "fields": {"snr": "diaSource.snr"}, "format": "json"},
-                   {"cutouts": True}, {"origin": "another file"}, {"name": "renamed"}):  # fmt: skip
+    for change in (
+        {"description": "new words"},
+        {"contact": "a@b.c"},
+        {"topic": "elsewhere"},
+        {"payload": "fields", "fields": {"snr": "diaSource.snr"}, "format": "json"},
+        {"cutouts": True},
+        {"origin": "another file"},
+        {"name": "renamed"},
+    ):
         assert filter_version(replace(BASE, **change)) == v, change
 
 

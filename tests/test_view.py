@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _widens_to(kind: str, view_kind: str) -> bool:
     return kind == view_kind or (
-        kind in WIDENING and view_kind in WIDENING and WIDENING.index(kind) <= WIDENING.index(view_kind)
+        kind in WIDENING
+        and view_kind in WIDENING
+        and WIDENING.index(kind) <= WIDENING.index(view_kind)
     )
 
 
@@ -48,9 +50,9 @@ def test_what_moved_between_versions():
     assert view["diaSourceId"].versions == ["10.0", "11.1"]
     assert view["diaSource.psfFlux"].versions == ["7.4", "10.0", "11.1"]
     assert view["diaSource.exposureTime"].versions == ["11.1"]
-    assert missing_in(list(view.values()), ["diaSource.exposureTime", "diaSource.ra"], ["7.4", "11.1"]) == {
-        "diaSource.exposureTime": ["7.4"], "diaSource.ra": []
-    }  # fmt: skip
+    assert missing_in(
+        list(view.values()), ["diaSource.exposureTime", "diaSource.ra"], ["7.4", "11.1"]
+    ) == {"diaSource.exposureTime": ["7.4"], "diaSource.ra": []}
 
 
 def test_types_that_cannot_share_a_column_are_refused():
@@ -61,8 +63,10 @@ def test_types_that_cannot_share_a_column_are_refused():
         widen("string", "long", "x")
 
 
-@pytest.mark.parametrize(("name", "version"), [("rubin-lsstcam-v10_0.avro", "10.0"),
-                                               ("rubin-opsrehearsal-v7_4.avro", "7.4")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [("rubin-lsstcam-v10_0.avro", "10.0"), ("rubin-opsrehearsal-v7_4.avro", "7.4")],
+)
 def test_real_alerts_are_written_with_lsst_alert_packet_schemas_and_fit_the_view(name, version):
     """The real files' own writer schema is lsst-alert-packet's schema of that version, and every
     value of every real alert sits at a path of the view."""

@@ -21,16 +21,30 @@ from alertsieve.view.surveys import rubin_decoder
 
 REAL = Path(__file__).parent / "data" / "real"
 VERSIONS = {"7.4": 704, "10.0": 1000, "11.1": 1101}
-PATHS = ["alertId", "diaSourceId", "diaSource.diaSourceId", "diaSource.snr", "diaSource.psfFlux",
-         "diaSource.reliability", "diaSource.exposureTime", "diaSource.midpointMjdTai",
-         "prvDiaSources[].psfFlux", "prvDiaSources[].midpointMjdTai", "diaObject.nDiaSources",
-         "ssSource.ssObjectId", "ssObject.ssObjectId"]  # fmt: skip
+PATHS = [
+    "alertId",
+    "diaSourceId",
+    "diaSource.diaSourceId",
+    "diaSource.snr",
+    "diaSource.psfFlux",
+    "diaSource.reliability",
+    "diaSource.exposureTime",
+    "diaSource.midpointMjdTai",
+    "prvDiaSources[].psfFlux",
+    "prvDiaSources[].midpointMjdTai",
+    "diaObject.nDiaSources",
+    "ssSource.ssObjectId",
+    "ssObject.ssObjectId",
+]
 
 
 def _messages() -> list[tuple[str, bytes]]:
     """(version, framed message): the real files' record bytes as they are, and 8 simulated."""
     out = []
-    for name, version in (("rubin-lsstcam-v10_0.avro", "10.0"), ("rubin-opsrehearsal-v7_4.avro", "7.4")):
+    for name, version in (
+        ("rubin-lsstcam-v10_0.avro", "10.0"),
+        ("rubin-opsrehearsal-v7_4.avro", "7.4"),
+    ):
         out += [(version, frame(VERSIONS[version], r.body)) for r in read_raw_records(REAL / name)]
     sim = AlertSimulator(SimulationConfig(schema_version="11.1", stamp_size=0, seed=5))
     schema = load_rubin_schema("11.1")
@@ -61,7 +75,9 @@ def _nest(record: dict) -> dict:
 def decoded(spark):
     messages = _messages()
     raw = message_frame(spark, [m for _, m in messages])
-    decoder = rubin_decoder(DecodeSettings(topic="mixed", survey="rubin", schema_versions=tuple(VERSIONS)))
+    decoder = rubin_decoder(
+        DecodeSettings(topic="mixed", survey="rubin", schema_versions=tuple(VERSIONS))
+    )
     assert decoder.view == build_view(list(VERSIONS))
     frame_ = decoder.decode(raw, PATHS).orderBy("_offset")
     return messages, frame_
@@ -81,10 +97,15 @@ def test_a_topic_mixing_versions_decodes_into_one_view_equal_to_fastavro(decoded
 def test_versions_lacking_a_field_read_it_as_null(decoded):
     messages, frame_ = decoded
     rows = frame_.collect()
-    by_version = {v: [r["alert"] for (vv, _), r in zip(messages, rows, strict=True) if vv == v] for v in VERSIONS}
+    by_version = {
+        v: [r["alert"] for (vv, _), r in zip(messages, rows, strict=True) if vv == v]
+        for v in VERSIONS
+    }
     assert all(a["alertId"] is None and a["diaSourceId"] is not None for a in by_version["10.0"])
     assert all(a["alertId"] is not None and a["diaSourceId"] is None for a in by_version["7.4"])
-    assert all(a["diaSource"]["exposureTime"] is None for v in ("7.4", "10.0") for a in by_version[v])
+    assert all(
+        a["diaSource"]["exposureTime"] is None for v in ("7.4", "10.0") for a in by_version[v]
+    )
     assert all(a["ssObject"] is None for a in by_version["11.1"])  # v11 has no ssObject
 
 
@@ -110,10 +131,21 @@ def test_every_sample_alert_of_lsst_alert_packet_decodes(spark):
         (raw,) = list(read_raw_records(path))
         messages.append(frame(load_rubin_schema(version).schema_id, raw.body))
         s = record["diaSource"]
-        expected.append((s["diaSourceId"], s["ra"], s.get("dec")))  # "decl" before 4.0: null in the view
-    decoder = rubin_decoder(DecodeSettings(topic="s", survey="rubin", schema_versions=tuple(rubin_versions())))
+        expected.append(
+            (s["diaSourceId"], s["ra"], s.get("dec"))
+        )  # "decl" before 4.0: null in the view
+    decoder = rubin_decoder(
+        DecodeSettings(topic="s", survey="rubin", schema_versions=tuple(rubin_versions()))
+    )
     paths = ["diaSource.diaSourceId", "diaSource.ra", "diaSource.dec"]
     rows = decoder.decode(message_frame(spark, messages), paths).orderBy("_offset").collect()
     assert [r["_reason"] for r in rows] == [None] * len(rubin_versions())
-    got = [(r["alert"]["diaSource"]["diaSourceId"], r["alert"]["diaSource"]["ra"], r["alert"]["diaSource"]["dec"]) for r in rows]
+    got = [
+        (
+            r["alert"]["diaSource"]["diaSourceId"],
+            r["alert"]["diaSource"]["ra"],
+            r["alert"]["diaSource"]["dec"],
+        )
+        for r in rows
+    ]
     assert got == expected

@@ -25,12 +25,25 @@ REWRITTEN_BRIGHT = "diaSource.reliability > 0.9 AND diaSource.snr > 50"
 
 
 def _filter_file(path, name: str, sql: str) -> None:
-    path.write_text(f'from alertsieve.filtering.model import AlertFilter\n\nFILTER = AlertFilter(name="{name}", sql={sql!r})\n')
+    path.write_text(
+        f'from alertsieve.filtering.model import AlertFilter\n\nFILTER = AlertFilter(name="{name}", sql={sql!r})\n'
+    )
 
 
 def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str) -> None:
-    assert produce(ProduceConfig(bootstrap=bootstrap, topic=topic, visits=1, alerts_per_visit=120, interval_s=0,
-                                 stamp_size=0, seed=seed, progress=False, schema_dir=schema_dir)).ok  # fmt: skip
+    assert produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic,
+            visits=1,
+            alerts_per_visit=120,
+            interval_s=0,
+            stamp_size=0,
+            seed=seed,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    ).ok
 
 
 def _keys(bootstrap: str, topic: str) -> list[str]:
@@ -38,8 +51,9 @@ def _keys(bootstrap: str, topic: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka, spark, topic_name, tmp_path,
-                                                                           processes):  # fmt: skip
+def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
+    kafka, spark, topic_name, tmp_path, processes
+):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     folder, out = tmp_path / "filters", tmp_path / "job.out"
     folder.mkdir()
@@ -47,15 +61,34 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka
     _visit(bootstrap, topic_name, 41, schema_dir)
     _, first = expected_matches(bootstrap, topic_name, schema_dir, ("bright", "first_seen"))
     with open(out, "w") as log:
-        job = processes(job_command(bootstrap, topic_name, tmp_path, "--timeout", "400", "--watch",
-                                    "--filter-path", str(folder), names=()),
-                        stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        job = processes(
+            job_command(
+                bootstrap,
+                topic_name,
+                tmp_path,
+                "--timeout",
+                "400",
+                "--watch",
+                "--filter-path",
+                str(folder),
+                names=(),
+            ),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     said = out.read_text
     try:
-        wait_for(lambda: set(_keys(bootstrap, f"{topic_name}-bright")) >= first["bright"], "the first visit's matches", 240, job)
+        wait_for(
+            lambda: set(_keys(bootstrap, f"{topic_name}-bright")) >= first["bright"],
+            "the first visit's matches",
+            240,
+            job,
+        )
 
         _filter_file(folder / "first_seen.py", "first_seen", JOB_FILTERS["first_seen"][0])
-        wait_for(lambda: "watch: deployed +first_seen" in said(), "the new filter deployed", 120, job)
+        wait_for(
+            lambda: "watch: deployed +first_seen" in said(), "the new filter deployed", 120, job
+        )
         _visit(bootstrap, topic_name, 42, schema_dir)
 
         _filter_file(folder / "broken.py", "broken", "diaSource.no_such_field > 1")
@@ -64,13 +97,23 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka
         third = end_offsets(bootstrap, topic_name)
         (folder / "broken.py").unlink()
         _filter_file(folder / "bright.py", "bright", REWRITTEN_BRIGHT)
-        wait_for(lambda: "watch: deployed ~bright" in said(), "bright's new version deployed", 120, job)
+        wait_for(
+            lambda: "watch: deployed ~bright" in said(), "bright's new version deployed", 120, job
+        )
         _visit(bootstrap, topic_name, 43, schema_dir)
 
-        total, expected = expected_matches(bootstrap, topic_name, schema_dir, ("bright", "first_seen"))
+        total, expected = expected_matches(
+            bootstrap, topic_name, schema_dir, ("bright", "first_seen")
+        )
         expected["first_seen"] -= first["first_seen"]  # deployed after the first visit was read
-        wait_for(lambda: all(set(_keys(bootstrap, f"{topic_name}-{n}")) >= expected[n] for n in expected),
-                 "every match of the three visits", 240, job)  # fmt: skip
+        wait_for(
+            lambda: all(
+                set(_keys(bootstrap, f"{topic_name}-{n}")) >= expected[n] for n in expected
+            ),
+            "every match of the three visits",
+            240,
+            job,
+        )
     finally:
         os.killpg(job.pid, signal.SIGTERM)
         job.wait(90)
@@ -80,10 +123,15 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka
     for name, want in expected.items():
         got = _keys(bootstrap, f"{topic_name}-{name}")
         assert set(got) == want and max(Counter(got).values()) == 1, name  # all, nothing twice
-    assert f"{topic_name}-broken" not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    assert (
+        f"{topic_name}-broken"
+        not in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
+    )
 
-    versions = {filter_version(AlertFilter(name="bright", sql=sql)): sql
-                for sql in (JOB_FILTERS["bright"][0], REWRITTEN_BRIGHT)}  # fmt: skip
+    versions = {
+        filter_version(AlertFilter(name="bright", sql=sql)): sql
+        for sql in (JOB_FILTERS["bright"][0], REWRITTEN_BRIGHT)
+    }
     assert len(versions) == 2
     new = filter_version(AlertFilter(name="bright", sql=REWRITTEN_BRIGHT))
     for m in consume_all(bootstrap, f"{topic_name}-bright"):
@@ -91,6 +139,11 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(kafka
         in_third = int(h["source_offset"]) >= third[int(h["source_partition"])]
         assert h["filter_version"] in versions and (h["filter_version"] == new) == in_third, h
     drain_archive(bootstrap, topic_name, tmp_path, "--filter-path", str(folder), names=())
-    rows = spark.read.format("delta").load(str(tmp_path / "delta" / "matches")).select("filters", "alert_id").collect()
+    rows = (
+        spark.read.format("delta")
+        .load(str(tmp_path / "delta" / "matches"))
+        .select("filters", "alert_id")
+        .collect()
+    )
     assert max(Counter(r["alert_id"] for r in rows).values()) == 1  # exactly once
     assert {n: {r["alert_id"] for r in rows if n in r["filters"]} for n in expected} == expected

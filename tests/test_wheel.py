@@ -27,19 +27,37 @@ from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import select_filters
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = [pytest.mark.integration, pytest.mark.slow]  # builds and installs a wheel, runs processes
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+]  # builds and installs a wheel, runs processes
 
 
 #: What a build of this checkout does not read (the library, filters/, schemas/, conf/, the
 #: README and the project files are what it does).
-NOT_BUILT = {"tests", "notebooks", "docs", "docker", "jobs", "results", "data", "catalogs", "checkpoints",
-             "spark-warehouse", "build"}  # fmt: skip
+NOT_BUILT = {
+    "tests",
+    "notebooks",
+    "docs",
+    "docker",
+    "jobs",
+    "results",
+    "data",
+    "catalogs",
+    "checkpoints",
+    "spark-warehouse",
+    "build",
+}
 
 
 def _not_built(folder: str, names: list[str]) -> set[str]:
     """Left out of the copy: hidden and generated files anywhere, and NOT_BUILT at the top."""
     top = NOT_BUILT if Path(folder) == ROOT else set()
-    return {n for n in names if n.startswith(".") or n == "__pycache__" or n.endswith(".egg-info") or n in top}
+    return {
+        n
+        for n in names
+        if n.startswith(".") or n == "__pycache__" or n.endswith(".egg-info") or n in top
+    }
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +66,48 @@ def installed(tmp_path_factory) -> tuple[Path, Path, Path]:
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"  # built from a copy: a build leaves build/ and *.egg-info behind
     shutil.copytree(ROOT, source, ignore=_not_built)
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(work / "dist"), str(source)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(work / "dist"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = (work / "dist").glob("alertsieve-*.whl")
     venv = work / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+    )
     site = next((venv / "lib").glob("python*/site-packages"))
     (site / "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                           "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     elsewhere = work / "elsewhere"
     elsewhere.mkdir()
@@ -66,8 +116,13 @@ def installed(tmp_path_factory) -> tuple[Path, Path, Path]:
 
 def _run(installed, *args: str) -> subprocess.CompletedProcess:
     _, bin_dir, elsewhere = installed
-    return subprocess.run([str(bin_dir / "alertsieve"), *args], cwd=elsewhere, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    return subprocess.run(
+        [str(bin_dir / "alertsieve"), *args],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_the_wheel_holds_the_filters_the_schemas_and_the_settings(installed):
@@ -76,7 +131,10 @@ def test_the_wheel_holds_the_filters_the_schemas_and_the_settings(installed):
         assert f"alertsieve_filters/{module.name}" in names
     for schema in sorted((ROOT / "schemas" / "ztf").glob("*.avsc")):
         assert f"alertsieve_schemas/ztf/{schema.name}" in names
-    assert "alertsieve_conf/filter_stream.yaml" in names and "alertsieve/spark/log4j2.properties" in names
+    assert (
+        "alertsieve_conf/filter_stream.yaml" in names
+        and "alertsieve/spark/log4j2.properties" in names
+    )
 
 
 def test_the_installed_job_finds_and_checks_every_contributed_filter(installed):
@@ -89,7 +147,11 @@ def test_the_installed_job_finds_and_checks_every_contributed_filter(installed):
     assert str(ROOT) not in listed.stdout
     checked = _run(installed, "filters", "check")
     assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
-    assert all(f"ok      {f.name}" in checked.stdout for f in discover(entry_points=False) if f.survey == "rubin")
+    assert all(
+        f"ok      {f.name}" in checked.stdout
+        for f in discover(entry_points=False)
+        if f.survey == "rubin"
+    )
 
 
 def test_the_installed_job_filters_real_ztf_alerts(installed, kafka, topic_name):
@@ -100,16 +162,35 @@ def test_the_installed_job_filters_real_ztf_alerts(installed, kafka, topic_name)
     for path in files:
         producer.produce(topic_name, value=path.read_bytes())
     assert producer.flush(30) == 0
-    job = _run(installed, "filter", "--bootstrap", kafka.bootstrap_servers, "--topic", topic_name,
-               "--available-now", "--sink", "kafka", "--output-prefix", f"{topic_name}-",
-               "--checkpoint", str(installed[2] / "ckpt"), "--master", "local[2]")  # fmt: skip
+    job = _run(
+        installed,
+        "filter",
+        "--bootstrap",
+        kafka.bootstrap_servers,
+        "--topic",
+        topic_name,
+        "--available-now",
+        "--sink",
+        "kafka",
+        "--output-prefix",
+        f"{topic_name}-",
+        "--checkpoint",
+        str(installed[2] / "ckpt"),
+        "--master",
+        "local[2]",
+    )
     assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-2000:]
     assert f"{len(files)} alerts, 0 quarantined" in job.stdout  # the done line
-    assert "survey ztf" in job.stderr and "ztf_known_asteroids=" in job.stderr  # the plan, then the matches
+    assert (
+        "survey ztf" in job.stderr and "ztf_known_asteroids=" in job.stderr
+    )  # the plan, then the matches
     assert_reads_as_success(job.stdout + job.stderr)
 
 
 def test_a_job_that_finds_no_filter_refuses_to_start_saying_where_it_looked(tmp_path):
     cfg = JobConfig(topic="t", discover_filters=False, filter_paths=[str(tmp_path)])
-    with pytest.raises(FilterError, match=rf"no filter for ztf alerts to run: looked in {tmp_path}, and the settings"):
+    with pytest.raises(
+        FilterError,
+        match=rf"no filter for ztf alerts to run: looked in {tmp_path}, and the settings",
+    ):
         select_filters(cfg, "ztf")

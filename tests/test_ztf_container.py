@@ -26,7 +26,10 @@ def test_a_ztf_message_is_one_record_of_the_container_schema(path):
     schema_json = reader.metadata["avro.schema"]  # the header's schema, as fastavro reads it
     record = fastavro.schemaless_reader(io.BytesIO(message), container_schema(writer), None)
     assert {k: v for k, v in record.items() if not k.startswith("_container")} == expected
-    assert record["_container_count"] == 1 and record["_container_sync"] == record["_container_sync_end"]
+    assert (
+        record["_container_count"] == 1
+        and record["_container_sync"] == record["_container_sync_end"]
+    )
     assert (writer.get("namespace"), writer["name"]) == ("ztf", "alert")
     assert fingerprint == hashlib.sha256(schema_json.encode()).hexdigest()
     assert writer == json.loads(schema_json)
@@ -46,8 +49,15 @@ def test_what_cannot_be_read_in_place_is_named(tmp_path):
         writer_of(buffer.getvalue())
 
 
-ZTF_PATHS = ["objectId", "candid", "candidate.magpsf", "candidate.jd", "candidate.rb",
-             "prv_candidates[].jd", "prv_candidates[].magpsf"]  # fmt: skip
+ZTF_PATHS = [
+    "objectId",
+    "candid",
+    "candidate.magpsf",
+    "candidate.jd",
+    "candidate.rb",
+    "prv_candidates[].jd",
+    "prv_candidates[].magpsf",
+]
 
 
 def test_spark_reads_ztf_messages_in_place_equal_to_fastavro(spark):
@@ -59,12 +69,18 @@ def test_spark_reads_ztf_messages_in_place_equal_to_fastavro(spark):
 
     messages = [p.read_bytes() for p in ZTF]
     buffer = io.BytesIO()
-    fastavro.writer(buffer, {"type": "record", "name": "r", "fields": [{"name": "x", "type": "long"}]},
-                    [{"x": 1}], codec="deflate")  # fmt: skip
+    fastavro.writer(
+        buffer,
+        {"type": "record", "name": "r", "fields": [{"name": "x", "type": "long"}]},
+        [{"x": 1}],
+        codec="deflate",
+    )
     unseen = messages[0].replace(b'"schemavsn"', b'"schemavsN"', 1)  # another schema's header
     bad = [b"not a container", b"", buffer.getvalue(), unseen]
     decoder = ztf_decoder([])  # only the schemas alertsieve ships: ZTF 3.3
-    rows = decoder.decode(message_frame(spark, messages + bad), ZTF_PATHS).orderBy("_offset").collect()
+    rows = (
+        decoder.decode(message_frame(spark, messages + bad), ZTF_PATHS).orderBy("_offset").collect()
+    )
     for message, row in zip(messages, rows, strict=False):
         with io.BytesIO(message) as f:
             (a,) = list(fastavro.reader(f))
@@ -77,10 +93,13 @@ def test_spark_reads_ztf_messages_in_place_equal_to_fastavro(spark):
         assert [(p["jd"], p["magpsf"]) for p in got["prv_candidates"] or []] == [
             (p["jd"], p["magpsf"]) for p in prv
         ]
-    reasons = [r["_reason"] for r in rows[len(messages):]]
-    assert reasons[0] == "not an Avro container file (starts with 0x6e6f7420; ZTF sends one per message)"
+    reasons = [r["_reason"] for r in rows[len(messages) :]]
+    assert (
+        reasons[0]
+        == "not an Avro container file (starts with 0x6e6f7420; ZTF sends one per message)"
+    )
     assert reasons[1] == "empty message"
     assert reasons[2] == "a deflate-compressed container: only uncompressed ones are read in place"
     assert reasons[3].startswith("a ZTF container whose writer schema (sha256 ")
     assert reasons[3].endswith(") was not seen at start-up: restart the job to read it")
-    assert all(r["alert"] is None for r in rows[len(messages):])
+    assert all(r["alert"] is None for r in rows[len(messages) :])

@@ -58,26 +58,51 @@ EARLY, FAST, VARIABLE, ASTEROID = BASES.values()
 
 #: (ra, dec) at Galactic latitude b (l = 100 deg), by astropy: what ZTF_SIN_B meets at the cuts.
 AT_LATITUDE = {
-    7.01: (321.411752, 60.362721), 6.99: (321.440101, 60.348459),
-    -7.01: (336.505523, 49.277174), -6.99: (336.489223, 49.294114),
-    10.01: (316.863928, 62.428369), 9.99: (316.896287, 62.415118),
-    -10.01: (338.830714, 46.711851), -9.99: (338.815957, 46.729104),
-}  # fmt: skip
+    7.01: (321.411752, 60.362721),
+    6.99: (321.440101, 60.348459),
+    -7.01: (336.505523, 49.277174),
+    -6.99: (336.489223, 49.294114),
+    10.01: (316.863928, 62.428369),
+    9.99: (316.896287, 62.415118),
+    -10.01: (338.830714, 46.711851),
+    -9.99: (338.815957, 46.729104),
+}
 #: (sgscore1, distpsnr1, a PS1 star under the source).
 PS1 = [
-    (0.77, 1.98, True), (0.75, 1.98, False), (0.77, 2.02, False), (0.77, 0.01, True),
-    (0.77, -0.01, False), (0.77, -999.0, False), (-999.0, 1.98, False), (None, 1.98, False),
-    (NAN, 1.98, False), (0.77, None, False), (0.77, NAN, False),
-]  # fmt: skip
+    (0.77, 1.98, True),
+    (0.75, 1.98, False),
+    (0.77, 2.02, False),
+    (0.77, 0.01, True),
+    (0.77, -0.01, False),
+    (0.77, -999.0, False),
+    (-999.0, 1.98, False),
+    (None, 1.98, False),
+    (NAN, 1.98, False),
+    (0.77, None, False),
+    (0.77, NAN, False),
+]
 
 
-def detection(base: dict, days: float, mag: float, err: float | None = 0.05, fid: int | None = None,
-              sign: str = "t") -> dict:  # fmt: skip
+def detection(
+    base: dict,
+    days: float,
+    mag: float,
+    err: float | None = 0.05,
+    fid: int | None = None,
+    sign: str = "t",
+) -> dict:
     """A detection ``days`` before ``base``'s candidate, its fields copied from the candidate."""
     c = base["candidate"]
     entry = {name: copy.deepcopy(c.get(name)) for name in PRV_FIELDS}
-    return {**entry, "jd": c["jd"] - days, "fid": c["fid"] if fid is None else fid, "magpsf": mag,
-            "sigmapsf": err, "isdiffpos": sign, "candid": c["candid"] - 1 - round(days * 1e4)}  # fmt: skip
+    return {
+        **entry,
+        "jd": c["jd"] - days,
+        "fid": c["fid"] if fid is None else fid,
+        "magpsf": mag,
+        "sigmapsf": err,
+        "isdiffpos": sign,
+        "candid": c["candid"] - 1 - round(days * 1e4),
+    }
 
 
 def limit(base: dict, days: float, depth: float | None) -> dict:
@@ -85,7 +110,9 @@ def limit(base: dict, days: float, depth: float | None) -> dict:
     return {**copy.deepcopy(LIMIT), "jd": base["candidate"]["jd"] - days, "diffmaglim": depth}
 
 
-def with_history(base: dict, detections: list[dict] | None = None, limits: list[dict] | None = None) -> dict:
+def with_history(
+    base: dict, detections: list[dict] | None = None, limits: list[dict] | None = None
+) -> dict:
     """``base`` with its history's detections or upper limits replaced (None: kept)."""
     old = base["prv_candidates"] or []
     if detections is None:
@@ -117,19 +144,42 @@ def clean_cases(base: dict, min_drb: float = 0.5, trailed_ok: bool = False) -> l
     c = "candidate."
     return [
         *at(base, c + "rb", (0.555, True), (0.545, False), (None, False), (NAN, False)),
-        *at(base, c + "drb", (round(min_drb * 1.01, 4), True), (round(min_drb * 0.99, 4), False),
-            (None, True), (NAN, False)),  # fmt: skip
+        *at(
+            base,
+            c + "drb",
+            (round(min_drb * 1.01, 4), True),
+            (round(min_drb * 0.99, 4), False),
+            (None, True),
+            (NAN, False),
+        ),
         *at(base, c + "nbad", (1, False), (None, False)),
         *at(base, c + "fwhm", (4.95, True), (5.05, False), (None, False), (NAN, False)),
-        *at(base, c + "elong", (1.386, True), (1.414, trailed_ok), (None, trailed_ok), (NAN, trailed_ok)),
-        *at(base, c + "magdiff", (0.396, True), (-0.396, True), (0.404, False), (-0.404, False),
-            (None, False), (NAN, False)),  # fmt: skip
+        *at(
+            base,
+            c + "elong",
+            (1.386, True),
+            (1.414, trailed_ok),
+            (None, trailed_ok),
+            (NAN, trailed_ok),
+        ),
+        *at(
+            base,
+            c + "magdiff",
+            (0.396, True),
+            (-0.396, True),
+            (0.404, False),
+            (-0.404, False),
+            (None, False),
+            (NAN, False),
+        ),
     ]
 
 
 def sign_cases(base: dict, positive_only: bool = True) -> list[Case]:
     """isdiffpos '1' (positive), 'f' and '0' (negative); the bases are 't'."""
-    return at(base, "candidate.isdiffpos", ("1", True), ("f", not positive_only), ("0", not positive_only))
+    return at(
+        base, "candidate.isdiffpos", ("1", True), ("f", not positive_only), ("0", not positive_only)
+    )
 
 
 def band_cases(base: dict) -> list[Case]:
@@ -139,28 +189,49 @@ def band_cases(base: dict) -> list[Case]:
 
 def sso_veto_cases(base: dict) -> list[Case]:
     """``NOT ZTF_NEAR_SSO``: a known object at 0 <= ssdistnr < 20 arcsec vetoes."""
-    return at(base, "candidate.ssdistnr", (19.8, False), (20.2, True), (0.0, False), (-0.01, True),
-              (-999.0, True), (None, True), (NAN, True))  # fmt: skip
+    return at(
+        base,
+        "candidate.ssdistnr",
+        (19.8, False),
+        (20.2, True),
+        (0.0, False),
+        (-0.01, True),
+        (-999.0, True),
+        (None, True),
+        (NAN, True),
+    )
 
 
 def ps1_cases(base: dict, star: bool) -> list[Case]:
     """``ZTF_PS1_STAR`` (``star``) or its negation at each cut, sentinel, null and NaN."""
     return [
-        (f"sgscore1 {s}, distpsnr1 {d}",
-         changed(base, **{"candidate.sgscore1": s, "candidate.distpsnr1": d}), is_star == star)
+        (
+            f"sgscore1 {s}, distpsnr1 {d}",
+            changed(base, **{"candidate.sgscore1": s, "candidate.distpsnr1": d}),
+            is_star == star,
+        )
         for s, d, is_star in PS1
-    ]  # fmt: skip
+    ]
 
 
 def latitude_cases(base: dict, min_abs_b: float) -> list[Case]:
     """|b| just either side of ``min_abs_b`` on both sides of the plane; ra or dec NaN."""
     bs = [round(sign * (min_abs_b + d), 2) for sign in (1, -1) for d in (0.01, -0.01)]
     return [
-        *[(f"b = {b:+}", changed(base, **dict(zip(("candidate.ra", "candidate.dec"), AT_LATITUDE[b], strict=True))),
-           abs(b) > min_abs_b) for b in bs],
+        *[
+            (
+                f"b = {b:+}",
+                changed(
+                    base,
+                    **dict(zip(("candidate.ra", "candidate.dec"), AT_LATITUDE[b], strict=True)),
+                ),
+                abs(b) > min_abs_b,
+            )
+            for b in bs
+        ],
         *at(base, "candidate.ra", (NAN, False)),
         *at(base, "candidate.dec", (NAN, False)),
-    ]  # fmt: skip
+    ]
 
 
 def age_cases(base: dict, days: float, young: bool) -> list[Case]:
@@ -169,10 +240,16 @@ def age_cases(base: dict, days: float, young: bool) -> list[Case]:
     jd = base["candidate"]["jd"]
     ages = [(days - 0.01, young), (days + 0.01, not young)]
     return [
-        *[(f"first seen by ZTF {a:g} d ago", changed(base, **{"candidate.jdstarthist": jd - a}), want)
-          for a, want in ages],
+        *[
+            (
+                f"first seen by ZTF {a:g} d ago",
+                changed(base, **{"candidate.jdstarthist": jd - a}),
+                want,
+            )
+            for a, want in ages
+        ],
         *at(base, "candidate.jdstarthist", (None, False), (NAN, False)),
-    ]  # fmt: skip
+    ]
 
 
 def sigma_apart(base: dict, first: tuple, prev_days: float, sigma: float) -> dict:
@@ -185,7 +262,9 @@ def swinging(mags: list[float], err: float) -> dict:
     """VARIABLE now at ``mags[-1]`` and before at the others, 5 d apart, every error ``err``."""
     *before, now = mags
     points = [(5.0 * (len(before) - k), m, err) for k, m in enumerate(before)]
-    return changed(light_curve(VARIABLE, *points), **{"candidate.magpsf": now, "candidate.sigmapsf": err})
+    return changed(
+        light_curve(VARIABLE, *points), **{"candidate.magpsf": now, "candidate.sigmapsf": err}
+    )
 
 
 #: Six magnitudes alternating by 0.5 mag: reduced chi2 = 0.075 / err**2.
@@ -199,19 +278,49 @@ CASES: dict[str, list[Case]] = {
         ("3.03 sigma brighter than 2 d ago", sigma_apart(EARLY, (5, 18.8, 0.08), 2, 3.03), True),
         ("2.97 sigma brighter than 2 d ago", sigma_apart(EARLY, (5, 18.8, 0.08), 2, 2.97), False),
         ("fading", light_curve(EARLY, (5, 18.8, 0.08), (2, 17.6, 0.06)), False),
-        ("previous detection 0.51 d ago", light_curve(EARLY, (5, 18.8, 0.08), (0.51, 18.4, 0.06)), True),
-        ("previous detection 0.49 d ago", light_curve(EARLY, (5, 18.8, 0.08), (0.49, 18.4, 0.06)), False),
-        ("a colour: history in r, now g", light_curve(EARLY, (5, 18.8, 0.08, 2), (2, 18.4, 0.06, 2)), False),
-        ("a negative detection between: the one before counts",
-         light_curve(EARLY, (5, 18.8, 0.08), (2, 18.4, 0.06, None, "f")), True),  # fmt: skip
-        ("limit 4.99 d before the first detection", with_history(EARLY, limits=[limit(EARLY, 9.99, 20.5)]), True),
-        ("limit 5.01 d before the first detection", with_history(EARLY, limits=[limit(EARLY, 10.01, 20.5)]), False),
+        (
+            "previous detection 0.51 d ago",
+            light_curve(EARLY, (5, 18.8, 0.08), (0.51, 18.4, 0.06)),
+            True,
+        ),
+        (
+            "previous detection 0.49 d ago",
+            light_curve(EARLY, (5, 18.8, 0.08), (0.49, 18.4, 0.06)),
+            False,
+        ),
+        (
+            "a colour: history in r, now g",
+            light_curve(EARLY, (5, 18.8, 0.08, 2), (2, 18.4, 0.06, 2)),
+            False,
+        ),
+        (
+            "a negative detection between: the one before counts",
+            light_curve(EARLY, (5, 18.8, 0.08), (2, 18.4, 0.06, None, "f")),
+            True,
+        ),
+        (
+            "limit 4.99 d before the first detection",
+            with_history(EARLY, limits=[limit(EARLY, 9.99, 20.5)]),
+            True,
+        ),
+        (
+            "limit 5.01 d before the first detection",
+            with_history(EARLY, limits=[limit(EARLY, 10.01, 20.5)]),
+            False,
+        ),
         ("no upper limit", with_history(EARLY, limits=[]), False),
-        ("only a limit after the first detection", with_history(EARLY, limits=[limit(EARLY, 3, 20.5)]), False),
+        (
+            "only a limit after the first detection",
+            with_history(EARLY, limits=[limit(EARLY, 3, 20.5)]),
+            False,
+        ),
         ("limit 18.05 mag, now 18.0", with_history(EARLY, limits=[limit(EARLY, 7, 18.05)]), True),
         ("limit 17.95 mag, now 18.0", with_history(EARLY, limits=[limit(EARLY, 7, 17.95)]), False),
-        ("the latest limit counts, not a deeper older one",
-         with_history(EARLY, limits=[limit(EARLY, 9, 20.5), limit(EARLY, 7, 17.95)]), False),  # fmt: skip
+        (
+            "the latest limit counts, not a deeper older one",
+            with_history(EARLY, limits=[limit(EARLY, 9, 20.5), limit(EARLY, 7, 17.95)]),
+            False,
+        ),
         ("limit diffmaglim null", with_history(EARLY, limits=[limit(EARLY, 7, None)]), False),
         ("limit diffmaglim NaN", with_history(EARLY, limits=[limit(EARLY, 7, NAN)]), False),
         *at(EARLY, "candidate.magpsf", (NAN, False)),
@@ -227,12 +336,32 @@ CASES: dict[str, list[Case]] = {
         ("made to pass", FAST, True),
         ("rising 0.303 mag/d", light_curve(FAST, (1.5, 19.5, 0.1), (1, 18.303, 0.05)), True),
         ("rising 0.297 mag/d", light_curve(FAST, (1.5, 19.5, 0.1), (1, 18.297, 0.05)), False),
-        *[(f"{s} sigma", changed(light_curve(FAST, (1.5, 19.5, 0.1), (1, 19.0, e)), **{"candidate.sigmapsf": e}),
-           s > 3) for s, e in FAST_AT.items()],  # fmt: skip
-        ("previous detection 0.51 d ago", light_curve(FAST, (1.5, 19.5, 0.1), (0.51, 19.0, 0.08)), True),
-        ("previous detection 0.49 d ago", light_curve(FAST, (1.5, 19.5, 0.1), (0.49, 19.0, 0.08)), False),
+        *[
+            (
+                f"{s} sigma",
+                changed(
+                    light_curve(FAST, (1.5, 19.5, 0.1), (1, 19.0, e)), **{"candidate.sigmapsf": e}
+                ),
+                s > 3,
+            )
+            for s, e in FAST_AT.items()
+        ],
+        (
+            "previous detection 0.51 d ago",
+            light_curve(FAST, (1.5, 19.5, 0.1), (0.51, 19.0, 0.08)),
+            True,
+        ),
+        (
+            "previous detection 0.49 d ago",
+            light_curve(FAST, (1.5, 19.5, 0.1), (0.49, 19.0, 0.08)),
+            False,
+        ),
         ("fading", light_curve(FAST, (1.5, 19.5, 0.1), (1, 17.0, 0.08)), False),
-        ("a colour: history in r, now g", light_curve(FAST, (1.5, 19.5, 0.1, 2), (1, 19.0, 0.08, 2)), False),
+        (
+            "a colour: history in r, now g",
+            light_curve(FAST, (1.5, 19.5, 0.1, 2), (1, 19.0, 0.08, 2)),
+            False,
+        ),
         ("one detection", with_history(FAST, detections=[]), False),
         *at(FAST, "candidate.ndethist", (19, True), (20, False)),
         *at(FAST, "candidate.classtar", (0.404, True), (0.396, False), (None, False), (NAN, False)),
@@ -252,11 +381,31 @@ CASES: dict[str, list[Case]] = {
         ("chi2 4.95", swinging(SIX_SWINGS, math.sqrt(0.075 / 4.95)), False),
         ("amplitude 0.31 mag", swinging([17.0, 17.31] * 3, 0.01), True),
         ("amplitude 0.29 mag", swinging([17.0, 17.29] * 3, 0.01), False),
-        ("swinging in g and r, 3 detections each",
-         light_curve(VARIABLE, *[(d, m, 0.05, 2 - k % 2) for k, (d, m) in enumerate(
-             [(5, 17.1), (10, 17.9), (15, 17.2), (20, 18.0), (25, 17.0)])]), False),  # fmt: skip
-        ("a history sigmapsf null", light_curve(VARIABLE, (5, 17.1, 0.05), (10, 17.9, None), (15, 17.2, 0.05),
-                                                (20, 18.0, 0.05), (25, 17.0, 0.05)), False),  # fmt: skip
+        (
+            "swinging in g and r, 3 detections each",
+            light_curve(
+                VARIABLE,
+                *[
+                    (d, m, 0.05, 2 - k % 2)
+                    for k, (d, m) in enumerate(
+                        [(5, 17.1), (10, 17.9), (15, 17.2), (20, 18.0), (25, 17.0)]
+                    )
+                ],
+            ),
+            False,
+        ),
+        (
+            "a history sigmapsf null",
+            light_curve(
+                VARIABLE,
+                (5, 17.1, 0.05),
+                (10, 17.9, None),
+                (15, 17.2, 0.05),
+                (20, 18.0, 0.05),
+                (25, 17.0, 0.05),
+            ),
+            False,
+        ),
         *age_cases(VARIABLE, 90.0, young=False),
         *ps1_cases(VARIABLE, star=True),
         *sso_veto_cases(VARIABLE),
@@ -266,17 +415,47 @@ CASES: dict[str, list[Case]] = {
     ],
     "ztf_known_asteroids": [
         ("made to pass", ASTEROID, True),
-        *at(ASTEROID, "candidate.ssdistnr", (4.95, True), (5.05, False), (0.0, True), (-0.01, False),
-            (-999.0, False), (None, False), (NAN, False)),  # fmt: skip
-        *at(ASTEROID, "candidate.distpsnr1", (1.52, True), (1.48, False), (-1.52, True), (-1.48, False),
-            (-999.0, True), (None, False), (NAN, False)),  # fmt: skip
+        *at(
+            ASTEROID,
+            "candidate.ssdistnr",
+            (4.95, True),
+            (5.05, False),
+            (0.0, True),
+            (-0.01, False),
+            (-999.0, False),
+            (None, False),
+            (NAN, False),
+        ),
+        *at(
+            ASTEROID,
+            "candidate.distpsnr1",
+            (1.52, True),
+            (1.48, False),
+            (-1.52, True),
+            (-1.48, False),
+            (-999.0, True),
+            (None, False),
+            (NAN, False),
+        ),
         *at(ASTEROID, "candidate.ndethist", (5, True), (6, False)),
         ("5 detections", light_curve(ASTEROID, *[(d, 18.0) for d in (1, 2, 3, 4)]), True),
         ("6 detections", light_curve(ASTEROID, *[(d, 18.0) for d in (1, 2, 3, 4, 5)]), False),
-        ("6 detections, one negative",
-         light_curve(ASTEROID, *[(d, 18.0) for d in (1, 2, 3, 4)], (5, 18.0, 0.05, None, "f")), False),  # fmt: skip
-        *at(ASTEROID, "candidate.ssmagnr", (18.98, True), (19.02, False), (17.02, True), (16.98, False),
-            (-999.0, False), (None, False), (NAN, False)),  # fmt: skip
+        (
+            "6 detections, one negative",
+            light_curve(ASTEROID, *[(d, 18.0) for d in (1, 2, 3, 4)], (5, 18.0, 0.05, None, "f")),
+            False,
+        ),
+        *at(
+            ASTEROID,
+            "candidate.ssmagnr",
+            (18.98, True),
+            (19.02, False),
+            (17.02, True),
+            (16.98, False),
+            (-999.0, False),
+            (None, False),
+            (NAN, False),
+        ),
         *at(ASTEROID, "candidate.magpsf", (NAN, False)),
         *clean_cases(ASTEROID, trailed_ok=True),
         *sign_cases(ASTEROID),
@@ -304,7 +483,9 @@ def _decide(spark, messages: list[bytes]) -> list[dict[str, bool]]:
     """Every ZTF filter's decision per message, as the job makes it (decoded by Spark into the
     filter view and its features; a null match is no match), none quarantined."""
     decoder = ztf_decoder(messages[:1])
-    decoded = decoder.decode(message_frame(spark, messages), view_paths(decoder, with_cutouts=False))
+    decoded = decoder.decode(
+        message_frame(spark, messages), view_paths(decoder, with_cutouts=False)
+    )
     view = filter_view(decoded, ("_offset", "_reason")).orderBy("_offset")
     flags = [F.coalesce(f.evaluate()[0], F.lit(False)).alias(name) for name, f in FILTERS.items()]
     rows = view.select("_reason", *flags).collect()
@@ -344,7 +525,9 @@ def test_oracle_decides_each_case_as_written(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_filter_passes_what_it_should_and_nothing_else(case_decisions, name):
     labels, _, wants = zip(*CASES[name], strict=True)
-    assert dict(zip(labels, case_decisions[name], strict=True)) == dict(zip(labels, wants, strict=True))
+    assert dict(zip(labels, case_decisions[name], strict=True)) == dict(
+        zip(labels, wants, strict=True)
+    )
 
 
 def test_ztf_filters_equal_their_oracles_on_real_histories_and_edited_copies(spark):

@@ -40,22 +40,45 @@ def test_a_spark_export_of_real_ztf_alerts_is_replayed_and_filtered_as_plain_pyt
     bootstrap = kafka.bootstrap_servers
     alerts = _export(tmp_path / "export", ztf_messages())
     create_topic(bootstrap, topic_name, 2)
-    summary = produce(ProduceConfig(bootstrap=bootstrap, topic=topic_name, replay=[str(tmp_path / "export")],
-                                    alerts_per_visit=100, interval_s=0, progress=False,
-                                    schema_dir=str(tmp_path / "schemas")))  # fmt: skip
+    summary = produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic_name,
+            replay=[str(tmp_path / "export")],
+            alerts_per_visit=100,
+            interval_s=0,
+            progress=False,
+            schema_dir=str(tmp_path / "schemas"),
+        )
+    )
     assert summary.ok and summary.acked == len(alerts)
 
     prefix = f"{topic_name}-"
-    cfg = JobConfig(bootstrap=bootstrap, topic=topic_name, available_now=True, output_prefix=prefix,
-                    output_partitions=1, discover_filters=True, delta_path=str(tmp_path / "delta"),
-                    checkpoint=str(tmp_path / "ckpt"), metrics_path=None)  # fmt: skip
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic_name,
+        available_now=True,
+        output_prefix=prefix,
+        output_partitions=1,
+        discover_filters=True,
+        delta_path=str(tmp_path / "delta"),
+        checkpoint=str(tmp_path / "ckpt"),
+        metrics_path=None,
+    )
     lines = run_job(cfg, spark=spark)
 
     assert sum(b["input_rows"] for b in lines) == len(alerts)
     assert sum(b["quarantined_rows"] for b in lines) == 0
-    expected = {name: {str(a["candid"]) for a in alerts if oracle(a)} for name, oracle in ztf_oracles().items()}
+    expected = {
+        name: {str(a["candid"]) for a in alerts if oracle(a)}
+        for name, oracle in ztf_oracles().items()
+    }
     assert all(expected.values()), expected  # each filter passes some real or edited-real alert
-    matches = spark.read.format("delta").load(str(tmp_path / "delta" / "matches")).select("alert_id", "filters")
+    matches = (
+        spark.read.format("delta")
+        .load(str(tmp_path / "delta" / "matches"))
+        .select("alert_id", "filters")
+    )
     archived = matches.collect()
     for name, want in expected.items():
         assert {m.key().decode() for m in consume_all(bootstrap, f"{prefix}{name}")} == want, name
@@ -79,7 +102,9 @@ def _exported_messages(messages: list[tuple[str, bytes]]) -> list[tuple[str, byt
     return out
 
 
-def test_a_ztf_schema_is_learned_from_the_newest_and_the_quarantined_messages(kafka, spark, tmp_path, topic_name):
+def test_a_ztf_schema_is_learned_from_the_newest_and_the_quarantined_messages(
+    kafka, spark, tmp_path, topic_name
+):
     """A writer schema that is not among the topic's first messages: learned at start-up from its
     newest ones; one in the middle is quarantined ("restart the job to read it"), and the restart
     learns it from the quarantine topic."""
@@ -95,22 +120,43 @@ def test_a_ztf_schema_is_learned_from_the_newest_and_the_quarantined_messages(ka
         for key, value in messages:
             producer.produce(topic, key=key, value=value)
         assert producer.flush(30) == 0
-        cfg = JobConfig(bootstrap=bootstrap, topic=topic, survey="ztf", available_now=True, sinks=["kafka"],
-                        output_prefix=f"{topic_name}-", output_partitions=1, discover_filters=False,
-                        code_filters=[AlertFilter(name="bright", sql="candidate.magpsf < 17")], checkpoint=str(tmp_path / checkpoint),
-                        metrics_path=None)  # fmt: skip
+        cfg = JobConfig(
+            bootstrap=bootstrap,
+            topic=topic,
+            survey="ztf",
+            available_now=True,
+            sinks=["kafka"],
+            output_prefix=f"{topic_name}-",
+            output_partitions=1,
+            discover_filters=False,
+            code_filters=[AlertFilter(name="bright", sql="candidate.magpsf < 17")],
+            checkpoint=str(tmp_path / checkpoint),
+            metrics_path=None,
+        )
         return run_job(cfg, spark=spark)
 
     middle = [*real[:12], *exported, *real[18:]]  # the first and newest messages: 3.3 only
     lines = run(topic_name, middle, "a")
     assert sum(b["quarantined_rows"] for b in lines) == len(exported)
-    quarantine = {m.key().decode(): dict(m.headers()) for m in consume_all(bootstrap, f"{topic_name}-quarantine")}
+    quarantine = {
+        m.key().decode(): dict(m.headers())
+        for m in consume_all(bootstrap, f"{topic_name}-quarantine")
+    }
     assert set(quarantine) == {k for k, _ in exported}
-    assert all(b"was not seen at start-up: restart the job to read it" in h["reason"] for h in quarantine.values())
+    assert all(
+        b"was not seen at start-up: restart the job to read it" in h["reason"]
+        for h in quarantine.values()
+    )
 
     lines = run(topic_name, [], "b")  # restarted (afresh): the quarantined messages told the schema
-    assert sum(b["input_rows"] for b in lines) == len(middle) and sum(b["quarantined_rows"] for b in lines) == 0
+    assert (
+        sum(b["input_rows"] for b in lines) == len(middle)
+        and sum(b["quarantined_rows"] for b in lines) == 0
+    )
 
     newest = [*real[:12], *exported]  # the new schema at the end only
     lines = run(f"{topic_name}-newest", newest, "c")
-    assert sum(b["input_rows"] for b in lines) == len(newest) and sum(b["quarantined_rows"] for b in lines) == 0
+    assert (
+        sum(b["input_rows"] for b in lines) == len(newest)
+        and sum(b["quarantined_rows"] for b in lines) == 0
+    )

@@ -102,9 +102,13 @@ def _this_band(a: dict) -> dict:
 
 
 def _early_sn_ia(
-    a: dict, min_abs_b: float, max_age_days: float, max_gap_days: float, min_sigma: float,
+    a: dict,
+    min_abs_b: float,
+    max_age_days: float,
+    max_gap_days: float,
+    min_sigma: float,
     min_days_between: float,
-) -> bool:  # fmt: skip
+) -> bool:
     """Clean, new, no star, off the plane, first seen by ZTF under two weeks ago, a deeper limit a
     few days before the first detection, and now brighter than last time in its band."""
     c, f = a["candidate"], expected_ztf_features(a)
@@ -129,9 +133,16 @@ def _early_sn_ia(
 
 
 def _fast_transient(
-    a: dict, min_rise: float, min_sigma: float, min_days_between: float, max_age_days: float,
-    max_ndethist: int, min_classtar: float, min_drb: float, min_abs_b: float,
-) -> bool:  # fmt: skip
+    a: dict,
+    min_rise: float,
+    min_sigma: float,
+    min_days_between: float,
+    max_age_days: float,
+    max_ndethist: int,
+    min_classtar: float,
+    min_drb: float,
+    min_abs_b: float,
+) -> bool:
     """A fast, significant rise in the candidate's band, young in ZTF's record, point-like, real,
     away from stars, the plane and known asteroids."""
     c = a["candidate"]

@@ -8,8 +8,14 @@ import io
 from alertsieve.alerts.schemas import AlertSchema
 
 #: Matplotlib colours for the LSST bands, blue to red.
-BAND_COLORS = {"u": "purple", "g": "tab:blue", "r": "tab:green", "i": "tab:orange",
-               "z": "tab:red", "y": "brown"}  # fmt: skip
+BAND_COLORS = {
+    "u": "purple",
+    "g": "tab:blue",
+    "r": "tab:green",
+    "i": "tab:orange",
+    "z": "tab:red",
+    "y": "brown",
+}
 ZERO_POINT_NJY = 31.4  # AB magnitude of 1 nJy
 
 
@@ -71,8 +77,14 @@ def plot_light_curve(alert: dict, ax=None):
     curve = light_curve(alert)
     ax = ax or plt.gca()
     for band, part in curve.groupby("band"):
-        ax.errorbar(part["mjd"], part["flux_njy"], yerr=part["flux_err_njy"], fmt="o",
-                    color=BAND_COLORS.get(band), label=band)  # fmt: skip
+        ax.errorbar(
+            part["mjd"],
+            part["flux_njy"],
+            yerr=part["flux_err_njy"],
+            fmt="o",
+            color=BAND_COLORS.get(band),
+            label=band,
+        )
     ax.set_xlabel("MJD (TAI)")
     ax.set_ylabel("PSF flux (nJy)")
     ax.set_title(f"diaSource {alert['diaSource']['diaSourceId']}")
@@ -130,16 +142,18 @@ def history_table(alerts: list[dict]):
         nights = 1 + int(np.sum(gaps > SAME_NIGHT_DAYS))
         with np.errstate(invalid="ignore", divide="ignore"):
             relative = (curve["flux_err_njy"] / curve["flux_njy"].abs()).median()
-        rows.append({
-            "detections": len(curve),
-            "bands": "".join(sorted(set(curve["band"]), key="ugrizy".index)),
-            "nights": nights,
-            "visits_a_night": round(len(curve) / nights, 1),
-            "span_days": round(float(curve["mjd"].iloc[-1] - curve["mjd"].iloc[0]), 2),
-            "shortest_gap_min": round(float(gaps.min()) * 1440, 1),
-            "longest_gap_days": round(float(gaps.max()), 2),
-            "median_err_over_flux": round(float(relative), 3),
-            "negative": int((curve["flux_njy"] < 0).sum()),
-            "forced": len(alert.get("prvDiaForcedSources") or []),
-        })  # fmt: skip
+        rows.append(
+            {
+                "detections": len(curve),
+                "bands": "".join(sorted(set(curve["band"]), key="ugrizy".index)),
+                "nights": nights,
+                "visits_a_night": round(len(curve) / nights, 1),
+                "span_days": round(float(curve["mjd"].iloc[-1] - curve["mjd"].iloc[0]), 2),
+                "shortest_gap_min": round(float(gaps.min()) * 1440, 1),
+                "longest_gap_days": round(float(gaps.max()), 2),
+                "median_err_over_flux": round(float(relative), 3),
+                "negative": int((curve["flux_njy"] < 0).sum()),
+                "forced": len(alert.get("prvDiaForcedSources") or []),
+            }
+        )
     return pd.DataFrame(rows)

@@ -112,13 +112,14 @@ def version_order(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
-def missing_in(view: list[ViewField], paths: list[str], versions: list[str]) -> dict[str, list[str]]:
+def missing_in(
+    view: list[ViewField], paths: list[str], versions: list[str]
+) -> dict[str, list[str]]:
     """For each of ``paths`` the versions (of ``versions``) that lack it: what a filter reading
     those fields sees as null there."""
     by_path = {f.path: f for f in view}
     return {
-        p: [v for v in versions if p in by_path and v not in by_path[p].versions]
-        for p in paths
+        p: [v for v in versions if p in by_path and v not in by_path[p].versions] for p in paths
     }
 
 

@@ -22,10 +22,16 @@ MAGIC = b"Obj\x01"
 
 #: The container header as an Avro record: enough to read a message's metadata (its schema).
 HEADER_FIELDS = [
-    {"name": "_container_magic", "type": {"type": "fixed", "name": "alertsieve_container_magic", "size": 4}},
+    {
+        "name": "_container_magic",
+        "type": {"type": "fixed", "name": "alertsieve_container_magic", "size": 4},
+    },
     {"name": "_container_meta", "type": {"type": "map", "values": "bytes"}},
-    {"name": "_container_sync", "type": {"type": "fixed", "name": "alertsieve_container_sync", "size": 16}},
-]  # fmt: skip
+    {
+        "name": "_container_sync",
+        "type": {"type": "fixed", "name": "alertsieve_container_sync", "size": 16},
+    },
+]
 HEADER_SCHEMA = {"type": "record", "name": "alertsieve_container_header", "fields": HEADER_FIELDS}
 
 
@@ -48,7 +54,9 @@ def header(message: bytes) -> dict[str, bytes]:
     import fastavro
 
     if not message.startswith(MAGIC):
-        raise ContainerError(f"not an Avro container file (starts with {message[:4]!r}, not {MAGIC!r})")
+        raise ContainerError(
+            f"not an Avro container file (starts with {message[:4]!r}, not {MAGIC!r})"
+        )
     return fastavro.schemaless_reader(io.BytesIO(message), HEADER_SCHEMA, None)["_container_meta"]
 
 
@@ -63,7 +71,9 @@ def writer_of(message: bytes) -> tuple[str, dict]:
     meta = header(message)
     codec = meta.get("avro.codec", b"null")
     if codec != b"null":
-        raise ContainerError(f"a {codec.decode()}-compressed container: only uncompressed ones are read")
+        raise ContainerError(
+            f"a {codec.decode()}-compressed container: only uncompressed ones are read"
+        )
     raw = meta["avro.schema"]
     return schema_fingerprint(raw), json.loads(raw)
 
@@ -75,10 +85,15 @@ def one_alert_container(schema_json: bytes, body: bytes) -> bytes:
 
     sync = hashlib.md5(schema_json + body).digest()  # any 16 bytes; these are reproducible
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, fastavro.parse_schema(HEADER_SCHEMA), {
-        "_container_magic": MAGIC, "_container_sync": sync,
-        "_container_meta": {"avro.schema": schema_json, "avro.codec": b"null"},
-    })  # fmt: skip
+    fastavro.schemaless_writer(
+        out,
+        fastavro.parse_schema(HEADER_SCHEMA),
+        {
+            "_container_magic": MAGIC,
+            "_container_sync": sync,
+            "_container_meta": {"avro.schema": schema_json, "avro.codec": b"null"},
+        },
+    )
     fastavro.schemaless_writer(out, "long", 1)
     fastavro.schemaless_writer(out, "long", len(body))
     return out.getvalue() + body + sync

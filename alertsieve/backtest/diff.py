@@ -37,7 +37,9 @@ def filter_named(name: str, paths: list[str | Path], builtin: bool = True) -> Fi
     return found[name]
 
 
-def diff(spark, before: Filter, after: Filter, alerts: AlertSource, catalog_dir: str = "catalogs") -> FilterDiff:
+def diff(
+    spark, before: Filter, after: Filter, alerts: AlertSource, catalog_dir: str = "catalogs"
+) -> FilterDiff:
     """Both versions of a filter over ``alerts``: what each passes, and the alerts they differ on."""
     from pyspark.sql import functions as F
 
@@ -48,15 +50,25 @@ def diff(spark, before: Filter, after: Filter, alerts: AlertSource, catalog_dir:
     view = filter_view(decoded, context=prepared.context)
     (was, _), (now, _) = (f.evaluate() for f in renamed)
     was, now = F.coalesce(was, F.lit(False)), F.coalesce(now, F.lit(False))
-    rows = view.select(F.col(decoder.id_path).cast("string").alias("id"), was.alias("b"), now.alias("a"))
-    totals = rows.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("b").cast("int")).alias("b"),
-                      F.sum(F.col("a").cast("int")).alias("a")).first()  # fmt: skip
+    rows = view.select(
+        F.col(decoder.id_path).cast("string").alias("id"), was.alias("b"), now.alias("a")
+    )
+    totals = rows.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sum(F.col("b").cast("int")).alias("b"),
+        F.sum(F.col("a").cast("int")).alias("a"),
+    ).first()
     differing = rows.where(F.col("a") != F.col("b")).collect()
     return FilterDiff(
-        after.name, filter_version(before, catalog_dir), filter_version(after, catalog_dir),
-        int(totals["n"]), int(totals["b"] or 0), int(totals["a"] or 0),
-        sorted(r["id"] for r in differing if r["a"]), sorted(r["id"] for r in differing if r["b"]),
-    )  # fmt: skip
+        after.name,
+        filter_version(before, catalog_dir),
+        filter_version(after, catalog_dir),
+        int(totals["n"]),
+        int(totals["b"] or 0),
+        int(totals["a"] or 0),
+        sorted(r["id"] for r in differing if r["a"]),
+        sorted(r["id"] for r in differing if r["b"]),
+    )
 
 
 def diff_lines(d: FilterDiff, before_where: str, after_where: str, show: int = 20) -> list[str]:

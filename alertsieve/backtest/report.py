@@ -17,14 +17,20 @@ def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
         if r.errors:
             flag, ok = f"  ERROR in {r.errors} batch(es): {r.first_error}", False
         elif (r.per_night > max_rate * r.alerts_per_night) if archived else (r.rate > max_rate):
-            limit = f"{round(max_rate * r.alerts_per_night):,} a night" if archived else f"{max_rate:.1%}"
+            limit = (
+                f"{round(max_rate * r.alerts_per_night):,} a night"
+                if archived
+                else f"{max_rate:.1%}"
+            )
             flag, ok = f"  WARNING: above {limit}", False
         lines.append(
             f"{r.name:<24} {r.matches:>8} {r.alerts:>8} {_percent(r.rate):>8} {r.per_night:>10,}{flag}"
         )
     if archived:
-        lines.append("(an archive: alerts are the job's archived matches; rate is of those, per night"
-                     " the archive's mean a night)")  # fmt: skip
+        lines.append(
+            "(an archive: alerts are the job's archived matches; rate is of those, per night"
+            " the archive's mean a night)"
+        )
     nights = sorted(rows[0].night_alerts) if rows else []
     if len(nights) > 1:
         lines += ["", f"{'night':<12} {'alerts':>8}  " + "  ".join(r.name for r in rows)]

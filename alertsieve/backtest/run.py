@@ -58,23 +58,38 @@ class BacktestRow:
         return round(self.rate * self.alerts_per_night)
 
 
-def backtest(spark, filters: list[Filter], alerts: AlertSource, catalog_dir: str = "catalogs",
-             since: date | None = None, until: date | None = None) -> list[BacktestRow]:  # fmt: skip
+def backtest(
+    spark,
+    filters: list[Filter],
+    alerts: AlertSource,
+    catalog_dir: str = "catalogs",
+    since: date | None = None,
+    until: date | None = None,
+) -> list[BacktestRow]:
     """Every filter over the same alerts, in one pass, decoding only the fields they read, with
     the catalogs they name from ``catalog_dir``; only the observing nights from ``since`` to
     ``until`` (inclusive) when given."""
     from pyspark.sql import functions as F
 
-    prepared = prepare(spark, filters, alerts.decoder, alerts.head, catalog_dir, driver_heap_mb(spark))
-    decoded = alerts.decoder.decode(alerts.raw, list(dict.fromkeys([*prepared.paths, alerts.decoder.observed])))
+    prepared = prepare(
+        spark, filters, alerts.decoder, alerts.head, catalog_dir, driver_heap_mb(spark)
+    )
+    decoded = alerts.decoder.decode(
+        alerts.raw, list(dict.fromkeys([*prepared.paths, alerts.decoder.observed]))
+    )
     ok = F.col("_reason").isNull()
-    alert = filter_view(decoded, ("_reason",), prepared.context).withColumn("_night", F.expr(alerts.decoder.night_sql()))
+    alert = filter_view(decoded, ("_reason",), prepared.context).withColumn(
+        "_night", F.expr(alerts.decoder.night_sql())
+    )
     if since is not None:
         alert = alert.where(~ok | (F.col("_night") >= F.lit(since)))
     if until is not None:
         alert = alert.where(~ok | (F.col("_night") <= F.lit(until)))
-    columns = [F.count(F.lit(1)).alias("n"), F.sum((~ok).cast("int")).alias("quarantined"),
-               F.first("_reason", ignorenulls=True).alias("why")]  # fmt: skip
+    columns = [
+        F.count(F.lit(1)).alias("n"),
+        F.sum((~ok).cast("int")).alias("quarantined"),
+        F.first("_reason", ignorenulls=True).alias("why"),
+    ]
     for i, f in enumerate(filters):
         match, error = f.evaluate()
         columns.append(F.sum((F.coalesce(match, F.lit(False)) & ok).cast("int")).alias(f"m{i}"))
@@ -87,9 +102,17 @@ def backtest(spark, filters: list[Filter], alerts: AlertSource, catalog_dir: str
     total = {c: sum(int(r[c] or 0) for r in by_night) for c in ("n", "quarantined")}
     if total["quarantined"]:
         why = next(r["why"] for r in by_night if r["why"])
-        log.warning("%d of %d alerts could not be decoded (e.g. %s); rates are over the decoded ones",
-                    total["quarantined"], total["n"], why)
-    nights = {r["_night"]: int(r["n"]) - int(r["quarantined"] or 0) for r in by_night if r["_night"] is not None}
+        log.warning(
+            "%d of %d alerts could not be decoded (e.g. %s); rates are over the decoded ones",
+            total["quarantined"],
+            total["n"],
+            why,
+        )
+    nights = {
+        r["_night"]: int(r["n"]) - int(r["quarantined"] or 0)
+        for r in by_night
+        if r["_night"] is not None
+    }
     return [
         BacktestRow(
             f.name,
@@ -111,8 +134,10 @@ def for_survey(filters: list[Filter], survey: str, source: str, named: bool) -> 
     other = [f for f in filters if f.survey not in (None, survey)]
     if named and other:
         f = other[0]
-        raise FilterError(f"--filter names {f.name!r} ({f.origin}), a filter for {f.survey} alerts;"
-                          f" {source} holds {survey} alerts")  # fmt: skip
+        raise FilterError(
+            f"--filter names {f.name!r} ({f.origin}), a filter for {f.survey} alerts;"
+            f" {source} holds {survey} alerts"
+        )
     mine = [f for f in filters if f.survey in (None, survey)]
     if not mine:
         raise FilterError(

@@ -69,8 +69,13 @@ def _simulated(count: int, version: str | None) -> list[tuple[str, bytes]]:
     ]
 
 
-def load_alerts(spark, source: str | list[str], bootstrap: str | None = None, schema_dir: str | None = None,
-                version: str | None = None) -> AlertSource:  # fmt: skip
+def load_alerts(
+    spark,
+    source: str | list[str],
+    bootstrap: str | None = None,
+    schema_dir: str | None = None,
+    version: str | None = None,
+) -> AlertSource:
     """``simulated:N`` alerts (of ``version``), Avro files or folders of them (Rubin or ZTF; a
     list of them is one input), a job's Delta archive (its ``delta_path``, its ``matches`` table,
     or ``delta:URI``), or a topic (with ``bootstrap``): ready to decode as the job decodes."""
@@ -83,9 +88,13 @@ def load_alerts(spark, source: str | list[str], bootstrap: str | None = None, sc
         return messages_source(spark, sources[0], _simulated(count, version), schema_dir)
     missing = [s for s in sources if not Path(s).exists()]
     if not missing:
-        return messages_source(spark, ",".join(sources), _messages_from_files(sources, schema_dir), schema_dir)
+        return messages_source(
+            spark, ",".join(sources), _messages_from_files(sources, schema_dir), schema_dir
+        )
     if len(sources) > 1:
-        raise FilterError(f"{missing[0]!r} does not exist: several inputs must all be Avro files or folders")
+        raise FilterError(
+            f"{missing[0]!r} does not exist: several inputs must all be Avro files or folders"
+        )
     (source,) = sources  # a topic
     if not bootstrap:
         raise FilterError(
@@ -99,7 +108,9 @@ def load_alerts(spark, source: str | list[str], bootstrap: str | None = None, sc
         .load()
     )
     head = head_messages(bootstrap, [source])
-    return AlertSource(raw, make_decoder(DecodeSettings(topic=source, schema_dir=schema_dir), head), head)
+    return AlertSource(
+        raw, make_decoder(DecodeSettings(topic=source, schema_dir=schema_dir), head), head
+    )
 
 
 def _matches_table(source: str) -> str | None:
@@ -126,29 +137,41 @@ def archive_source(spark, table: str, schema_dir: str | None = None) -> AlertSou
             " messages, so archive with delta_messages: true (the default)"
         )
     raw = frame.where(F.col("message").isNotNull()).select(
-        "topic", "partition", "offset", F.col("kafka_timestamp").alias("timestamp"),
-        F.col("alert_id").cast("binary").alias("key"), F.col("message").alias("value"),
-    )  # fmt: skip
+        "topic",
+        "partition",
+        "offset",
+        F.col("kafka_timestamp").alias("timestamp"),
+        F.col("alert_id").cast("binary").alias("key"),
+        F.col("message").alias("value"),
+    )
     head = [r.value for r in raw.limit(20).collect()]
     if not head:
         raise FilterError(f"{table} holds no archived messages: nothing to backtest")
     settings = DecodeSettings(topic=frame.select("topic").first()[0], schema_dir=schema_dir)
-    return AlertSource(raw, make_decoder(settings, head, view_also=view_versions()), head, archived=True)
+    return AlertSource(
+        raw, make_decoder(settings, head, view_also=view_versions()), head, archived=True
+    )
 
 
-def messages_source(spark, name: str, messages: list[tuple[str, bytes]],
-                    schema_dir: str | None = None) -> AlertSource:  # fmt: skip
+def messages_source(
+    spark, name: str, messages: list[tuple[str, bytes]], schema_dir: str | None = None
+) -> AlertSource:
     """(key, message) pairs as if read from a topic called ``name``, with a decoder for the
     versions they carry into the job's whole view (filters name fields of every version)."""
     from pyspark.sql import functions as F
 
     raw = spark.createDataFrame(messages, "key string, value binary").select(
-        F.lit(name).alias("topic"), F.lit(0).alias("partition"),
-        F.monotonically_increasing_id().alias("offset"), F.current_timestamp().alias("timestamp"),
-        F.col("key").cast("binary").alias("key"), "value",
-    )  # fmt: skip
+        F.lit(name).alias("topic"),
+        F.lit(0).alias("partition"),
+        F.monotonically_increasing_id().alias("offset"),
+        F.current_timestamp().alias("timestamp"),
+        F.col("key").cast("binary").alias("key"),
+        "value",
+    )
     head = [m for _, m in messages]
-    settings = DecodeSettings(topic=name, schema_dir=schema_dir, schema_versions=_rubin_versions_in(head))
+    settings = DecodeSettings(
+        topic=name, schema_dir=schema_dir, schema_versions=_rubin_versions_in(head)
+    )
     return AlertSource(raw, make_decoder(settings, head, view_also=view_versions()), head[:20])
 
 
@@ -156,7 +179,9 @@ def records_source(spark, schema, records: list[dict]) -> AlertSource:
     """Alert records (dicts) of a Rubin ``schema``, framed as Rubin sends them."""
     from alertsieve.alerts.replay import alert_key
 
-    return messages_source(spark, "records", [(alert_key(r), schema.encode_framed(r)) for r in records])
+    return messages_source(
+        spark, "records", [(alert_key(r), schema.encode_framed(r)) for r in records]
+    )
 
 
 def _rubin_versions_in(messages: list[bytes]) -> tuple[str, ...] | None:
@@ -174,5 +199,7 @@ def _rubin_versions_in(messages: list[bytes]) -> tuple[str, ...] | None:
             found.add(unframe(m)[0])
         except WireFormatError:
             continue
-    versions = {rubin_version_of(load_rubin_schema(i).definition) for i in found if i < LOCAL_ID_BASE}
+    versions = {
+        rubin_version_of(load_rubin_schema(i).definition) for i in found if i < LOCAL_ID_BASE
+    }
     return tuple(sorted(versions, key=version_order)) or None

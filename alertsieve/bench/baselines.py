@@ -67,7 +67,9 @@ def _consumer(bootstrap: str, topic: str):
 
 
 @contextmanager
-def _reading(bootstrap: str, topic: str, limit: int | None = None, batch: int = 1000) -> Iterator[Iterator]:
+def _reading(
+    bootstrap: str, topic: str, limit: int | None = None, batch: int = 1000
+) -> Iterator[Iterator]:
     """The topic's messages from the start up to its end now (or ``limit`` of them), consumed
     ``batch`` at a time; the consumer is made before and closed after the caller's timing."""
     consumer, total = _consumer(bootstrap, topic)
@@ -126,9 +128,16 @@ def republish_consume(bootstrap: str, topic: str, routes: dict[tuple[int, int], 
     for its (partition, offset): exactly the records a job published, without deciding which."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "message.max.bytes": 16 * 1024 * 1024,
-                         "queue.buffering.max.kbytes": 1_048_576})  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "message.max.bytes": 16 * 1024 * 1024,
+            "queue.buffering.max.kbytes": 1_048_576,
+        }
+    )
     n = published = 0
     with _reading(bootstrap, topic) as messages:
         start = time.perf_counter()
@@ -146,5 +155,9 @@ def republish_consume(bootstrap: str, topic: str, routes: dict[tuple[int, int], 
                 producer.poll(0)
         producer.flush(120)
         seconds = time.perf_counter() - start
-    return {"alerts": n, "published": published, "seconds": round(seconds, 2),
-            "alerts_per_s": round(n / seconds, 1)}  # fmt: skip
+    return {
+        "alerts": n,
+        "published": published,
+        "seconds": round(seconds, 2),
+        "alerts_per_s": round(n / seconds, 1),
+    }

@@ -149,17 +149,34 @@ def python_bench_filters(n: int) -> list:
     return out
 
 
-def bench_job_settings(filters: int, bootstrap: str, topic: str, folder: Path, *, trigger: str,
-                       max_offsets_per_trigger: int, output_prefix: str, sinks: list[str],
-                       schema_dir: str) -> dict:  # fmt: skip
+def bench_job_settings(
+    filters: int,
+    bootstrap: str,
+    topic: str,
+    folder: Path,
+    *,
+    trigger: str,
+    max_offsets_per_trigger: int,
+    output_prefix: str,
+    sinks: list[str],
+    schema_dir: str,
+) -> dict:
     """The settings file of a filter job that runs the first ``filters`` broker-like filters (and
     none from ``filters/``) on ``topic`` from its start, one output partition per filter, with its
     checkpoint, metrics and Delta tables in ``folder``: what every benchmark's job shares."""
     return {
-        "bootstrap": bootstrap, "topic": topic, "starting_offsets": "earliest", "trigger": trigger,
+        "bootstrap": bootstrap,
+        "topic": topic,
+        "starting_offsets": "earliest",
+        "trigger": trigger,
         "max_offsets_per_trigger": max_offsets_per_trigger,
         "sql_filters": [{"name": f.name, "sql": f.sql} for f in bench_filters(filters)[0]],
-        "discover_filters": False, "sinks": sinks, "output_prefix": output_prefix, "output_partitions": 1,
-        "delta_path": str(folder / "delta"), "checkpoint": str(folder / "checkpoint"),
-        "metrics_path": str(folder / "metrics.jsonl"), "schema_dir": schema_dir,
-    }  # fmt: skip
+        "discover_filters": False,
+        "sinks": sinks,
+        "output_prefix": output_prefix,
+        "output_partitions": 1,
+        "delta_path": str(folder / "delta"),
+        "checkpoint": str(folder / "checkpoint"),
+        "metrics_path": str(folder / "metrics.jsonl"),
+        "schema_dir": schema_dir,
+    }

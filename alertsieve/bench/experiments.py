@@ -39,18 +39,50 @@ class Point(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     alerts_per_visit: int = Field(1_000, gt=0, examples=[10000])
-    stamps: bool = Field(True, strict=True, examples=[True], description="FITS cutouts in every alert (~98 KB with, ~3 KB without)")
-    producers: int = Field(2, gt=0, examples=[2], description="producer processes, each sending a share of every visit")
+    stamps: bool = Field(
+        True,
+        strict=True,
+        examples=[True],
+        description="FITS cutouts in every alert (~98 KB with, ~3 KB without)",
+    )
+    producers: int = Field(
+        2, gt=0, examples=[2], description="producer processes, each sending a share of every visit"
+    )
     partitions: int = Field(4, gt=0, examples=[4], description="of the alert topic")
-    consumers: int = Field(1, gt=0, examples=[1], description="filter jobs, each its own consumer group reading the whole stream")
-    filters: int = Field(10, gt=0, examples=[10], description="SQL filters per job (the benchmark's broker-like cuts)")
+    consumers: int = Field(
+        1,
+        gt=0,
+        examples=[1],
+        description="filter jobs, each its own consumer group reading the whole stream",
+    )
+    filters: int = Field(
+        10,
+        gt=0,
+        examples=[10],
+        description="SQL filters per job (the benchmark's broker-like cuts)",
+    )
     visits: int = Field(3, gt=0, examples=[3])
-    interval_s: float = Field(20.0, gt=0, examples=[20], description="cadence: a visit starts every interval_s seconds")
+    interval_s: float = Field(
+        20.0, gt=0, examples=[20], description="cadence: a visit starts every interval_s seconds"
+    )
     max_offsets_per_trigger: int = Field(20_000, gt=0, examples=[20000])
-    sinks: tuple[Literal["kafka", "delta"], ...] = Field(("kafka",), min_length=1, examples=[["kafka"]])
-    trigger: Literal["0", "realtime"] = Field("0", examples=["realtime"], description="the job's trigger: micro-batches as fast as they go, or Real-Time Mode")
-    rate: float | None = Field(None, gt=0, examples=[250], description="alerts/s sent steadily for steady_s seconds instead of visits at the cadence (latency against rate)")
-    steady_s: float = Field(20.0, gt=0, examples=[20], description="with rate: seconds of steady sending")
+    sinks: tuple[Literal["kafka", "delta"], ...] = Field(
+        ("kafka",), min_length=1, examples=[["kafka"]]
+    )
+    trigger: Literal["0", "realtime"] = Field(
+        "0",
+        examples=["realtime"],
+        description="the job's trigger: micro-batches as fast as they go, or Real-Time Mode",
+    )
+    rate: float | None = Field(
+        None,
+        gt=0,
+        examples=[250],
+        description="alerts/s sent steadily for steady_s seconds instead of visits at the cadence (latency against rate)",
+    )
+    steady_s: float = Field(
+        20.0, gt=0, examples=[20], description="with rate: seconds of steady sending"
+    )
 
     @property
     def key(self) -> str:
@@ -85,8 +117,12 @@ class ExperimentFile(BaseModel):
 
     name: str | None = Field(None, examples=["producers"])
     description: str = ""
-    dimension: str | None = Field(None, examples=["producers"], description="the x axis of the analysis")
-    base: dict[str, Any] = Field(default_factory=dict, examples=[{"alerts_per_visit": 10000, "visits": 3}])
+    dimension: str | None = Field(
+        None, examples=["producers"], description="the x axis of the analysis"
+    )
+    base: dict[str, Any] = Field(
+        default_factory=dict, examples=[{"alerts_per_visit": 10000, "visits": 3}]
+    )
     matrix: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(
         default_factory=dict, examples=[{"producers": [1, 2, 4]}]
     )

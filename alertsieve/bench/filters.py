@@ -52,8 +52,11 @@ def user_filters(n: int, per_filter: int = 5) -> tuple[list[AlertFilter], list]:
 def _twin(modulus: int, k: int, snr: float, rel: float):
     def test(alert: dict) -> bool:
         s = alert["diaSource"]
-        return (s["diaSourceId"] % modulus == k and (s.get("snr") or float("nan")) > snr
-                and (s.get("reliability") or float("nan")) > rel)  # fmt: skip
+        return (
+            s["diaSourceId"] % modulus == k
+            and (s.get("snr") or float("nan")) > snr
+            and (s.get("reliability") or float("nan")) > rel
+        )
 
     return test
 
@@ -86,7 +89,9 @@ def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
     lines = job.run()
     wall = time.time() - t0
     first = lines[0]
-    full = [b for b in lines if b["input_rows"] >= cfg.max_offsets_per_trigger // 2]  # not the last few
+    full = [
+        b for b in lines if b["input_rows"] >= cfg.max_offsets_per_trigger // 2
+    ]  # not the last few
     steady = full[2:] or full[1:]
     return {
         "filters": len(cfg.code_filters),
@@ -96,54 +101,94 @@ def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
         "first_batch_s": round(first["batch_seconds"], 2),
         "wall_s": round(wall, 2),
         "batch_seconds": [b["batch_seconds"] for b in lines],
-        "marginal_alerts_per_s": round(sum(b["input_rows"] for b in steady) / sum(b["batch_seconds"] for b in steady), 1),
+        "marginal_alerts_per_s": round(
+            sum(b["input_rows"] for b in steady) / sum(b["batch_seconds"] for b in steady), 1
+        ),
         "published": sum(sum(b["matches"].values()) for b in lines),
         # where the steady batches' time went: add_batch is the one pass (read, decode, filter,
         # publish); the others are Spark's per-batch bookkeeping
-        "steady_phases_s": {k: round(sum(b["phases_s"].get(k, 0) for b in steady), 2)
-                            for k in sorted({k for b in steady for k in b["phases_s"]})},
+        "steady_phases_s": {
+            k: round(sum(b["phases_s"].get(k, 0) for b in steady), 2)
+            for k in sorted({k for b in steady for k in b["phases_s"]})
+        },
         "driver_heap_after_gc_mb": driver_heap_used_mb(spark),
-    }  # fmt: skip
+    }
 
 
-def bench_filters_per_job(bootstrap: str | None = None, counts: tuple[int, ...] = (10, 100, 1000),
-                          alerts: int = 60_000, batch: int = 10_000, latency_counts: tuple[int, ...] = (10, 1000),
-                          steady_s: float = 30.0, burst: int = 2_000, warmup_s: float = 60.0) -> dict:  # fmt: skip
+def bench_filters_per_job(
+    bootstrap: str | None = None,
+    counts: tuple[int, ...] = (10, 100, 1000),
+    alerts: int = 60_000,
+    batch: int = 10_000,
+    latency_counts: tuple[int, ...] = (10, 1000),
+    steady_s: float = 30.0,
+    burst: int = 2_000,
+    warmup_s: float = 60.0,
+) -> dict:
     from alertsieve.bench.latency import latency_run
 
     # A thousand output topics per run, three runs: more than the default 512 MB broker holds.
     with bench_place("filters", bootstrap, heap="2g", spark_conf=MANY_QUERIES) as bench:
         filled = fill_topic(bench, "filters", alerts // 10_000)
-        spark, bootstrap, topic, produced = bench.spark, bench.bootstrap, filled.topic, filled.produced
+        spark, bootstrap, topic, produced = (
+            bench.spark,
+            bench.bootstrap,
+            filled.topic,
+            filled.produced,
+        )
         plain = plain_consume(bootstrap, topic)
         bytes_only = bytes_only_rate(spark, filled.job_config("bytes", [], batch), produced.acked)
         runs = []
-        for label, filters in [("broker10", bench_filters(10)[0])] + [(f"users{n}", user_filters(n)[0]) for n in counts]:
+        for label, filters in [("broker10", bench_filters(10)[0])] + [
+            (f"users{n}", user_filters(n)[0]) for n in counts
+        ]:
             cfg = filled.job_config(label, filters, batch)
             run = micro_batch_run(spark, cfg, produced.acked)
             outputs = [contract.filter_topic(f, cfg.output_prefix) for f in filters]
             run["kind"] = "broker-like templates" if label == "broker10" else "users' pmod cuts"
             run["republish"] = republish_consume(bootstrap, topic, routes_of(bootstrap, outputs))
-            run["ratio_to_republish"] = round(run["marginal_alerts_per_s"] / run["republish"]["alerts_per_s"], 3)
-            run["ratio_to_spark_bytes_only"] = round(run["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3)
+            run["ratio_to_republish"] = round(
+                run["marginal_alerts_per_s"] / run["republish"]["alerts_per_s"], 3
+            )
+            run["ratio_to_spark_bytes_only"] = round(
+                run["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3
+            )
             runs.append(run)
             log.info("bench filters: %s done", label)
-        latency = [latency_run(bootstrap, spark, bench.workdir, "realtime", steady_s=steady_s, burst=burst,
-                               filters=user_filters(n), warmup_s=warmup_s, output_partitions=1) for n in latency_counts]  # fmt: skip
+        latency = [
+            latency_run(
+                bootstrap,
+                spark,
+                bench.workdir,
+                "realtime",
+                steady_s=steady_s,
+                burst=burst,
+                filters=user_filters(n),
+                warmup_s=warmup_s,
+                output_partitions=1,
+            )
+            for n in latency_counts
+        ]
         users = {r["filters"]: r for r in runs if r["kind"] == "users' pmod cuts"}
         per_alert = {n: 1 / r["marginal_alerts_per_s"] for n, r in users.items()}
         return {
             "benchmark": "filters per job",
             "machine": bench.machine(),
-            "topic": {"alerts": produced.acked, "partitions": 4, "mean_alert_kb": filled.mean_alert_kb},
+            "topic": {
+                "alerts": produced.acked,
+                "partitions": 4,
+                "mean_alert_kb": filled.mean_alert_kb,
+            },
             "max_offsets_per_trigger": batch,
             "plain_read": {"alerts_per_s": round(plain["alerts"] / plain["seconds"], 1)},
             "spark_bytes_only": bytes_only,
             "runs": runs,
-            "time_per_alert_over_10_filters": {str(n): round(t / per_alert[min(per_alert)], 2) for n, t in per_alert.items()},
+            "time_per_alert_over_10_filters": {
+                str(n): round(t / per_alert[min(per_alert)], 2) for n, t in per_alert.items()
+            },
             "realtime_250_per_s": latency,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }  # fmt: skip
+        }
 
 
 def plot_filters_per_job(result: dict, path: str | Path) -> None:
@@ -157,16 +202,45 @@ def plot_filters_per_job(result: dict, path: str | Path) -> None:
     users = [r for r in result["runs"] if r["kind"] == "users' pmod cuts"]
     n = [r["filters"] for r in users]
     fig, (rate, start) = plt.subplots(1, 2, figsize=(10, 3.8))
-    rate.plot(n, [r["marginal_alerts_per_s"] for r in users], "o-", label="job (micro-batches, Kafka sink)")
-    rate.plot(n, [r["republish"]["alerts_per_s"] for r in users], "s--", label="librdkafka read + republish of its records")
-    rate.axhline(result["spark_bytes_only"]["alerts_per_s"], color="grey", ls=":", label="Spark bytes-only read")
+    rate.plot(
+        n,
+        [r["marginal_alerts_per_s"] for r in users],
+        "o-",
+        label="job (micro-batches, Kafka sink)",
+    )
+    rate.plot(
+        n,
+        [r["republish"]["alerts_per_s"] for r in users],
+        "s--",
+        label="librdkafka read + republish of its records",
+    )
+    rate.axhline(
+        result["spark_bytes_only"]["alerts_per_s"],
+        color="grey",
+        ls=":",
+        label="Spark bytes-only read",
+    )
     rate.axhline(1000, color="red", lw=0.8, label="target: 1,000 alerts/s")
-    rate.set(xscale="log", xlabel="filters in the job", ylabel="alerts/s", title="Marginal throughput", ylim=(0, None))
+    rate.set(
+        xscale="log",
+        xlabel="filters in the job",
+        ylabel="alerts/s",
+        title="Marginal throughput",
+        ylim=(0, None),
+    )
     rate.legend(fontsize=7)
-    start.plot(n, [r["startup_to_first_batch_s"] for r in users], "o-", label="job start to first batch")
+    start.plot(
+        n, [r["startup_to_first_batch_s"] for r in users], "o-", label="job start to first batch"
+    )
     start.plot(n, [r["planning_s"] for r in users], "s--", label="of which planning and checks")
     start.axhline(60, color="red", lw=0.8, label="target: 60 s")
-    start.set(xscale="log", xlabel="filters in the job", ylabel="seconds", title="Start-up", ylim=(0, None))
+    start.set(
+        xscale="log",
+        xlabel="filters in the job",
+        ylabel="seconds",
+        title="Start-up",
+        ylim=(0, None),
+    )
     start.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -29,7 +29,10 @@ from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.latency import OutputReader, quantiles
 
-APPEND_TIME = {"message.timestamp.type": "LogAppendTime", "max.message.bytes": str(16 * 1024 * 1024)}
+APPEND_TIME = {
+    "message.timestamp.type": "LogAppendTime",
+    "max.message.bytes": str(16 * 1024 * 1024),
+}
 
 
 def alert_pool(n: int, seed: int, tests: list) -> tuple[list[bytes], list[int]]:
@@ -40,13 +43,22 @@ def alert_pool(n: int, seed: int, tests: list) -> tuple[list[bytes], list[int]]:
     return [schema.encode_framed(a) for a in alerts], [sum(t(a) for t in tests) for a in alerts]
 
 
-def send_at_rate(bootstrap: str, topic: str, pool: list[bytes], count: int, rate: float | None) -> float:
+def send_at_rate(
+    bootstrap: str, topic: str, pool: list[bytes], count: int, rate: float | None
+) -> float:
     """Send ``count`` alerts cycling through ``pool``, at ``rate`` per second (None: as fast as
     possible); returns the time the last one was acknowledged."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0 if rate else 5, "acks": "all",
-                         "message.max.bytes": 16 * 1024 * 1024, "queue.buffering.max.kbytes": 1_048_576})  # fmt: skip
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 0 if rate else 5,
+            "acks": "all",
+            "message.max.bytes": 16 * 1024 * 1024,
+            "queue.buffering.max.kbytes": 1_048_576,
+        }
+    )
     acked = [0.0]
 
     def done(err, _msg):
@@ -73,13 +85,28 @@ def send_at_rate(bootstrap: str, topic: str, pool: list[bytes], count: int, rate
 #: every alert pays for them; their own matches are not counted in the latencies.
 CONTEXT_FILTERS = [
     AlertFilter(name="ctx_rising", sql="features.r.rate_sigma > 3 AND features.r.rate > 0"),
-    AlertFilter(name="ctx_near_bright_star", sql="xmatch.hipparcos.distance_arcsec < 30 AND xmatch.hipparcos.hpmag < 9"),
+    AlertFilter(
+        name="ctx_near_bright_star",
+        sql="xmatch.hipparcos.distance_arcsec < 30 AND xmatch.hipparcos.hpmag < 9",
+    ),
 ]
 
 
-def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float = 250.0, steady_s: float = 40.0,
-                burst: int = 10_000, partitions: int = 2, n_filters: int = 10, context: bool = False,
-                filters: tuple[list, list] | None = None, warmup_s: float = 10.0, output_partitions: int = 4) -> dict:  # fmt: skip
+def latency_run(
+    bootstrap: str,
+    spark,
+    workdir: Path,
+    trigger: str,
+    rate: float = 250.0,
+    steady_s: float = 40.0,
+    burst: int = 10_000,
+    partitions: int = 2,
+    n_filters: int = 10,
+    context: bool = False,
+    filters: tuple[list, list] | None = None,
+    warmup_s: float = 10.0,
+    output_partitions: int = 4,
+) -> dict:
     """One hot-path run in ``trigger`` mode: warm-up, a steady rate, then a visit burst; with
     ``context``, the ``CONTEXT_FILTERS`` run beside the ``n_filters`` measured. ``filters``:
     (SQL filters, their plain-Python twins) instead of the first ``n_filters`` bench filters."""
@@ -92,12 +119,25 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
     catalogs = workdir / "catalogs"
     if context and not (catalogs / "hipparcos").exists():
         add_catalog(catalogs, "hipparcos", "builtin:hipparcos", "ra", "dec", 30.0)
-    cfg = JobConfig(bootstrap=bootstrap, topic=topic, starting_offsets="latest", trigger=trigger, sinks=["kafka"],
-                    discover_filters=False, code_filters=filters + (CONTEXT_FILTERS if context else []),
-                    metrics_path=None, output_prefix=f"{topic}-", catalog_dir=str(catalogs),
-                    checkpoint=str(workdir / f"latency-{uuid.uuid4().hex[:6]}"), timeout_s=3600, survey="rubin")  # fmt: skip
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic,
+        starting_offsets="latest",
+        trigger=trigger,
+        sinks=["kafka"],
+        discover_filters=False,
+        code_filters=filters + (CONTEXT_FILTERS if context else []),
+        metrics_path=None,
+        output_prefix=f"{topic}-",
+        catalog_dir=str(catalogs),
+        checkpoint=str(workdir / f"latency-{uuid.uuid4().hex[:6]}"),
+        timeout_s=3600,
+        survey="rubin",
+    )
     outputs = [contract.filter_topic(f, cfg.output_prefix) for f in filters]
-    create_topics(bootstrap, outputs, output_partitions, config=APPEND_TIME)  # before the job: the broker stamps appends
+    create_topics(
+        bootstrap, outputs, output_partitions, config=APPEND_TIME
+    )  # before the job: the broker stamps appends
     pool, matches = alert_pool(1000, 11, tests)
     job = FilterStream(spark, cfg)
     runner = threading.Thread(target=job.run, daemon=True)
@@ -106,9 +146,13 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
     try:
         while not any(q.name == "alertsieve_filter_stream" for q in spark.streams.active):
             if not runner.is_alive():
-                raise AlertsieveError("the job stopped before its query started (see its error above)")
+                raise AlertsieveError(
+                    "the job stopped before its query started (see its error above)"
+                )
             time.sleep(0.5)
-        send_at_rate(bootstrap, topic, pool, int(rate * warmup_s), rate)  # warm-up: JIT, connections
+        send_at_rate(
+            bootstrap, topic, pool, int(rate * warmup_s), rate
+        )  # warm-up: JIT, connections
         start = end_offsets(bootstrap, topic)
         count = int(rate * steady_s)
         send_at_rate(bootstrap, topic, pool, count, rate)
@@ -131,21 +175,39 @@ def latency_run(bootstrap: str, spark, workdir: Path, trigger: str, rate: float 
         "filters": len(filters),
         "warmup_s": warmup_s,
         "context_filters": [f.sql for f in CONTEXT_FILTERS] if context else [],
-        "steady": {"alerts_per_s": rate, "alerts": count, "matches_expected": want, "matches_seen": len(steady),
-                   "latency_ms": quantiles([r.latency_ms for r in steady])},  # fmt: skip
-        "burst": {"alerts": burst, "matches_expected": burst_want, "matches_seen": len(burst_out),
-                  "last_published_after_last_ack_s": round(max(r.output_ms for r in burst_out) / 1e3 - last_ack, 3)
-                  if burst_out else None,
-                  "latency_ms": quantiles([r.latency_ms for r in burst_out])},  # fmt: skip
+        "steady": {
+            "alerts_per_s": rate,
+            "alerts": count,
+            "matches_expected": want,
+            "matches_seen": len(steady),
+            "latency_ms": quantiles([r.latency_ms for r in steady]),
+        },
+        "burst": {
+            "alerts": burst,
+            "matches_expected": burst_want,
+            "matches_seen": len(burst_out),
+            "last_published_after_last_ack_s": round(
+                max(r.output_ms for r in burst_out) / 1e3 - last_ack, 3
+            )
+            if burst_out
+            else None,
+            "latency_ms": quantiles([r.latency_ms for r in burst_out]),
+        },
     }
 
 
-def bench_context_latency(bootstrap: str | None = None, trigger: str = "realtime", steady_s: float = 30.0) -> dict:
+def bench_context_latency(
+    bootstrap: str | None = None, trigger: str = "realtime", steady_s: float = 30.0
+) -> dict:
     """`alertsieve bench latency`: the same steady rate and burst in ``trigger`` mode, without and
     with features + crossmatch filters beside the 10 measured ones, in one session."""
     from alertsieve.bench.topic import bench_place
 
     with bench_place("latency", bootstrap) as bench:
-        runs = [latency_run(bench.bootstrap, bench.spark, bench.workdir, trigger, steady_s=steady_s, context=c)
-                for c in (False, True)]  # fmt: skip
+        runs = [
+            latency_run(
+                bench.bootstrap, bench.spark, bench.workdir, trigger, steady_s=steady_s, context=c
+            )
+            for c in (False, True)
+        ]
     return {"benchmark": "latency with context", "runs": runs}

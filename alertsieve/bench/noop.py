@@ -23,9 +23,11 @@ def _noop_seconds(frame, checkpoint: str) -> tuple[float, float]:
     the batches that read alerts; wall adds the query's start and stop, the same for every way."""
     start = time.perf_counter()
     query = (
-        frame.writeStream.format("noop").option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True).start()
-    )  # fmt: skip
+        frame.writeStream.format("noop")
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     wall = time.perf_counter() - start
     if query.exception():
@@ -37,21 +39,46 @@ def _noop_seconds(frame, checkpoint: str) -> tuple[float, float]:
 def bytes_only_rate(spark, cfg: JobConfig, alerts: int) -> dict:
     """Spark reading the topic's bytes into the noop sink, nothing else: the ceiling of any
     Spark job on this topic."""
-    raw = spark.readStream.format("kafka").options(**source_options(cfg)).load().select("key", "value")
+    raw = (
+        spark.readStream.format("kafka")
+        .options(**source_options(cfg))
+        .load()
+        .select("key", "value")
+    )
     seconds, wall = _noop_seconds(raw, tempfile.mkdtemp(prefix="alertsieve-noop-"))
-    return {"alerts": alerts, "seconds": round(seconds, 2), "alerts_per_s": round(alerts / seconds, 1),
-            "wall_seconds": round(wall, 2)}  # fmt: skip
+    return {
+        "alerts": alerts,
+        "seconds": round(seconds, 2),
+        "alerts_per_s": round(alerts / seconds, 1),
+        "wall_seconds": round(wall, 2),
+    }
 
 
-def decode_over_bytes(spark, bootstrap: str, topic: str, schema_dir: str, filters: list[AlertFilter],
-                      alerts: int, batch: int = 20_000, repeats: int = 3) -> dict:  # fmt: skip
+def decode_over_bytes(
+    spark,
+    bootstrap: str,
+    topic: str,
+    schema_dir: str,
+    filters: list[AlertFilter],
+    alerts: int,
+    batch: int = 20_000,
+    repeats: int = 3,
+) -> dict:
     """Alerts/s of each way (over Spark's batch time; wall rates beside), the best of
     ``repeats`` runs taken in turn (warm JVM, same cache state for each), and their ratios to
     the bytes-only read."""
     from pyspark.sql import functions as F
 
-    cfg = JobConfig(bootstrap=bootstrap, topic=topic, code_filters=filters, discover_filters=False,
-                    max_offsets_per_trigger=batch, schema_dir=schema_dir, metrics_path=None, survey="rubin")  # fmt: skip
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic,
+        code_filters=filters,
+        discover_filters=False,
+        max_offsets_per_trigger=batch,
+        schema_dir=schema_dir,
+        metrics_path=None,
+        survey="rubin",
+    )
     plan = plan_job(spark, cfg)
 
     def raw():
@@ -66,7 +93,9 @@ def decode_over_bytes(spark, bootstrap: str, topic: str, schema_dir: str, filter
     ways = {
         "bytes_only": lambda: raw().select("key", "value"),
         "decode_view_and_filters": lambda: filtered(plan.paths),
-        "decode_everything_and_filters": lambda: filtered(view_paths(plan.decoder, with_cutouts=False)),
+        "decode_everything_and_filters": lambda: filtered(
+            view_paths(plan.decoder, with_cutouts=False)
+        ),
     }
     best = {name: (float("inf"), float("inf")) for name in ways}
     folder = tempfile.mkdtemp(prefix="alertsieve-noop-")
@@ -79,14 +108,18 @@ def decode_over_bytes(spark, bootstrap: str, topic: str, schema_dir: str, filter
         "sink": "noop",
         "alerts": alerts,
         "filters": len(filters),
-        "fields_decoded": {"view": len(plan.paths),
-                           "everything": len(view_paths(plan.decoder, with_cutouts=False))},  # fmt: skip
+        "fields_decoded": {
+            "view": len(plan.paths),
+            "everything": len(view_paths(plan.decoder, with_cutouts=False)),
+        },
         "best_of": repeats,
         "batch_seconds": {name: round(s, 2) for name, (s, _) in best.items()},
         "wall_seconds": {name: round(w, 2) for name, (_, w) in best.items()},
         "alerts_per_s": rates,
         "alerts_per_s_wall": wall_rates,
-        "ratio_view_and_filters_over_bytes_only": round(rates["decode_view_and_filters"] / rates["bytes_only"], 3),
+        "ratio_view_and_filters_over_bytes_only": round(
+            rates["decode_view_and_filters"] / rates["bytes_only"], 3
+        ),
         "ratio_everything_and_filters_over_bytes_only": round(
             rates["decode_everything_and_filters"] / rates["bytes_only"], 3
         ),

@@ -64,7 +64,9 @@ def published_bytes(bootstrap: str, topics: list[str]) -> dict:
     return {"records": reader.read, "bytes": reader.bytes}
 
 
-def bench_payloads(bootstrap: str | None = None, alerts: int = 40_000, batch: int = 10_000, repeats: int = 2) -> dict:
+def bench_payloads(
+    bootstrap: str | None = None, alerts: int = 40_000, batch: int = 10_000, repeats: int = 2
+) -> dict:
     with bench_place("payloads", bootstrap) as bench:
         filled = fill_topic(bench, "payloads", alerts // 10_000)
         spark, produced = bench.spark, filled.produced
@@ -74,7 +76,9 @@ def bench_payloads(bootstrap: str | None = None, alerts: int = 40_000, batch: in
         for r in range(repeats):
             # The ceiling is measured in turn with the runs, warm like them (a first query in a
             # session pays for class loading and the JIT: half the rate, measured here).
-            read = bytes_only_rate(spark, filled.job_config(f"bytes-{r}", [], batch), produced.acked)
+            read = bytes_only_rate(
+                spark, filled.job_config(f"bytes-{r}", [], batch), produced.acked
+            )
             if bytes_only is None or read["alerts_per_s"] > bytes_only["alerts_per_s"]:
                 bytes_only = read
             for payload in PAYLOADS:
@@ -82,18 +86,25 @@ def bench_payloads(bootstrap: str | None = None, alerts: int = 40_000, batch: in
                 run = micro_batch_run(spark, cfg, produced.acked)
                 best = runs.get(payload)
                 if best is None or run["marginal_alerts_per_s"] > best["marginal_alerts_per_s"]:
-                    run["output"] = published_bytes(bench.bootstrap, [contract.filter_topic(f, cfg.output_prefix) for f in cfg.code_filters])
+                    run["output"] = published_bytes(
+                        bench.bootstrap,
+                        [contract.filter_topic(f, cfg.output_prefix) for f in cfg.code_filters],
+                    )
                     runs[payload] = run
                 log.info("bench payloads: %s run %d of %d done", payload, r + 1, repeats)
         out = {}
         for payload, run in runs.items():
             out[payload] = {
                 "marginal_alerts_per_s": run["marginal_alerts_per_s"],
-                "ratio_to_spark_bytes_only": round(run["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3),
+                "ratio_to_spark_bytes_only": round(
+                    run["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3
+                ),
                 "records_published": run["output"]["records"],
                 "bytes_published": run["output"]["bytes"],
                 "bytes_per_10000_alerts": round(run["output"]["bytes"] * 10_000 / produced.acked),
-                "mean_record_bytes": round(run["output"]["bytes"] / max(1, run["output"]["records"]), 1),
+                "mean_record_bytes": round(
+                    run["output"]["bytes"] / max(1, run["output"]["records"]), 1
+                ),
                 "startup_to_first_batch_s": run["startup_to_first_batch_s"],
                 "steady_batch_seconds": round(sum(run["batch_seconds"][2:]), 2),
                 "steady_phases_s": run["steady_phases_s"],
@@ -101,7 +112,11 @@ def bench_payloads(bootstrap: str | None = None, alerts: int = 40_000, batch: in
         return {
             "benchmark": "payloads",
             "machine": bench.machine(),
-            "topic": {"alerts": produced.acked, "partitions": 4, "mean_alert_kb": filled.mean_alert_kb},
+            "topic": {
+                "alerts": produced.acked,
+                "partitions": 4,
+                "mean_alert_kb": filled.mean_alert_kb,
+            },
             "filters": [f.name for f in filters],
             "fields": {k: v.get("fields") for k, v in PAYLOADS.items() if v},
             "max_offsets_per_trigger": batch,
@@ -109,4 +124,4 @@ def bench_payloads(bootstrap: str | None = None, alerts: int = 40_000, batch: in
             "spark_bytes_only": bytes_only,
             "payloads": out,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }  # fmt: skip
+        }

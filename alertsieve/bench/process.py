@@ -32,7 +32,9 @@ class JobProcess:
     def start(self) -> None:
         self.starts += 1
         with open(self.log_path, "a") as out:  # a restart appends: the log keeps every life
-            self.process = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                self.args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -79,8 +81,13 @@ class JobProcess:
         self.kill()
 
 
-def wait_for(done: Callable[[], bool], what: str, timeout_s: float, processes: Sequence[JobProcess],
-             error: type[Exception]) -> None:  # fmt: skip
+def wait_for(
+    done: Callable[[], bool],
+    what: str,
+    timeout_s: float,
+    processes: Sequence[JobProcess],
+    error: type[Exception],
+) -> None:
     """Wait until ``done()``; raise ``error`` as soon as one of ``processes`` exits (its log's
     last lines in the message) or when ``timeout_s`` has passed."""
     deadline = time.monotonic() + timeout_s
@@ -89,7 +96,9 @@ def wait_for(done: Callable[[], bool], what: str, timeout_s: float, processes: S
             if not p.alive():
                 raise error(f"{p.name} exited ({p.returncode}) before {what}:\n{p.tail()}")
         if time.monotonic() > deadline:
-            raise error(f"not {what} after {timeout_s:.0f} s:\n" + "\n".join(p.tail(8) for p in processes))
+            raise error(
+                f"not {what} after {timeout_s:.0f} s:\n" + "\n".join(p.tail(8) for p in processes)
+            )
         time.sleep(0.5)
 
 

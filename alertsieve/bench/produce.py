@@ -70,8 +70,11 @@ def bench_produce(
             for producers in (1, 2):
                 for serialize_only in (True, False):
                     row = _ours(bootstrap, alerts, producers, stamps, serialize_only)
-                    row.update(stamps=bool(stamps), producers=producers,
-                               mode="serialize" if serialize_only else "serialize+send+ack")  # fmt: skip
+                    row.update(
+                        stamps=bool(stamps),
+                        producers=producers,
+                        mode="serialize" if serialize_only else "serialize+send+ack",
+                    )
                     runs.append(row)
         seeds = []
         for stamps in (stamp_size, 0):
@@ -85,13 +88,19 @@ def bench_produce(
                     create_topic(bootstrap, topic, 4)
                 r = seeds_way_produce(bootstrap if send else None, topic, sim.schema, sample)
                 row = _rate(r["alerts"], r["bytes"], r["seconds"])
-                row.update(stamps=bool(stamps), producers=1,
-                           mode="serialize+send+ack" if send else "serialize")  # fmt: skip
+                row.update(
+                    stamps=bool(stamps),
+                    producers=1,
+                    mode="serialize+send+ack" if send else "serialize",
+                )
                 seeds.append(row)
 
         def ours_at(stamps: bool, mode: str) -> float:
-            return next(r["alerts_per_s"] for r in runs
-                        if r["stamps"] == stamps and r["mode"] == mode and r["producers"] == 1)  # fmt: skip
+            return next(
+                r["alerts_per_s"]
+                for r in runs
+                if r["stamps"] == stamps and r["mode"] == mode and r["producers"] == 1
+            )
 
         ratios = {
             f"{mode} {'with' if s['stamps'] else 'without'} stamps": round(

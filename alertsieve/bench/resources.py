@@ -65,8 +65,11 @@ class ResourceSampler:
 
     def last(self) -> dict[str, dict[str, float]]:
         """Per role, the latest sample: CPU (percent of one core) and resident MB."""
-        return {role: {"cpu_pct": round(s[-1][0], 1), "rss_mb": round(s[-1][1], 1)}
-                for role, s in self._samples.items() if s}  # fmt: skip
+        return {
+            role: {"cpu_pct": round(s[-1][0], 1), "rss_mb": round(s[-1][1], 1)}
+            for role, s in self._samples.items()
+            if s
+        }
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):

@@ -57,8 +57,18 @@ class FilterJob(JobProcess):
     """One filter job (``alertsieve filter``) with its own config, checkpoint, metrics file and log."""
 
     def __init__(self, index: int, folder: Path):
-        super().__init__(f"filter job {index}", [sys.executable, "-m", "alertsieve.cli", "filter",
-                                                 "--config", str(folder / "job.yaml")], folder / "job.log")  # fmt: skip
+        super().__init__(
+            f"filter job {index}",
+            [
+                sys.executable,
+                "-m",
+                "alertsieve.cli",
+                "filter",
+                "--config",
+                str(folder / "job.yaml"),
+            ],
+            folder / "job.log",
+        )
         self.index, self.folder = index, folder
 
     @property
@@ -78,11 +88,19 @@ def start_filter_job(
 ) -> FilterJob:
     folder.mkdir(parents=True, exist_ok=True)
     config = {
-        **bench_job_settings(point.filters, bootstrap, topic, folder, trigger=point.trigger,
-                             max_offsets_per_trigger=point.max_offsets_per_trigger,
-                             output_prefix=f"{topic}-c{index}-", sinks=list(point.sinks), schema_dir=str(store_dir)),
+        **bench_job_settings(
+            point.filters,
+            bootstrap,
+            topic,
+            folder,
+            trigger=point.trigger,
+            max_offsets_per_trigger=point.max_offsets_per_trigger,
+            output_prefix=f"{topic}-c{index}-",
+            sinks=list(point.sinks),
+            schema_dir=str(store_dir),
+        ),
         "spark_conf": {"spark.ui.enabled": "false"},
-    }  # fmt: skip
+    }
     (folder / "job.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     job = FilterJob(index, folder)
     job.start()
@@ -101,8 +119,14 @@ def output_latencies(bootstrap: str, topics: list[str], warm_end: dict[int, int]
 
     with OutputReader(bootstrap, topics) as reader:
         if not reader.read_to_end(60):
-            raise PointFailed(f"read {reader.read} messages of output topics {', '.join(topics)}: not to their end")
-    return [r.latency_ms / 1e3 for r in reader.records if r.source_offset >= warm_end[r.source_partition]]
+            raise PointFailed(
+                f"read {reader.read} messages of output topics {', '.join(topics)}: not to their end"
+            )
+    return [
+        r.latency_ms / 1e3
+        for r in reader.records
+        if r.source_offset >= warm_end[r.source_partition]
+    ]
 
 
 #: Seeds of the simulated visits: the measured visit v is seed VISIT_SEED + v, visit 0 of it.
@@ -111,8 +135,9 @@ WARMUP_SEED = 999
 WARMUP_ALERTS = 100
 
 
-def _produce_visit(point: Point, bootstrap: str, topic: str, store_dir: Path, seed: int,
-                   alerts: int):  # fmt: skip
+def _produce_visit(
+    point: Point, bootstrap: str, topic: str, store_dir: Path, seed: int, alerts: int
+):
     summary = produce(
         ProduceConfig(
             bootstrap=bootstrap,
@@ -151,17 +176,31 @@ def run_point(
             start_filter_job(i, folder / f"consumer-{i}", point, bootstrap, topic, store_dir)
             for i in range(point.consumers)
         ]
-        wait_for(_all(jobs, FilterJob.ready), "reading the topic", 120 + 30 * point.consumers, jobs, PointFailed)
+        wait_for(
+            _all(jobs, FilterJob.ready),
+            "reading the topic",
+            120 + 30 * point.consumers,
+            jobs,
+            PointFailed,
+        )
         roles = {
             "broker": broker_pids,
             "filter_jobs": lambda: [pid for j in jobs for pid in j.pids()],
-            "producers": lambda: children_except(jobs, broker_pids()),  # produce() spawns them per visit
+            "producers": lambda: children_except(
+                jobs, broker_pids()
+            ),  # produce() spawns them per visit
         }
         # A small visit first, not measured: the jobs' first batch with data pays for class
         # loading and code generation (~8 s here), which no later visit does.
         _produce_visit(point, bootstrap, topic, store_dir, WARMUP_SEED, WARMUP_ALERTS)
         warm_end = end_offsets(bootstrap, topic)
-        wait_for(_all(jobs, lambda j: _reached(j, topic, warm_end)), "done with the warm-up visit", 120, jobs, PointFailed)
+        wait_for(
+            _all(jobs, lambda j: _reached(j, topic, warm_end)),
+            "done with the warm-up visit",
+            120,
+            jobs,
+            PointFailed,
+        )
         reports: list[dict] = []
         ends: list[dict[int, int]] = []
         with ResourceSampler(roles) as sampler:
@@ -174,8 +213,13 @@ def run_point(
                 reports += [{**asdict(r), "visit_index": v} for r in summary.reports]
                 ends.append(end_offsets(bootstrap, topic))
             drain_s = 120 + point.alerts_per_visit * point.visits * point.consumers / 500
-            wait_for(_all(jobs, lambda j: _reached(j, topic, ends[-1])), "done with the last visit", drain_s, jobs,
-                     PointFailed)
+            wait_for(
+                _all(jobs, lambda j: _reached(j, topic, ends[-1])),
+                "done with the last visit",
+                drain_s,
+                jobs,
+                PointFailed,
+            )
         resources = sampler.summary()
         for job in jobs:
             job.stop()
@@ -239,14 +283,20 @@ def run_rate_point(
             raise PointFailed(f"{len(seen)} of {want} matches published:\n{job.tail(15)}")
         return {
             "topic": topic,
-            "sent": {"alerts": count, "seconds": round(sent_s, 3), "alerts_per_s": round(count / sent_s, 1)},
+            "sent": {
+                "alerts": count,
+                "seconds": round(sent_s, 3),
+                "alerts_per_s": round(count / sent_s, 1),
+            },
             "mean_alert_kb": round(sum(map(len, pool)) / len(pool) / 1e3, 1),
             "matches": want,
             "latency_s": quantiles([r.latency_ms / 1e3 for r in seen]),
-            "caught_up_after_last_ack_s": round(max(r.output_ms for r in seen) / 1e3 - last_ack, 3) if seen else None,
+            "caught_up_after_last_ack_s": round(max(r.output_ms for r in seen) / 1e3 - last_ack, 3)
+            if seen
+            else None,
             "resources": sampler.summary(),
             "warmup_end_offsets": warm_end,
-        }  # fmt: skip
+        }
     finally:
         reader.close()
         job.stop()
@@ -290,8 +340,9 @@ def run_experiments(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _measure(experiment: Experiment, point: Point, bootstrap, folder: Path, workdir: Path,
-             broker_pids) -> dict:  # fmt: skip
+def _measure(
+    experiment: Experiment, point: Point, bootstrap, folder: Path, workdir: Path, broker_pids
+) -> dict:
     started = time.time()
     result = {
         "experiment": experiment.name,

@@ -139,15 +139,22 @@ def plot_rate(frame, out_dir: str | Path | None = None):
         group = group.sort_values("sent_alerts_per_s")
         for (column, label), style in zip(LATENCIES, ["-", "--"], strict=True):
             ms = np.maximum(group[column].to_numpy(float) * 1e3, 0.5)  # Kafka times are whole ms
-            ax.plot(group["sent_alerts_per_s"], ms, marker="o", ls=style,
-                    label=f"{TRIGGERS.get(trigger, trigger)}, {label}")  # fmt: skip
+            ax.plot(
+                group["sent_alerts_per_s"],
+                ms,
+                marker="o",
+                ls=style,
+                label=f"{TRIGGERS.get(trigger, trigger)}, {label}",
+            )
     ax.axvline(250, color="grey", lw=1, ls=":", label="LSST's average rate")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("alerts per second sent (steadily)")
     ax.set_ylabel("input append -> output append (ms; < 1 ms drawn at 0.5)")
     cores = int(part["cores"].iloc[0])
-    ax.set_title(f"Latency against alert rate ({cores} cores, {int(part['filters'].iloc[0])} SQL filters)")
+    ax.set_title(
+        f"Latency against alert rate ({cores} cores, {int(part['filters'].iloc[0])} SQL filters)"
+    )
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -231,10 +238,17 @@ def comparison_table(frame):
             "source": [
                 f"alertsieve ({c} cores, {f} filters)"
                 for c, f in zip(ours["cores"], ours["filters"], strict=True)
-            ],  # fmt: skip
+            ],
         }
     )
-    columns = ["source", "producers", "consumers", "partitions", "producing_s", "consuming_s",
-               "total_s"]  # fmt: skip
+    columns = [
+        "source",
+        "producers",
+        "consumers",
+        "partitions",
+        "producing_s",
+        "consuming_s",
+        "total_s",
+    ]
     table = pd.concat([theirs[columns], ours[columns]], ignore_index=True)
     return table.sort_values(["source", "total_s"]).reset_index(drop=True)

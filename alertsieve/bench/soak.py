@@ -46,8 +46,11 @@ TOPIC = "soak"
 PREFIX = "soak-"
 SEED = 2026
 #: The input keeps a quarter of an hour: a night of ~100 KB alerts would not fit on the disk.
-INPUT_CONFIG = {"message.timestamp.type": "LogAppendTime", "retention.ms": str(15 * 60 * 1000),
-                "max.message.bytes": str(16 * 1024 * 1024)}  # fmt: skip
+INPUT_CONFIG = {
+    "message.timestamp.type": "LogAppendTime",
+    "retention.ms": str(15 * 60 * 1000),
+    "max.message.bytes": str(16 * 1024 * 1024),
+}
 
 
 class SoakFailed(AlertsieveError, RuntimeError):
@@ -59,12 +62,21 @@ def job_settings(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     Delta path (read by the archive process)."""
     trigger = "realtime=30 seconds" if plan.trigger == "realtime" else "0"
     return {
-        **bench_job_settings(plan.filters, bootstrap, TOPIC, folder, trigger=trigger, max_offsets_per_trigger=20_000,
-                             output_prefix=PREFIX, sinks=["kafka"], schema_dir=str(folder / "schemas")),
+        **bench_job_settings(
+            plan.filters,
+            bootstrap,
+            TOPIC,
+            folder,
+            trigger=trigger,
+            max_offsets_per_trigger=20_000,
+            output_prefix=PREFIX,
+            sinks=["kafka"],
+            schema_dir=str(folder / "schemas"),
+        ),
         # The archive keeps each match's view fields, not its ~100 KB message: a night of those
         # beside the topics' copies would not fit on this machine's disk.
         "delta_messages": False,
-    }  # fmt: skip
+    }
 
 
 def folder_size(path: Path) -> dict:
@@ -85,8 +97,13 @@ def heap_after_gc_mb(pid: int) -> float | None:
     counted in the collection's own pause. (``GC.run`` then ``GC.heap_info`` read 425 and 619 MB
     among ~300 MB readings in a million-alert run: a visit's allocations between the two.)"""
     try:
-        histogram = subprocess.run(["jcmd", str(pid), "GC.class_histogram"], capture_output=True, text=True,
-                                   timeout=120, check=True).stdout  # fmt: skip
+        histogram = subprocess.run(
+            ["jcmd", str(pid), "GC.class_histogram"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
     except (subprocess.SubprocessError, OSError):
         return None
     total = re.search(r"^Total\s+\d+\s+(\d+)\s*$", histogram, re.MULTILINE)
@@ -115,7 +132,9 @@ class LatencyLog:
         new = self.reader.records[self._written :]
         self._written += len(new)
         with open(self.path, "a") as f:
-            f.writelines(f"{r.output_ms / 1e3 - self.started:.3f} {r.latency_ms:.1f}\n" for r in new)
+            f.writelines(
+                f"{r.output_ms / 1e3 - self.started:.3f} {r.latency_ms:.1f}\n" for r in new
+            )
 
     def read_to_end(self, timeout_s: float) -> None:
         """Stop following the topics and read what is left on them (after the job has stopped)."""
@@ -162,11 +181,19 @@ def summarize(folder: Path, sent_for_s: float, killed_at_s: float | None = None)
     latencies = read_latencies(folder)
     early, late = windows(sent_for_s)
     samples = read_samples(folder)
-    found = growth(samples, window(latencies, *early), window(latencies, *late), early, late, killed_at_s)
-    active = delta_active_files(folder / "delta" / "matches", run_started(samples)) if samples else []
+    found = growth(
+        samples, window(latencies, *early), window(latencies, *late), early, late, killed_at_s
+    )
+    active = (
+        delta_active_files(folder / "delta" / "matches", run_started(samples)) if samples else []
+    )
     if active:
         at_early = [n for t, n in active if t <= early[1]] or [active[0][1]]
-        found["sizes"]["delta_active_files"] = {"early": at_early[-1], "end": active[-1][1], "max": max(n for _, n in active)}
+        found["sizes"]["delta_active_files"] = {
+            "early": at_early[-1],
+            "end": active[-1][1],
+            "max": max(n for _, n in active),
+        }
     return {"growth": found, "latency_per_minute": per_minute(latencies)}
 
 
@@ -204,27 +231,51 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     config = folder / "job.yaml"
     config.write_text(yaml.safe_dump(settings, sort_keys=False))
     cli = [sys.executable, "-m", "alertsieve.cli"]
-    job = JobProcess("job", [*cli, "filter", "--config", str(config), "--master", "local[2]"], folder / "job.log")
-    archive = JobProcess("archive", [*cli, "archive", "--config", str(config), "--master", "local[1]",
-                                     "--sink", "kafka,delta"], folder / "archive.log")  # fmt: skip
+    job = JobProcess(
+        "job", [*cli, "filter", "--config", str(config), "--master", "local[2]"], folder / "job.log"
+    )
+    archive = JobProcess(
+        "archive",
+        [*cli, "archive", "--config", str(config), "--master", "local[1]", "--sink", "kafka,delta"],
+        folder / "archive.log",
+    )
     topics = [contract.filter_topic(f, PREFIX) for f in bench_filters(plan.filters)[0]]
     produced: dict = {}
 
     def send() -> None:
-        produced["summary"] = produce(ProduceConfig(
-            bootstrap=bootstrap, topic=TOPIC, visits=plan.visits, alerts_per_visit=plan.per_visit,
-            interval_s=plan.every_s, producers=2, partitions=2, seed=SEED, progress=False,
-            schema_dir=settings["schema_dir"]))  # fmt: skip
+        produced["summary"] = produce(
+            ProduceConfig(
+                bootstrap=bootstrap,
+                topic=TOPIC,
+                visits=plan.visits,
+                alerts_per_visit=plan.per_visit,
+                interval_s=plan.every_s,
+                producers=2,
+                partitions=2,
+                seed=SEED,
+                progress=False,
+                schema_dir=settings["schema_dir"],
+            )
+        )
 
     job.start()
-    wait_for(lambda: (folder / "checkpoint" / "offsets").exists(), "the job started", 300, [job], SoakFailed)
+    wait_for(
+        lambda: (folder / "checkpoint" / "offsets").exists(),
+        "the job started",
+        300,
+        [job],
+        SoakFailed,
+    )
     archive.start()
     started = time.time()
     latency = LatencyLog(bootstrap, topics, started, folder / "latency.txt")
     producer = threading.Thread(target=send, daemon=True)
     producer.start()
-    roles = {"job": job.pids, "archive": archive.pids,
-             "broker_and_producers": lambda: children_except([job, archive])}  # fmt: skip
+    roles = {
+        "job": job.pids,
+        "archive": archive.pids,
+        "broker_and_producers": lambda: children_except([job, archive]),
+    }
     sampler = ResourceSampler(roles, interval_s=plan.sample_s)
     killed_at = None
     last_heap = 0.0
@@ -240,10 +291,17 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
                 log.info("soak: the job killed -9 at %.0f s; restarting from its checkpoint", now)
                 job.start()
             sampler.sample()
-            sample = {"t_s": round(now, 1), "at": round(started + now, 1), **_sizes(folder), "parts": sampler.last()}
+            sample = {
+                "t_s": round(now, 1),
+                "at": round(started + now, 1),
+                **_sizes(folder),
+                "parts": sampler.last(),
+            }
             if now - last_heap >= plan.heap_every_s:
                 last_heap = now
-                sample["heap_after_gc_mb"] = {p.name: heap_after_gc_mb(p.jvm()) for p in (job, archive) if p.jvm()}
+                sample["heap_after_gc_mb"] = {
+                    p.name: heap_after_gc_mb(p.jvm()) for p in (job, archive) if p.jvm()
+                }
             _append(folder / "samples.jsonl", sample)
             time.sleep(plan.sample_s)
         producer.join()
@@ -251,20 +309,36 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
         summary = produced["summary"]
         if not summary.ok:
             raise SoakFailed(f"producers lost alerts: {summary.as_dict()}")
-        wait_for(lambda: _read_to(folder, end_offsets(bootstrap, TOPIC)), "the job read every alert", 600, [job], SoakFailed)
+        wait_for(
+            lambda: _read_to(folder, end_offsets(bootstrap, TOPIC)),
+            "the job read every alert",
+            600,
+            [job],
+            SoakFailed,
+        )
         job.stop(120)
         archive.stop(120)
-        drain = subprocess.run([*archive.args, "--available-now"], capture_output=True, text=True, timeout=1800)
+        drain = subprocess.run(
+            [*archive.args, "--available-now"], capture_output=True, text=True, timeout=1800
+        )
         if drain.returncode != 0:
-            raise SoakFailed(f"draining the archive failed:\n{drain.stdout[-2000:]}{drain.stderr[-2000:]}")
+            raise SoakFailed(
+                f"draining the archive failed:\n{drain.stdout[-2000:]}{drain.stderr[-2000:]}"
+            )
         latency.read_to_end(600)
-        published = {f.name: latency.published().get(contract.filter_topic(f, PREFIX), set()) for f in bench_filters(plan.filters)[0]}
+        published = {
+            f.name: latency.published().get(contract.filter_topic(f, PREFIX), set())
+            for f in bench_filters(plan.filters)[0]
+        }
     finally:
         latency.close()
         job.kill()
         archive.kill()
     return {
-        "plan": asdict(plan), "produced": summary.acked, "killed_at_s": killed_at, "sent_for_s": round(sent_for_s, 1),
+        "plan": asdict(plan),
+        "produced": summary.acked,
+        "killed_at_s": killed_at,
+        "sent_for_s": round(sent_for_s, 1),
         **summarize(folder, sent_for_s, killed_at),
         "verify": verify_topics(bootstrap, topics, settings["schema_dir"]),
         "delta": check_delta(plan, folder, published),
@@ -290,8 +364,14 @@ def read_samples(folder: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def growth(samples: list[dict], first: dict, last: dict, early: tuple, late: tuple,
-           killed_at_s: float | None = None) -> dict:
+def growth(
+    samples: list[dict],
+    first: dict,
+    last: dict,
+    early: tuple,
+    late: tuple,
+    killed_at_s: float | None = None,
+) -> dict:
     """What grew between the early window and the end: latency (p99 of the last window over the
     first's), each JVM's heap after a full GC (its last value over its first a window's length
     into its life: "its value after 10 minutes" in a full run), and the files the run leaves
@@ -306,26 +386,48 @@ def growth(samples: list[dict], first: dict, last: dict, early: tuple, late: tup
     settled_after_s = early[1] - early[0]
 
     def heap(part: str, born: float, end: float) -> dict | None:
-        values = [(s["t_s"], s["heap_after_gc_mb"][part]) for s in samples
-                  if s.get("heap_after_gc_mb", {}).get(part) is not None and born <= s["t_s"] < end]  # fmt: skip
+        values = [
+            (s["t_s"], s["heap_after_gc_mb"][part])
+            for s in samples
+            if s.get("heap_after_gc_mb", {}).get(part) is not None and born <= s["t_s"] < end
+        ]
         after = [v for t, v in values if t >= born + settled_after_s] or [v for _, v in values]
-        return {"early_mb": after[0], "end_mb": after[-1], "ratio": ratio(after[-1], after[0])} if after else None
+        return (
+            {"early_mb": after[0], "end_mb": after[-1], "ratio": ratio(after[-1], after[0])}
+            if after
+            else None
+        )
 
     forever = float("inf")
     lives = {"job": (0.0, forever), "archive": (0.0, forever)}
     if killed_at_s is not None:
         lives.update(job=(0.0, killed_at_s), job_restarted=(killed_at_s, forever))
-    heaps = {name: found for name, life in lives.items()
-             if (found := heap(name.removesuffix("_restarted"), *life)) is not None}  # fmt: skip
+    heaps = {
+        name: found
+        for name, life in lives.items()
+        if (found := heap(name.removesuffix("_restarted"), *life)) is not None
+    }
     at = [s for s in samples if s["t_s"] >= early[1]] or samples
     sizes = {}
     for key in ("checkpoint", "archive_checkpoint", "delta_matches"):
         if at:
-            sizes[key] = {"early": at[0][key], "end": samples[-1][key], "max_files": max(s[key]["files"] for s in samples)}
+            sizes[key] = {
+                "early": at[0][key],
+                "end": samples[-1][key],
+                "max_files": max(s[key]["files"] for s in samples),
+            }
     if at:
-        sizes["delta_log_files"] = {"early": at[0]["delta_log_files"], "end": samples[-1]["delta_log_files"]}
-    return {"windows_s": {"early": early, "late": late}, "latency_ms": {"early": first, "late": last},
-            "p99_late_over_early": ratio(last.get("p99"), first.get("p99")), "heap_after_gc": heaps, "sizes": sizes}
+        sizes["delta_log_files"] = {
+            "early": at[0]["delta_log_files"],
+            "end": samples[-1]["delta_log_files"],
+        }
+    return {
+        "windows_s": {"early": early, "late": late},
+        "latency_ms": {"early": first, "late": last},
+        "p99_late_over_early": ratio(last.get("p99"), first.get("p99")),
+        "heap_after_gc": heaps,
+        "sizes": sizes,
+    }
 
 
 def _read_to(folder: Path, end: dict[int, int]) -> bool:
@@ -337,10 +439,12 @@ def _read_to(folder: Path, end: dict[int, int]) -> bool:
 
 
 def _sizes(folder: Path) -> dict:
-    return {"checkpoint": folder_size(folder / "checkpoint"),
-            "archive_checkpoint": folder_size(folder / "checkpoint-archive"),
-            "delta_matches": folder_size(folder / "delta" / "matches"),
-            "delta_log_files": folder_size(folder / "delta" / "matches" / "_delta_log")["files"]}  # fmt: skip
+    return {
+        "checkpoint": folder_size(folder / "checkpoint"),
+        "archive_checkpoint": folder_size(folder / "checkpoint-archive"),
+        "delta_matches": folder_size(folder / "delta" / "matches"),
+        "delta_log_files": folder_size(folder / "delta" / "matches" / "_delta_log")["files"],
+    }
 
 
 def _append(path: Path, record: dict) -> None:
@@ -350,10 +454,29 @@ def _append(path: Path, record: dict) -> None:
 
 def verify_topics(bootstrap: str, topics: list[str], schema_dir: str) -> dict:
     """``alertsieve listen --verify`` over every output topic: its verdict line and exit code."""
-    done = subprocess.run([sys.executable, "-m", "alertsieve.cli", "listen", "--bootstrap", bootstrap,
-                           "--topic", ",".join(topics), "--from-beginning", "--until-end", "--verify",
-                           "--counts-topic", f"{PREFIX}counts", "--schema-dir", schema_dir, "-q"],
-                          capture_output=True, text=True, timeout=3600)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alertsieve.cli",
+            "listen",
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            ",".join(topics),
+            "--from-beginning",
+            "--until-end",
+            "--verify",
+            "--counts-topic",
+            f"{PREFIX}counts",
+            "--schema-dir",
+            schema_dir,
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     lines = done.stdout.strip().splitlines()
     return {"exit_code": done.returncode, "verdict": lines[-1] if lines else done.stderr[-500:]}
 
@@ -371,8 +494,15 @@ def check_delta(plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int
     filters, tests = bench_filters(plan.filters)
     step = max(1, plan.visits // plan.oracle_visits)
     visits = list(range(0, plan.visits, step))[: plan.oracle_visits]
-    sim = AlertSimulator(SimulationConfig(alerts_per_visit=plan.per_visit, max_history=10, max_forced=10,
-                                          seed=SEED, cadence_s=plan.every_s))  # fmt: skip
+    sim = AlertSimulator(
+        SimulationConfig(
+            alerts_per_visit=plan.per_visit,
+            max_history=10,
+            max_forced=10,
+            seed=SEED,
+            cadence_s=plan.every_s,
+        )
+    )
     expected: dict[str, set[str]] = {f.name: set() for f in filters}
     ids: set[str] = set()
     for v in visits:
@@ -395,13 +525,20 @@ def check_delta(plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int
             if r["alert_id"] in ids:
                 got.setdefault(name, set()).add(r["alert_id"])
     return {
-        "rows": len(rows), "alerts_more_than_once": sum(1 for n in counts.values() if n > 1),
+        "rows": len(rows),
+        "alerts_more_than_once": sum(1 for n in counts.values() if n > 1),
         "matches_archived": sum(len(r["filters"]) for r in rows),
         "matches_published": sum(len(v) for v in published.values()),
-        "filters_unlike_their_topic": sorted(n for n in published if published[n] != archived.get(n, set())),
-        "sample": {"visits": visits, "alerts": len(ids), "matches": sum(len(v) for v in expected.values()),
-                   "mismatched_filters": sorted(n for n in expected if expected[n] != got.get(n, set()))},
-    }  # fmt: skip
+        "filters_unlike_their_topic": sorted(
+            n for n in published if published[n] != archived.get(n, set())
+        ),
+        "sample": {
+            "visits": visits,
+            "alerts": len(ids),
+            "matches": sum(len(v) for v in expected.values()),
+            "mismatched_filters": sorted(n for n in expected if expected[n] != got.get(n, set())),
+        },
+    }
 
 
 def soak(plan: SoakPlan, out: str, bootstrap: str | None = None) -> dict:
@@ -414,6 +551,10 @@ def soak(plan: SoakPlan, out: str, bootstrap: str | None = None) -> dict:
     folder = Path(out)
     shutil.rmtree(folder, ignore_errors=True)
     with bench_place("soak", bootstrap, heap="1g", session=False) as bench:
-        result = {"benchmark": "soak", "machine": bench.machine(), **run_soak(plan, bench.bootstrap, folder)}
+        result = {
+            "benchmark": "soak",
+            "machine": bench.machine(),
+            **run_soak(plan, bench.bootstrap, folder),
+        }
     (folder / "summary.json").write_text(json.dumps(result, indent=2))
     return result

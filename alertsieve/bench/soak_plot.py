@@ -39,25 +39,43 @@ def plot_soak(folder: str | Path, out: str | Path | None = None):
 
     t = [s["t_s"] / 60 for s in samples]
     for part, color in (("job", "C0"), ("archive", "C1"), ("broker_and_producers", "C2")):
-        mem.plot(t, [s["parts"].get(part, {}).get("rss_mb", 0) for s in samples], color, lw=0.8, label=f"{part} resident")
-        heaps = [(s["t_s"] / 60, s["heap_after_gc_mb"][part]) for s in samples
-                 if s.get("heap_after_gc_mb", {}).get(part) is not None]  # fmt: skip
+        mem.plot(
+            t,
+            [s["parts"].get(part, {}).get("rss_mb", 0) for s in samples],
+            color,
+            lw=0.8,
+            label=f"{part} resident",
+        )
+        heaps = [
+            (s["t_s"] / 60, s["heap_after_gc_mb"][part])
+            for s in samples
+            if s.get("heap_after_gc_mb", {}).get(part) is not None
+        ]
         if heaps:
             mem.plot(*zip(*heaps, strict=True), "o", color=color, label=f"{part} heap after GC")
     mem.set(ylabel="MB", title="Memory", ylim=(0, None))
 
-    for key, label in (("delta_matches", "Delta matches files on disk"), ("checkpoint", "job checkpoint files"),
-                       ("archive_checkpoint", "archive checkpoint files")):  # fmt: skip
+    for key, label in (
+        ("delta_matches", "Delta matches files on disk"),
+        ("checkpoint", "job checkpoint files"),
+        ("archive_checkpoint", "archive checkpoint files"),
+    ):
         files.plot(t, [s[key]["files"] for s in samples], label=label)
     files.plot(t, [s["delta_log_files"] for s in samples], label="Delta log files")
     active = delta_active_files(folder / "delta" / "matches", run_started(samples))
     if active:
-        files.plot([s / 60 for s, _ in active], [n for _, n in active], label="Delta files the table references")
+        files.plot(
+            [s / 60 for s, _ in active],
+            [n for _, n in active],
+            label="Delta files the table references",
+        )
     files.set(ylabel="files", title="Files left on disk", ylim=(0, None))
 
     for ax in (lat, mem, files):
         if summary.get("killed_at_s") is not None:
-            ax.axvline(summary["killed_at_s"] / 60, color="red", lw=0.8, ls="--", label="job killed -9")
+            ax.axvline(
+                summary["killed_at_s"] / 60, color="red", lw=0.8, ls="--", label="job killed -9"
+            )
         ax.set_xlabel("minutes since the first visit")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

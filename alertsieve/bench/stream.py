@@ -55,12 +55,22 @@ def job_run(spark, cfg: JobConfig, warm: bool) -> dict:
         "batch_seconds": [b["batch_seconds"] for b in lines],
         "median_batch_s": round(median(b["batch_seconds"] for b in lines), 2),
         "matches": sum(sum(b["matches"].values()) for b in lines),
-        "spark_add_batch_ms": [b.get("spark", {}).get("durationMs", {}).get("addBatch") for b in lines],
-    }  # fmt: skip
+        "spark_add_batch_ms": [
+            b.get("spark", {}).get("durationMs", {}).get("addBatch") for b in lines
+        ],
+    }
 
 
-def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int, interval_s: float,
-              alerts_per_visit: int, n_filters: int = 10) -> dict:  # fmt: skip
+def live_rate(
+    bootstrap: str,
+    spark,
+    store_dir: Path,
+    workdir: Path,
+    visits: int,
+    interval_s: float,
+    alerts_per_visit: int,
+    n_filters: int = 10,
+) -> dict:
     """Visits produced at the survey's cadence while the job runs: how long after its first alert
     each visit is fully filtered, and the alert latency (output time - Kafka append time)."""
     import threading
@@ -72,11 +82,19 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
     create_topic(bootstrap, topic, 4, config={"message.timestamp.type": "LogAppendTime"})
     filters, _ = bench_filters(n_filters)
     cfg = JobConfig(
-        bootstrap=bootstrap, topic=topic, starting_offsets="latest", trigger="0",
-        max_offsets_per_trigger=20_000, discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-",
-        sinks=["kafka"], checkpoint=str(workdir / "live" / "ckpt"),
+        bootstrap=bootstrap,
+        topic=topic,
+        starting_offsets="latest",
+        trigger="0",
+        max_offsets_per_trigger=20_000,
+        discover_filters=False,
+        code_filters=filters,
+        metrics_path=None,
+        output_prefix=f"{topic}-",
+        sinks=["kafka"],
+        checkpoint=str(workdir / "live" / "ckpt"),
         schema_dir=str(store_dir),
-    )  # fmt: skip
+    )
     job = FilterStream(spark, cfg)
     result: dict = {}
     runner = threading.Thread(target=lambda: result.setdefault("lines", job.run()), daemon=True)
@@ -88,9 +106,18 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
     for v in range(visits):
         time.sleep(max(0.0, t0 + v * interval_s - time.time()))
         summary = produce(
-            ProduceConfig(bootstrap=bootstrap, topic=topic, visits=1, alerts_per_visit=alerts_per_visit,
-                          interval_s=0, producers=2, progress=False, seed=100 + v, schema_dir=str(store_dir))
-        )  # fmt: skip
+            ProduceConfig(
+                bootstrap=bootstrap,
+                topic=topic,
+                visits=1,
+                alerts_per_visit=alerts_per_visit,
+                interval_s=0,
+                producers=2,
+                progress=False,
+                seed=100 + v,
+                schema_dir=str(store_dir),
+            )
+        )
         if not summary.ok:
             raise AlertsieveError(f"live visit {v} lost alerts: {summary.as_dict()}")
         firsts.append(min(r.started_at for r in summary.reports))
@@ -129,7 +156,7 @@ def live_rate(bootstrap: str, spark, store_dir: Path, workdir: Path, visits: int
                 "seconds": x["batch_seconds"],
                 "phases_s": x["phases_s"],
                 "latency_s": x["latency_s"],
-            }  # fmt: skip
+            }
             for x in busy
         ],
     }
@@ -153,18 +180,31 @@ def bench_stream(
         filled = fill_topic(bench, "stream", visits, alerts_per_visit)
         baselines = _baselines(filled, batch, seeds_alerts)
         # The first run of the session pays for JIT and class loading in its first batch.
-        runs = [_job_run(filled, batch, f"sql{n}", bench_filters(n)[0], warm=i > 0)
-                for i, n in enumerate(filter_counts)]  # fmt: skip
-        python_runs = [_job_run(filled, batch, f"py{n}", python_bench_filters(n)) for n in python_filter_counts]
+        runs = [
+            _job_run(filled, batch, f"sql{n}", bench_filters(n)[0], warm=i > 0)
+            for i, n in enumerate(filter_counts)
+        ]
+        python_runs = [
+            _job_run(filled, batch, f"py{n}", python_bench_filters(n)) for n in python_filter_counts
+        ]
         live = (
-            live_rate(bench.bootstrap, bench.spark, bench.workdir / "schemas", bench.workdir, live_visits,
-                      live_interval_s, alerts_per_visit)
+            live_rate(
+                bench.bootstrap,
+                bench.spark,
+                bench.workdir / "schemas",
+                bench.workdir,
+                live_visits,
+                live_interval_s,
+                alerts_per_visit,
+            )
             if live_visits
             else None
-        )  # fmt: skip
+        )
         from alertsieve.bench.latency import latency_run
 
-        latency = [latency_run(bench.bootstrap, bench.spark, bench.workdir, t) for t in latency_triggers]
+        latency = [
+            latency_run(bench.bootstrap, bench.spark, bench.workdir, t) for t in latency_triggers
+        ]
         return {
             "benchmark": "stream",
             "machine": bench.machine(),
@@ -174,7 +214,7 @@ def bench_stream(
                 "mean_alert_kb": round(filled.mean_alert_kb, 1),
                 "visits": visits,
                 "alerts_per_visit": alerts_per_visit,
-            },  # fmt: skip
+            },
             "max_offsets_per_trigger": batch,
             **_against_baselines(baselines, runs),
             "ours_python_filters": python_runs,
@@ -198,8 +238,12 @@ def _baselines(filled: BenchTopic, batch: int, seeds_alerts: int) -> _Baselines:
     bench, topic, store_dir = filled.bench, filled.topic, filled.bench.workdir / "schemas"
     plain = plain_consume(bench.bootstrap, topic)
     ten, ten_tests = bench_filters(10)
-    seeds = seeds_way_consume(bench.bootstrap, topic, LocalSchemaStore(store_dir), ten_tests, limit=seeds_alerts)
-    noop = decode_over_bytes(bench.spark, bench.bootstrap, topic, str(store_dir), ten, filled.produced.acked, batch)
+    seeds = seeds_way_consume(
+        bench.bootstrap, topic, LocalSchemaStore(store_dir), ten_tests, limit=seeds_alerts
+    )
+    noop = decode_over_bytes(
+        bench.spark, bench.bootstrap, topic, str(store_dir), ten, filled.produced.acked, batch
+    )
     return _Baselines(plain, seeds, noop)
 
 
@@ -208,10 +252,18 @@ def _job_run(filled: BenchTopic, batch: int, label: str, filters: list, warm: bo
     (``label``), and its steady rate in MB/s."""
     bench, topic, store_dir = filled.bench, filled.topic, filled.bench.workdir / "schemas"
     cfg = JobConfig(
-        bootstrap=bench.bootstrap, topic=topic, available_now=True, max_offsets_per_trigger=batch,
-        discover_filters=False, code_filters=filters, metrics_path=None, output_prefix=f"{topic}-{label}-",
-        sinks=["kafka"], checkpoint=str(bench.workdir / f"job-{label}" / "ckpt"), schema_dir=str(store_dir),
-    )  # fmt: skip
+        bootstrap=bench.bootstrap,
+        topic=topic,
+        available_now=True,
+        max_offsets_per_trigger=batch,
+        discover_filters=False,
+        code_filters=filters,
+        metrics_path=None,
+        output_prefix=f"{topic}-{label}-",
+        sinks=["kafka"],
+        checkpoint=str(bench.workdir / f"job-{label}" / "ckpt"),
+        schema_dir=str(store_dir),
+    )
     out = job_run(bench.spark, cfg, warm)
     out["mb_per_s"] = round(out["steady_alerts_per_s"] * filled.mean_alert_kb / 1e3, 1)
     return out
@@ -224,7 +276,9 @@ def _against_baselines(baselines: _Baselines, runs: list[dict]) -> dict:
     return {
         "ceiling_plain_consumer": _rate(plain["alerts"], plain["bytes"], plain["seconds"]),
         "spark_noop_decode_over_bytes_only": baselines.noop,
-        "seeds_way_fastavro_python_10_filters": _rate(seeds["alerts"], seeds["bytes"], seeds["seconds"]),
+        "seeds_way_fastavro_python_10_filters": _rate(
+            seeds["alerts"], seeds["bytes"], seeds["seconds"]
+        ),
         "ours": runs,
         "ratio_ours_10_filters_over_ceiling": round(
             ten_run["steady_alerts_per_s"] / (plain["alerts"] / plain["seconds"]), 2

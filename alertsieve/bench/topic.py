@@ -23,7 +23,10 @@ from alertsieve.stream.config import JobConfig
 #: A session that runs a dozen queries in a row: Spark keeps each query's idle Kafka consumers and
 #: their fetched records (up to 64 MB a fetch here) for 5 minutes by default, which filled the 3 GB
 #: heap by the Python runs. A job runs one query and never piles them up.
-MANY_QUERIES = {"spark.kafka.consumer.cache.timeout": "10s", "spark.kafka.consumer.fetchedData.cache.timeout": "10s"}
+MANY_QUERIES = {
+    "spark.kafka.consumer.cache.timeout": "10s",
+    "spark.kafka.consumer.fetchedData.cache.timeout": "10s",
+}
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,14 @@ class Bench:
 
 
 @contextmanager
-def bench_place(name: str, bootstrap: str | None = None, heap: str = "1g", kafka: bool = True,
-                spark_conf: Mapping[str, str] | None = None, session: bool = True) -> Iterator[Bench]:  # fmt: skip
+def bench_place(
+    name: str,
+    bootstrap: str | None = None,
+    heap: str = "1g",
+    kafka: bool = True,
+    spark_conf: Mapping[str, str] | None = None,
+    session: bool = True,
+) -> Iterator[Bench]:
     """The broker (started here unless ``bootstrap`` is given; none without ``kafka``), a work
     folder and (unless not ``session``: the benchmark runs Spark in processes of its own) a
     session named ``alertsieve-bench-NAME``."""
@@ -53,7 +62,9 @@ def bench_place(name: str, bootstrap: str | None = None, heap: str = "1g", kafka
         if own_broker:
             bootstrap = embedded.start(workdir / "kafka", heap=heap).bootstrap_servers
         if session:
-            spark = get_session(f"alertsieve-bench-{name}", conf={"spark.ui.enabled": "false", **(spark_conf or {})})
+            spark = get_session(
+                f"alertsieve-bench-{name}", conf={"spark.ui.enabled": "false", **(spark_conf or {})}
+            )
         yield Bench(bootstrap, workdir, own_broker, spark)
     finally:
         if spark is not None:
@@ -72,10 +83,21 @@ class BenchTopic:
     def job_config(self, label: str, filters: list, batch: int) -> JobConfig:
         """An available-now job over the topic, Kafka outputs only, its own prefix and checkpoint."""
         workdir = self.bench.workdir
-        return JobConfig(bootstrap=self.bench.bootstrap, topic=self.topic, available_now=True, max_offsets_per_trigger=batch,
-                         discover_filters=False, code_filters=filters, metrics_path=None, output_partitions=1,
-                         output_prefix=f"{self.topic}-{label}-", sinks=["kafka"], survey="rubin",
-                         checkpoint=str(workdir / f"job-{label}"), schema_dir=str(workdir / "schemas"))  # fmt: skip
+        return JobConfig(
+            bootstrap=self.bench.bootstrap,
+            topic=self.topic,
+            available_now=True,
+            max_offsets_per_trigger=batch,
+            discover_filters=False,
+            code_filters=filters,
+            metrics_path=None,
+            output_partitions=1,
+            output_prefix=f"{self.topic}-{label}-",
+            sinks=["kafka"],
+            survey="rubin",
+            checkpoint=str(workdir / f"job-{label}"),
+            schema_dir=str(workdir / "schemas"),
+        )
 
     @property
     def mean_alert_kb(self) -> float:
@@ -86,9 +108,19 @@ def fill_topic(bench: Bench, name: str, visits: int, alerts_per_visit: int = 10_
     """A new topic of 4 partitions holding ``visits`` simulated visits, sent back to back by two
     producers (their schemas in the bench's store); refused if any alert was lost."""
     topic = f"bench-{name}-{uuid.uuid4().hex[:8]}"
-    produced = produce(ProduceConfig(bootstrap=bench.bootstrap, topic=topic, visits=visits,
-                                     alerts_per_visit=alerts_per_visit, interval_s=0, producers=2, partitions=4,
-                                     progress=False, schema_dir=str(bench.workdir / "schemas")))  # fmt: skip
+    produced = produce(
+        ProduceConfig(
+            bootstrap=bench.bootstrap,
+            topic=topic,
+            visits=visits,
+            alerts_per_visit=alerts_per_visit,
+            interval_s=0,
+            producers=2,
+            partitions=4,
+            progress=False,
+            schema_dir=str(bench.workdir / "schemas"),
+        )
+    )
     if not produced.ok:
         raise AlertsieveError(f"filling the topic lost alerts: {produced.as_dict()}")
     return BenchTopic(bench, topic, produced)

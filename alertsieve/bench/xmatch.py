@@ -31,10 +31,14 @@ def _uniform_catalog(path: Path, rows: int, seed: int = 3) -> None:
     import pandas as pd
 
     rng = np.random.default_rng(seed)
-    pd.DataFrame({
-        "id": np.arange(rows, dtype=np.int64), "ra": rng.uniform(0, 360, rows),
-        "dec": np.degrees(np.arcsin(rng.uniform(-1, 1, rows))), "mag": rng.uniform(10, 21, rows).astype(np.float32),
-    }).to_parquet(path)  # fmt: skip
+    pd.DataFrame(
+        {
+            "id": np.arange(rows, dtype=np.int64),
+            "ra": rng.uniform(0, 360, rows),
+            "dec": np.degrees(np.arcsin(rng.uniform(-1, 1, rows))),
+            "mag": rng.uniform(10, 21, rows).astype(np.float32),
+        }
+    ).to_parquet(path)
 
 
 def _heap_mb(spark) -> float:
@@ -57,8 +61,12 @@ def _visit_seconds(spark, frame, repeats: int) -> tuple[float, int]:
     return best, int(matches)
 
 
-def bench_xmatch(sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000), radius_arcsec: float = 2.0,
-                 alerts: int = 10_000, repeats: int = 3) -> dict:  # fmt: skip
+def bench_xmatch(
+    sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000),
+    radius_arcsec: float = 2.0,
+    alerts: int = 10_000,
+    repeats: int = 3,
+) -> dict:
     from alertsieve.alerts.schemas import load_rubin_schema
     from alertsieve.bench.topic import bench_place
     from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
@@ -68,7 +76,9 @@ def bench_xmatch(sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000), radi
         schema = load_rubin_schema("11.1")
         sim = AlertSimulator(SimulationConfig(schema_version="11.1", stamp_size=0, seed=5))
         messages = [schema.encode_framed(a) for a in sim.visit_alerts(0, count=alerts)]
-        decoder = rubin_decoder(DecodeSettings(survey="rubin", topic="x", schema_versions=("11.1",)))
+        decoder = rubin_decoder(
+            DecodeSettings(survey="rubin", topic="x", schema_versions=("11.1",))
+        )
         raw = message_frame(spark, messages).cache()
         raw.count()
 
@@ -78,35 +88,54 @@ def bench_xmatch(sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000), radi
             decoded = decoder.decode(raw, prepared.paths)
             return filter_view(decoded, (), prepared.context).select(f.evaluate()[0].alias("m"))
 
-        baseline, _ = _visit_seconds(spark, frame(f"abs(diaSource.ra - diaSource.dec) < {radius_arcsec / 3600}"), repeats)
-        out = {"alerts": alerts, "radius_arcsec": radius_arcsec, "baseline_visit_s": round(baseline, 3),
-               "heap_before_mb": round(_heap_mb(spark), 1), "catalogs": []}  # fmt: skip
+        baseline, _ = _visit_seconds(
+            spark, frame(f"abs(diaSource.ra - diaSource.dec) < {radius_arcsec / 3600}"), repeats
+        )
+        out = {
+            "alerts": alerts,
+            "radius_arcsec": radius_arcsec,
+            "baseline_visit_s": round(baseline, 3),
+            "heap_before_mb": round(_heap_mb(spark), 1),
+            "catalogs": [],
+        }
         for rows in sizes:
-            out["catalogs"].append(_catalog_point(spark, workdir, frame, rows, radius_arcsec, baseline, repeats))
+            out["catalogs"].append(
+                _catalog_point(spark, workdir, frame, rows, radius_arcsec, baseline, repeats)
+            )
             log.info("%s", out["catalogs"][-1])
             spark.catalog.clearCache()
             raw.cache().count()
     return out
 
 
-def _catalog_point(spark, workdir: Path, frame, rows: int, radius_arcsec: float, baseline: float, repeats: int) -> dict:
+def _catalog_point(
+    spark, workdir: Path, frame, rows: int, radius_arcsec: float, baseline: float, repeats: int
+) -> dict:
     """One catalog size: its index built, then the visit filtered against it; a size that does
     not fit is a result (its error, the root cause's first line)."""
     point: dict = {"rows": rows}
     try:
         _uniform_catalog(workdir / "cat.parquet", rows)
         start = time.perf_counter()
-        meta = add_catalog(workdir / "catalogs", "cat", str(workdir / "cat.parquet"), "ra", "dec", radius_arcsec)
+        meta = add_catalog(
+            workdir / "catalogs", "cat", str(workdir / "cat.parquet"), "ra", "dec", radius_arcsec
+        )
         point["index_build_s"] = round(time.perf_counter() - start, 1)
         index = workdir / "catalogs" / "cat" / "index.parquet"
         point["index_mb_on_disk"] = round(index.stat().st_size / 2**20, 1)
         point["order"] = meta.order
         start = time.perf_counter()
-        seconds, matches = _visit_seconds(spark, frame(f"xmatch.cat.distance_arcsec < {radius_arcsec}"), repeats)
+        seconds, matches = _visit_seconds(
+            spark, frame(f"xmatch.cat.distance_arcsec < {radius_arcsec}"), repeats
+        )
         point["first_visit_s"] = round(time.perf_counter() - start - seconds * repeats, 2)
-        point.update(visit_s=round(seconds, 3), join_cost_s=round(seconds - baseline, 3),
-                     ratio_to_baseline=round(seconds / baseline, 2), matches=matches,
-                     heap_after_mb=round(_heap_mb(spark), 1))  # fmt: skip
+        point.update(
+            visit_s=round(seconds, 3),
+            join_cost_s=round(seconds - baseline, 3),
+            ratio_to_baseline=round(seconds / baseline, 2),
+            matches=matches,
+            heap_after_mb=round(_heap_mb(spark), 1),
+        )
     except Exception as e:  # noqa: BLE001 - a size that does not fit is a result
         cause = getattr(e, "java_exception", None)
         while cause is not None and cause.getCause() is not None:

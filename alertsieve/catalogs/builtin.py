@@ -17,11 +17,18 @@ def hipparcos():
 
     # Fixed-width columns of I/311 hip2.dat: HIP, ..., RArad, DErad, Plx, pmRA, pmDE, ..., Hpmag, ..., B-V
     raw = np.loadtxt(catalog_path(), usecols=(0, 4, 5, 6, 7, 8, 19, 23))
-    return pd.DataFrame({
-        "hip": raw[:, 0].astype("int64"), "ra": np.degrees(raw[:, 1]), "dec": np.degrees(raw[:, 2]),
-        "parallax_mas": raw[:, 3], "pmra_mas_yr": raw[:, 4], "pmdec_mas_yr": raw[:, 5],
-        "hpmag": raw[:, 6], "b_v": raw[:, 7],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "hip": raw[:, 0].astype("int64"),
+            "ra": np.degrees(raw[:, 1]),
+            "dec": np.degrees(raw[:, 2]),
+            "parallax_mas": raw[:, 3],
+            "pmra_mas_yr": raw[:, 4],
+            "pmdec_mas_yr": raw[:, 5],
+            "hpmag": raw[:, 6],
+            "b_v": raw[:, 7],
+        }
+    )
 
 
 def openngc():
@@ -37,8 +44,9 @@ def openngc():
     with sqlite3.connect(DBPATH) as db:
         table = pd.read_sql_query(
             "SELECT name, type, ra, dec, majax, minax, pa, bmag, vmag, hubble, redshift, messier, commonnames"
-            " FROM objects WHERE ra IS NOT NULL AND dec IS NOT NULL", db,
-        )  # fmt: skip
+            " FROM objects WHERE ra IS NOT NULL AND dec IS NOT NULL",
+            db,
+        )
     table["ra"], table["dec"] = table["ra"] * 180 / math.pi, table["dec"] * 180 / math.pi
     table = table.rename(columns={"majax": "majax_arcmin", "minax": "minax_arcmin", "pa": "pa_deg"})
     return table.astype({"pa_deg": "float64"})

@@ -70,7 +70,9 @@ class Context:
 BROADCAST_FACTOR = 5
 
 
-def load_context(root: str | Path, uses: Iterable[CatalogUse], detection: str, heap_mb: float | None = None) -> Context:
+def load_context(
+    root: str | Path, uses: Iterable[CatalogUse], detection: str, heap_mb: float | None = None
+) -> Context:
     """The catalogs the filters name (``uses``, in the filters' order), from the catalog folder
     ``root``: a name that is not there, or is there as another kind, fails here naming the filter
     and the fix; so do catalogs that would not fit a driver of ``heap_mb`` once broadcast
@@ -147,8 +149,14 @@ def with_context(frame, context: Context | None, spark=None):
         frame = frame.join(F.broadcast(index), on=pix, how="left")
         results[meta.family][meta.name] = result
         helpers += [pix, found]
-    out = frame.select("*", *[F.struct(*[c.alias(n) for n, c in cols.items()]).alias(family)
-                             for family, cols in results.items() if cols])  # fmt: skip
+    out = frame.select(
+        "*",
+        *[
+            F.struct(*[c.alias(n) for n, c in cols.items()]).alias(family)
+            for family, cols in results.items()
+            if cols
+        ],
+    )
     return out.drop(*helpers)
 
 

@@ -44,7 +44,10 @@ def pixels(ra_deg: np.ndarray, dec_deg: np.ndarray, order: int) -> np.ndarray:
     from astropy import units as u
     from cdshealpix.nested import lonlat_to_healpix
 
-    return np.asarray(lonlat_to_healpix(np.asarray(ra_deg) * u.deg, np.asarray(dec_deg) * u.deg, order), dtype=np.int64)
+    return np.asarray(
+        lonlat_to_healpix(np.asarray(ra_deg) * u.deg, np.asarray(dec_deg) * u.deg, order),
+        dtype=np.int64,
+    )
 
 
 def with_neighbours(pix: np.ndarray, order: int) -> np.ndarray:
@@ -56,7 +59,10 @@ def with_neighbours(pix: np.ndarray, order: int) -> np.ndarray:
 
 def _interleave(ix: str, iy: str, order: int) -> str:
     """``xy2pix``: the bits of ix at even positions, of iy at odd ones."""
-    terms = [f"shiftleft(({ix} >> {i}) & 1, {2 * i}) | shiftleft(({iy} >> {i}) & 1, {2 * i + 1})" for i in range(order)]
+    terms = [
+        f"shiftleft(({ix} >> {i}) & 1, {2 * i}) | shiftleft(({iy} >> {i}) & 1, {2 * i + 1})"
+        for i in range(order)
+    ]
     return "(" + " | ".join(terms) + ")" if terms else "0L"
 
 
@@ -99,13 +105,32 @@ def pixel_steps(ra: str, dec: str, order: int, out: str) -> list[dict[str, str]]
         f"{p}_ix": f"CASE WHEN {eq} THEN {jm} & {nside - 1} WHEN {north} THEN {nside - 1} - {pjm} ELSE {pjp} END",
         f"{p}_iy": f"CASE WHEN {eq} THEN {nside - 1} - ({jp} & {nside - 1}) WHEN {north} THEN {nside - 1} - {pjp} ELSE {pjm} END",
     }
-    nest = f"(shiftleft(bigint({p}_face), {2 * order}) | {_interleave(f'{p}_ix', f'{p}_iy', order)})"
+    nest = (
+        f"(shiftleft(bigint({p}_face), {2 * order}) | {_interleave(f'{p}_ix', f'{p}_iy', order)})"
+    )
     return [first, second, third, {out: nest}]
 
 
 def helper_columns(out: str) -> list[str]:
     """The helper columns :func:`pixel_steps` leaves beside ``out``."""
-    return [f"{out}_{n}" for n in ("z", "tt", "tmp", "eq", "north", "jp", "jm", "ntt", "pjp", "pjm", "face", "ix", "iy")]
+    return [
+        f"{out}_{n}"
+        for n in (
+            "z",
+            "tt",
+            "tmp",
+            "eq",
+            "north",
+            "jp",
+            "jm",
+            "ntt",
+            "pjp",
+            "pjm",
+            "face",
+            "ix",
+            "iy",
+        )
+    ]
 
 
 def with_pixel(frame, ra: str, dec: str, order: int, out: str):

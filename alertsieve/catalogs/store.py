@@ -43,7 +43,9 @@ class CatalogMeta:
     order: int  # HEALPix order of the index
     radius_arcsec: float | None  # a catalog's match radius; a watchlist's largest; none for a map
     columns: list[str]  # the user's columns, in the file's order (a catalog, a watchlist)
-    memory_mb: float | None = None  # the index in memory (Arrow): what a broadcast holds; older ones lack it
+    memory_mb: float | None = (
+        None  # the index in memory (Arrow): what a broadcast holds; older ones lack it
+    )
 
     @property
     def family(self) -> str:
@@ -53,14 +55,18 @@ class CatalogMeta:
 
 def catalog_dir(root: str | Path, name: str) -> Path:
     if not NAME.match(name):
-        raise CatalogError(f"catalog name {name!r}: use a letter then letters, digits or _ (it becomes a SQL field name)")
+        raise CatalogError(
+            f"catalog name {name!r}: use a letter then letters, digits or _ (it becomes a SQL field name)"
+        )
     return Path(root) / name
 
 
 def load_meta(root: str | Path, name: str) -> CatalogMeta:
     path = catalog_dir(root, name) / "meta.json"
     if not path.exists():
-        raise CatalogError(f"no catalog {name!r} in {root}; add it with: alertsieve catalog add {name} FILE --ra COL --dec COL")
+        raise CatalogError(
+            f"no catalog {name!r} in {root}; add it with: alertsieve catalog add {name} FILE --ra COL --dec COL"
+        )
     return CatalogMeta(**json.loads(path.read_text()))
 
 
@@ -81,7 +87,9 @@ def read_table(source: str):
 
         name = source.partition(":")[2]
         if name not in BUILTIN:
-            raise CatalogError(f"{source}: no such builtin catalog; there are {', '.join(f'builtin:{n}' for n in BUILTIN)}")
+            raise CatalogError(
+                f"{source}: no such builtin catalog; there are {', '.join(f'builtin:{n}' for n in BUILTIN)}"
+            )
         return BUILTIN[name]()
     path = Path(source)
     if not path.exists():
@@ -95,12 +103,22 @@ def read_table(source: str):
 
 def _column(table, name: str, what: str, source: str) -> np.ndarray:
     if name not in table.columns:
-        raise CatalogError(f"{source}: no column {name!r} for {what}; its columns are {', '.join(map(str, table.columns))}")
+        raise CatalogError(
+            f"{source}: no column {name!r} for {what}; its columns are {', '.join(map(str, table.columns))}"
+        )
     return np.asarray(table[name], dtype=float)
 
 
-def add_catalog(root: str | Path, name: str, source: str, ra: str, dec: str, radius_arcsec: float,
-                kind: Kind = "catalog", radius_column: str | None = None) -> CatalogMeta:  # fmt: skip
+def add_catalog(
+    root: str | Path,
+    name: str,
+    source: str,
+    ra: str,
+    dec: str,
+    radius_arcsec: float,
+    kind: Kind = "catalog",
+    radius_column: str | None = None,
+) -> CatalogMeta:
     """Index ``source`` as catalog (or watchlist) ``name``: positions in degrees in columns
     ``ra``, ``dec``; a watchlist's per-row radius (arcsec) in ``radius_column``. Rows without a
     finite position are refused, with their count, rather than silently dropped."""
@@ -111,22 +129,37 @@ def add_catalog(root: str | Path, name: str, source: str, ra: str, dec: str, rad
     ra_deg, dec_deg = _column(table, ra, "--ra", source), _column(table, dec, "--dec", source)
     bad = ~(np.isfinite(ra_deg) & np.isfinite(dec_deg) & (np.abs(dec_deg) <= 90))
     if bad.any():
-        raise CatalogError(f"{source}: {int(bad.sum())} of {len(table)} rows have no finite position in {ra}/{dec} (first: row {int(np.argmax(bad))}); drop or fix them")
-    radii = _column(table, radius_column, "--radius-column", source) if radius_column else np.full(len(table), float(radius_arcsec))
+        raise CatalogError(
+            f"{source}: {int(bad.sum())} of {len(table)} rows have no finite position in {ra}/{dec} (first: row {int(np.argmax(bad))}); drop or fix them"
+        )
+    radii = (
+        _column(table, radius_column, "--radius-column", source)
+        if radius_column
+        else np.full(len(table), float(radius_arcsec))
+    )
     if not (np.isfinite(radii) & (radii > 0)).all():
         raise CatalogError(f"{source}: match radii must be positive numbers of arcsec")
     order = order_for_radius(float(radii.max()))
     user = table.rename(columns=str)
     clash = [c for c in user.columns if c in (RA, DEC, RADIUS, "distance_arcsec")]
     if clash:
-        raise CatalogError(f"{source}: column(s) {clash} are names the crossmatch sets; rename them")
+        raise CatalogError(
+            f"{source}: column(s) {clash} are names the crossmatch sets; rename them"
+        )
     rows = pa.Table.from_pandas(user, preserve_index=False)
     rows = rows.append_column(RA, pa.array(ra_deg % 360.0)).append_column(DEC, pa.array(dec_deg))
     if kind == "watchlist":
         rows = rows.append_column(RADIUS, pa.array(radii))
     index = _by_pixel(rows, pixels(ra_deg, dec_deg, order), order)
-    meta = CatalogMeta(name=name, kind=kind, source=str(source), rows=len(table), order=order,
-                       radius_arcsec=float(radii.max()), columns=list(user.columns))  # fmt: skip
+    meta = CatalogMeta(
+        name=name,
+        kind=kind,
+        source=str(source),
+        rows=len(table),
+        order=order,
+        radius_arcsec=float(radii.max()),
+        columns=list(user.columns),
+    )
     return _write(root, meta, index)
 
 
@@ -144,8 +177,13 @@ def _by_pixel(rows, own: np.ndarray, order: int):
     starts = np.flatnonzero(np.r_[True, pix[1:] != pix[:-1]])
     offsets = pa.array(np.r_[starts, len(pix)].astype(np.int32))
     taken = rows.take(pa.array(source)).combine_chunks()
-    structs = pa.StructArray.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in taken.columns], names=rows.column_names)
-    return pa.table({"pix": pa.array(pix[starts]), "sources": pa.ListArray.from_arrays(offsets, structs)})
+    structs = pa.StructArray.from_arrays(
+        [c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in taken.columns],
+        names=rows.column_names,
+    )
+    return pa.table(
+        {"pix": pa.array(pix[starts]), "sources": pa.ListArray.from_arrays(offsets, structs)}
+    )
 
 
 def add_watchmap(root: str | Path, name: str, source: str, order: int | None = None) -> CatalogMeta:
@@ -163,9 +201,20 @@ def add_watchmap(root: str | Path, name: str, source: str, order: int | None = N
     while deepest > 0 and _count(ranges, deepest) > MAP_PIXELS:
         deepest -= 1
     shift = 2 * (MOC_ORDER - deepest)
-    pix = np.unique(np.concatenate([np.arange(s >> shift, ((e - 1) >> shift) + 1, dtype=np.int64) for s, e in ranges]))
-    meta = CatalogMeta(name=name, kind="watchmap", source=str(source), rows=len(pix), order=deepest,
-                       radius_arcsec=None, columns=[])  # fmt: skip
+    pix = np.unique(
+        np.concatenate(
+            [np.arange(s >> shift, ((e - 1) >> shift) + 1, dtype=np.int64) for s, e in ranges]
+        )
+    )
+    meta = CatalogMeta(
+        name=name,
+        kind="watchmap",
+        source=str(source),
+        rows=len(pix),
+        order=deepest,
+        radius_arcsec=None,
+        columns=[],
+    )
     return _write(root, meta, pa.table({"pix": pa.array(pix)}))
 
 
@@ -192,9 +241,13 @@ def _map_ranges(source: str, order: int | None) -> tuple[np.ndarray, int]:
             table, header = hdus[1].data, hdus[1].header
             names = [c.upper() for c in table.columns.names]
             if "RANGE" in names:  # MOC 2.0: start, end, start, end... at order 29
-                return np.asarray(table.field(0), dtype=np.int64).reshape(-1, 2), int(header.get("MOCORD_S", MOC_ORDER))
+                return np.asarray(table.field(0), dtype=np.int64).reshape(-1, 2), int(
+                    header.get("MOCORD_S", MOC_ORDER)
+                )
             if "UNIQ" not in names:
-                raise CatalogError(f"{source}: not a MOC (a binary table with a RANGE or UNIQ column)")
+                raise CatalogError(
+                    f"{source}: not a MOC (a binary table with a RANGE or UNIQ column)"
+                )
             uniq = np.asarray(table.field(names.index("UNIQ")), dtype=np.int64)
         orders = (np.floor(np.log2(uniq / 4) / 2)).astype(np.int64)
         return _cells_to_ranges(uniq - 4 * (np.int64(4) ** orders), orders), int(orders.max())
@@ -202,7 +255,9 @@ def _map_ranges(source: str, order: int | None) -> tuple[np.ndarray, int]:
         raise CatalogError(f"{source}: a CSV of pixels needs its HEALPix order (--order N)")
     table = pd.read_csv(path)
     if "ipix" not in table.columns:
-        raise CatalogError(f"{source}: a CSV of pixels needs a column 'ipix' (nested indices at order {order})")
+        raise CatalogError(
+            f"{source}: a CSV of pixels needs a column 'ipix' (nested indices at order {order})"
+        )
     ipix = np.asarray(table["ipix"], dtype=np.int64)
     return _cells_to_ranges(ipix, np.full(len(ipix), order, dtype=np.int64)), int(order)
 
@@ -230,6 +285,8 @@ def describe(meta: CatalogMeta) -> str:
     """One line per catalog for ``alertsieve catalog list``."""
     label = "largest radius" if meta.kind == "watchlist" else "radius"
     radius = f", {label} {meta.radius_arcsec:g} arcsec" if meta.radius_arcsec else ""
-    return (f"{meta.family}.{meta.name}: {meta.kind} of {meta.rows:,} {'pixels' if meta.kind == 'watchmap' else 'rows'}"
-            f" from {meta.source}{radius}; HEALPix order {meta.order} ({pixel_size_arcsec(meta.order):.0f} arcsec pixels)"
-            + (f"; {meta.memory_mb:,.0f} MB in memory" if meta.memory_mb else ""))  # fmt: skip
+    return (
+        f"{meta.family}.{meta.name}: {meta.kind} of {meta.rows:,} {'pixels' if meta.kind == 'watchmap' else 'rows'}"
+        f" from {meta.source}{radius}; HEALPix order {meta.order} ({pixel_size_arcsec(meta.order):.0f} arcsec pixels)"
+        + (f"; {meta.memory_mb:,.0f} MB in memory" if meta.memory_mb else "")
+    )

@@ -50,8 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _sub_commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     """``bench soak``, ``filters list``, ...: the sub-commands of a command that has them."""
-    return [child for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-            for child in action.choices.values()]  # fmt: skip
+    return [
+        child
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for child in action.choices.values()
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(verbosity(args))
     try:
         return args.handler(args)
-    except AlertsieveError as e:  # ours, explained in the message; anything else is a bug: its traceback
+    except (
+        AlertsieveError
+    ) as e:  # ours, explained in the message; anything else is a bug: its traceback
         print(f"alertsieve {args.command}: error: {e}", file=sys.stderr)
         return 2

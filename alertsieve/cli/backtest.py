@@ -10,13 +10,19 @@ from alertsieve.cli.shared import chosen_filters, night
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    bt = sub.add_parser("backtest", help="run filters over a topic, Avro files, a Delta archive or simulated alerts")
+    bt = sub.add_parser(
+        "backtest", help="run filters over a topic, Avro files, a Delta archive or simulated alerts"
+    )
     bt.add_argument("--filter", help="comma-separated filter names (default: all discovered)")
     bt.add_argument(
-        "--input", required=True, action="append",
+        "--input",
+        required=True,
+        action="append",
         help="a topic, an Avro file or folder (repeat for more), a job's Delta archive (its delta_path), or simulated:N",
-    )  # fmt: skip
-    bt.add_argument("--since", type=night, help="first observing night, YYYY-MM-DD (Rubin's dayObs)")
+    )
+    bt.add_argument(
+        "--since", type=night, help="first observing night, YYYY-MM-DD (Rubin's dayObs)"
+    )
     bt.add_argument("--until", type=night, help="last observing night, YYYY-MM-DD (inclusive)")
     bt.add_argument("--bootstrap", help="Kafka bootstrap servers, when --input is a topic")
     bt.add_argument("--schema-dir", help="local schema store directory")
@@ -24,7 +30,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--max-rate", type=float, default=0.05, help="warn above this match rate (default 0.05)"
     )
     bt.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules")
-    bt.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
+    bt.add_argument(
+        "--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)"
+    )
     bt.set_defaults(handler=run)
     return bt
 
@@ -38,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     filters = chosen_filters(args.filter, args.filter_path)
     with command_session("alertsieve-backtest", conf={"spark.ui.enabled": "false"}) as spark:
         alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
-        filters = for_survey(filters, alerts.decoder.survey, ", ".join(args.input), named=bool(args.filter))
+        filters = for_survey(
+            filters, alerts.decoder.survey, ", ".join(args.input), named=bool(args.filter)
+        )
         rows = backtest(spark, filters, alerts, args.catalog_dir, args.since, args.until)
         text, ok = report(rows, args.max_rate)
     print(text)

@@ -7,7 +7,9 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    demo = sub.add_parser("demo", help="embedded Kafka, simulated visits, the filter job, a summary")
+    demo = sub.add_parser(
+        "demo", help="embedded Kafka, simulated visits, the filter job, a summary"
+    )
     demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")
     demo.add_argument("--alerts-per-visit", type=int, default=2000, help="default 2000")
     demo.set_defaults(handler=run)

@@ -16,27 +16,48 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     flt = sub.add_parser(
         "filters", help="list the discovered filters, check them on sample alerts, or diff a change"
     )
-    action = flt.add_subparsers(dest="action", required=True,
-                                help="list them, check them on sample alerts, or diff one against a deployed copy")  # fmt: skip
-    listed = action.add_parser("list", help="each filter: its kind, version, what it publishes, origin and parameters")
+    action = flt.add_subparsers(
+        dest="action",
+        required=True,
+        help="list them, check them on sample alerts, or diff one against a deployed copy",
+    )
+    listed = action.add_parser(
+        "list", help="each filter: its kind, version, what it publishes, origin and parameters"
+    )
     listed.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
     listed.add_argument("--names", action="store_true", help="every filter's name, one a line")
     listed.set_defaults(handler=run_list)
-    check = action.add_parser("check", help="compile each filter and run it on sample alerts of every schema version")
+    check = action.add_parser(
+        "check", help="compile each filter and run it on sample alerts of every schema version"
+    )
     check.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
     check.set_defaults(handler=run_check)
-    diff = action.add_parser("diff", help="the alerts a change to one filter adds and drops, against the copy that runs now")
+    diff = action.add_parser(
+        "diff",
+        help="the alerts a change to one filter adds and drops, against the copy that runs now",
+    )
     diff.add_argument("name", nargs="?", help="the filter (one name)")
-    diff.add_argument("--input", action="append", help="alerts to run both versions over (as backtest --input)")
-    diff.add_argument("--against", metavar="PATH",
-                      help="the file or folder holding the filter as it runs now (the new one is discovered)")  # fmt: skip
+    diff.add_argument(
+        "--input", action="append", help="alerts to run both versions over (as backtest --input)"
+    )
+    diff.add_argument(
+        "--against",
+        metavar="PATH",
+        help="the file or folder holding the filter as it runs now (the new one is discovered)",
+    )
     diff.add_argument("--bootstrap", help="Kafka bootstrap servers, when --input is a topic")
     diff.add_argument("--schema-dir", help="local schema store directory")
-    diff.add_argument("--show", type=int, default=20, help="alert ids shown of each side (default 20)")
+    diff.add_argument(
+        "--show", type=int, default=20, help="alert ids shown of each side (default 20)"
+    )
     diff.set_defaults(handler=run_diff)
     for parser in (listed, check, diff):
-        parser.add_argument("--filter-path", action="append", metavar="DIR", help="more filter modules and tables")
-        parser.add_argument("--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)")
+        parser.add_argument(
+            "--filter-path", action="append", metavar="DIR", help="more filter modules and tables"
+        )
+        parser.add_argument(
+            "--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)"
+        )
     return flt
 
 
@@ -48,7 +69,9 @@ def run_list(args: argparse.Namespace) -> int:
     if len(filters) > LIST_IN_FULL:
         from alertsieve.filtering.discovery import counts_by_source
 
-        print(f"{len(filters)} filters  ('--names' lists every name; 'filters list NAME[,NAME]' shows those)")
+        print(
+            f"{len(filters)} filters  ('--names' lists every name; 'filters list NAME[,NAME]' shows those)"
+        )
         print(f"{'filters':>7}  {'survey':<6} {'kind':<7} source")
         for survey, kind, source, n in counts_by_source(filters):
             print(f"{n:>7}  {survey:<6} {kind:<7} {source}")
@@ -59,7 +82,9 @@ def run_list(args: argparse.Namespace) -> int:
     for f in filters:
         kind = f.kind
         summary = (f.description or "").strip().splitlines()[0] if f.description else ""
-        publishes = "alert" if f.payload == "alert" else f"fields ({f.format}: {', '.join(f.fields)})"
+        publishes = (
+            "alert" if f.payload == "alert" else f"fields ({f.format}: {', '.join(f.fields)})"
+        )
         print(f"{f.name:<22} {kind:<7} {summary}")
         print(f"{'':<22} {'':<7} version {versions[f.name]}; publishes {publishes}")
         print(f"{'':<22} {'':<7} {f.origin}; params {dict(f.params)}")
@@ -85,7 +110,9 @@ def run_check(args: argparse.Namespace) -> int:
 
             def payload(samples, f=f, decoder=decoder) -> None:
                 check_payload(f)
-                record_types([f], decoder, {f.name: ""}, samples)  # its fields compile on every version
+                record_types(
+                    [f], decoder, {f.name: ""}, samples
+                )  # its fields compile on every version
 
             try:
                 prepared = prepare(spark, [f], decoder, catalog_dir=args.catalog_dir, check=payload)
@@ -105,8 +132,10 @@ def run_diff(args: argparse.Namespace) -> int:
     from alertsieve.spark.session import command_session
 
     if not args.name or "," in args.name or not args.input or not args.against:
-        raise FilterError("filters diff takes one filter NAME, --input (alerts) and --against PATH"
-                          " (the file or folder holding the filter as it runs now)")  # fmt: skip
+        raise FilterError(
+            "filters diff takes one filter NAME, --input (alerts) and --against PATH"
+            " (the file or folder holding the filter as it runs now)"
+        )
     after = filter_named(args.name, args.filter_path or [])
     before = filter_named(args.name, [args.against], builtin=False)
     with command_session("alertsieve-filters-diff", conf={"spark.ui.enabled": "false"}) as spark:

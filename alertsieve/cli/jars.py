@@ -7,7 +7,9 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    parser = sub.add_parser("jars", help="print a comma-separated jar list (for spark-submit --jars)")
+    parser = sub.add_parser(
+        "jars", help="print a comma-separated jar list (for spark-submit --jars)"
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--spark", action="store_true", help="Spark connectors (default)")
     which.add_argument("--kafka", action="store_true", help="the Kafka broker")

@@ -17,7 +17,8 @@ def add_parsers(sub: Any) -> None:
     add_arguments(filt)
     filt.set_defaults(handler=run_filter)
     arch = sub.add_parser(
-        "archive", help="archive a filter job's topics into Delta (the job's settings; --archive-trigger)"
+        "archive",
+        help="archive a filter job's topics into Delta (the job's settings; --archive-trigger)",
     )
     add_arguments(arch)
     arch.set_defaults(handler=run_archive)
@@ -48,8 +49,13 @@ def run_archive(args: argparse.Namespace) -> int:
     from alertsieve.stream.flags import overrides
 
     cfg = load_config(args.config, overrides(args))
-    print(f"archive: the filters' topics ({cfg.output_prefix}*) at {cfg.bootstrap} -> {cfg.delta_path};"
-          f" every {cfg.archive_trigger_seconds:g} s; checkpoint {cfg.archive_checkpoint}", flush=True)  # fmt: skip
+    print(
+        f"archive: the filters' topics ({cfg.output_prefix}*) at {cfg.bootstrap} -> {cfg.delta_path};"
+        f" every {cfg.archive_trigger_seconds:g} s; checkpoint {cfg.archive_checkpoint}",
+        flush=True,
+    )
     counts = job.run_archive(cfg)
-    print(f"done: {counts['matches']} matched alerts, {counts['quarantine']} quarantined in {cfg.delta_path}")
+    print(
+        f"done: {counts['matches']} matched alerts, {counts['quarantine']} quarantined in {cfg.delta_path}"
+    )
     return 0

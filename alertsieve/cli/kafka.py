@@ -11,7 +11,11 @@ from alertsieve.kafka import embedded
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     kafka = sub.add_parser("kafka", help="run an embedded Kafka cluster on 127.0.0.1")
-    kafka.add_argument("action", choices=["start", "stop", "status"], help="start a cluster, stop it, or print its status (JSON)")
+    kafka.add_argument(
+        "action",
+        choices=["start", "stop", "status"],
+        help="start a cluster, stop it, or print its status (JSON)",
+    )
     kafka.add_argument("--brokers", type=int, default=1, help="number of brokers (default 1)")
     kafka.add_argument("--port", type=int, help="first broker port (default: a free one)")
     kafka.add_argument(

@@ -38,32 +38,59 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
-    p.add_argument("--topic", action="append", required=True, metavar="TOPIC",
-                   help="an output topic (repeatable, or a comma-separated list)")  # fmt: skip
-    p.add_argument("--from-beginning", action="store_true",
-                   help="start at each partition's earliest record (default: new records only)")  # fmt: skip
-    p.add_argument("--until-end", action="store_true",
-                   help="stop at the topics' end as it is at start (default: follow until Ctrl-C)")  # fmt: skip
-    p.add_argument("--to", metavar="FILE.parquet|FILE.jsonl|DIR/",
-                   help="save matches: one Parquet file, JSON lines, or a folder of Parquet parts")  # fmt: skip
+    p.add_argument(
+        "--topic",
+        action="append",
+        required=True,
+        metavar="TOPIC",
+        help="an output topic (repeatable, or a comma-separated list)",
+    )
+    p.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="start at each partition's earliest record (default: new records only)",
+    )
+    p.add_argument(
+        "--until-end",
+        action="store_true",
+        help="stop at the topics' end as it is at start (default: follow until Ctrl-C)",
+    )
+    p.add_argument(
+        "--to",
+        metavar="FILE.parquet|FILE.jsonl|DIR/",
+        help="save matches: one Parquet file, JSON lines, or a folder of Parquet parts",
+    )
     p.add_argument("--cutouts", metavar="DIR", help="write each alert's stamps as FITS files here")
-    p.add_argument("--verify", action="store_true",
-                   help="check against the counts topic that no published record is missing"
-                        " (needs --from-beginning --until-end); exit 1 if any is")  # fmt: skip
-    p.add_argument("--counts-topic", metavar="NAME",
-                   help="the job's counts topic (default: the topic's prefix to its first '-' + counts)")  # fmt: skip
-    p.add_argument("--group", metavar="ID",
-                   help="a consumer group that remembers where reading stopped (default: none)")  # fmt: skip
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check against the counts topic that no published record is missing"
+        " (needs --from-beginning --until-end); exit 1 if any is",
+    )
+    p.add_argument(
+        "--counts-topic",
+        metavar="NAME",
+        help="the job's counts topic (default: the topic's prefix to its first '-' + counts)",
+    )
+    p.add_argument(
+        "--group",
+        metavar="ID",
+        help="a consumer group that remembers where reading stopped (default: none)",
+    )
     p.add_argument("--schema-dir", help="local schema store directory (the job's)")
     p.add_argument(
         "--schema-registry", metavar="URL", help="Confluent Schema Registry URL (the job's)"
     )
-    p.add_argument("--kafka-conf", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="librdkafka settings, e.g. security.protocol=SASL_SSL sasl.password=env:PW")  # fmt: skip
+    p.add_argument(
+        "--kafka-conf",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka settings, e.g. security.protocol=SASL_SSL sasl.password=env:PW",
+    )
     p.set_defaults(handler=run)
     return p
-
-
 
 
 def match_line(n: int, match: Any) -> str:
@@ -97,12 +124,21 @@ def _run(args: argparse.Namespace) -> int:
             "--verify needs --from-beginning and --until-end: only a whole topic read to a fixed"
             " end can be checked against the counts"
         )
-    counts_topic = (args.counts_topic or contract.derive_counts_topic(topics[0])) if args.verify else None
+    counts_topic = (
+        (args.counts_topic or contract.derive_counts_topic(topics[0])) if args.verify else None
+    )
     kafka_conf = parse_pairs("--kafka-conf", args.kafka_conf)
     store = open_store(args.schema_registry, args.schema_dir)
-    subscriber = Subscriber(args.bootstrap, topics, from_beginning=args.from_beginning,
-                            until_end=args.until_end, group_id=args.group, kafka_conf=kafka_conf,
-                            store=store, counts_topic=counts_topic)  # fmt: skip
+    subscriber = Subscriber(
+        args.bootstrap,
+        topics,
+        from_beginning=args.from_beginning,
+        until_end=args.until_end,
+        group_id=args.group,
+        kafka_conf=kafka_conf,
+        store=store,
+        counts_topic=counts_topic,
+    )
     writer = open_writer(args.to) if args.to else None
     received: list[tuple] = []
     per_filter: Counter[str] = Counter()
@@ -111,14 +147,27 @@ def _run(args: argparse.Namespace) -> int:
     interrupted = False
     try:
         with subscriber:
-            print(f"listening to {', '.join(topics)} at {args.bootstrap}"
-                  f"{' until their current end' if args.until_end else ' (Ctrl-C to stop)'}", flush=True)  # fmt: skip
+            print(
+                f"listening to {', '.join(topics)} at {args.bootstrap}"
+                f"{' until their current end' if args.until_end else ' (Ctrl-C to stop)'}",
+                flush=True,
+            )
             for batch in subscriber.batches():
                 for match in batch:
-                    received.append((match.filter, match.filter_version, match.source_topic,
-                                     match.source_partition, match.source_offset))  # fmt: skip
-                    per_filter[f"{match.filter}@{(match.filter_version or '?')[:12]}"
-                               if match.filter else "quarantined"] += 1  # fmt: skip
+                    received.append(
+                        (
+                            match.filter,
+                            match.filter_version,
+                            match.source_topic,
+                            match.source_partition,
+                            match.source_offset,
+                        )
+                    )
+                    per_filter[
+                        f"{match.filter}@{(match.filter_version or '?')[:12]}"
+                        if match.filter
+                        else "quarantined"
+                    ] += 1
                     print(match_line(len(received), match))
                     if args.cutouts:
                         cutouts += len(save_cutouts(match.record, match.alert_id, args.cutouts))
@@ -152,6 +201,8 @@ def _run(args: argparse.Namespace) -> int:
         for name, versions in sorted(report["filters"].items()):
             for version, s in sorted(versions.items()):
                 if s["missing"]:
-                    print(f"  {name}@{version}: {s['missing']} missing of {s['counted']} counted"
-                          f" ({s['distinct']} distinct received)")  # fmt: skip
+                    print(
+                        f"  {name}@{version}: {s['missing']} missing of {s['counted']} counted"
+                        f" ({s['distinct']} distinct received)"
+                    )
     return 0 if report["complete"] else 1

@@ -15,9 +15,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     prod.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
     prod.add_argument("--topic", required=True, help="the topic to send to")
     prod.add_argument("--visits", type=int, default=1, help="simulated visits to send (default 1)")
-    prod.add_argument("--alerts-per-visit", type=int, default=10_000, help="alerts in each visit (default 10,000)")
     prod.add_argument(
-        "--interval", type=float, default=VISIT_CADENCE_S, help="seconds between visits (0: back to back)"
+        "--alerts-per-visit", type=int, default=10_000, help="alerts in each visit (default 10,000)"
+    )
+    prod.add_argument(
+        "--interval",
+        type=float,
+        default=VISIT_CADENCE_S,
+        help="seconds between visits (0: back to back)",
     )
     prod.add_argument(
         "--producers", type=int, default=1, help="producer processes splitting each visit"
@@ -31,20 +36,38 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     prod.add_argument("--history", type=int, default=10, help="max previous detections per alert")
     prod.add_argument("--schema-version", help="Rubin schema, e.g. 11.1 (default: latest shipped)")
-    prod.add_argument("--seed", type=int, default=0, help="the simulation's seed: the same seed, the same alerts")
+    prod.add_argument(
+        "--seed", type=int, default=0, help="the simulation's seed: the same seed, the same alerts"
+    )
     prod.add_argument("--replay", nargs="+", metavar="PATH", help="Avro container files or folders")
     prod.add_argument("--metrics", help="append per-visit metrics (JSON lines) to this file")
-    prod.add_argument("--ack-journal", metavar="DIR",
-                      help="keep each producer's acknowledged alert ids here (after a crash: what to resend)")  # fmt: skip
+    prod.add_argument(
+        "--ack-journal",
+        metavar="DIR",
+        help="keep each producer's acknowledged alert ids here (after a crash: what to resend)",
+    )
     prod.add_argument(
         "--schema-registry", help="Confluent Schema Registry URL (default: local store)"
     )
     prod.add_argument("--schema-dir", help="local schema store directory")
-    prod.add_argument("--linger-ms", type=int, help="librdkafka linger.ms (default: the producer's)")
-    prod.add_argument("--batch-size", type=int, help="librdkafka batch.size in bytes (default: the producer's)")
-    prod.add_argument("--compression", choices=["none", "lz4", "zstd", "snappy", "gzip"], help="compression of the Kafka batches")
-    prod.add_argument("--kafka-conf", action="append", default=[], metavar="KEY=VALUE",
-                      help="any librdkafka producer setting (repeatable)")  # fmt: skip
+    prod.add_argument(
+        "--linger-ms", type=int, help="librdkafka linger.ms (default: the producer's)"
+    )
+    prod.add_argument(
+        "--batch-size", type=int, help="librdkafka batch.size in bytes (default: the producer's)"
+    )
+    prod.add_argument(
+        "--compression",
+        choices=["none", "lz4", "zstd", "snappy", "gzip"],
+        help="compression of the Kafka batches",
+    )
+    prod.add_argument(
+        "--kafka-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any librdkafka producer setting (repeatable)",
+    )
     prod.set_defaults(handler=run)
     return prod
 
@@ -53,8 +76,11 @@ def run(args: argparse.Namespace) -> int:
     from alertsieve.produce.producer import ProduceConfig, produce
 
     kafka_conf: dict = parse_pairs("--kafka-conf", args.kafka_conf)
-    for key, value in (("linger.ms", args.linger_ms), ("batch.size", args.batch_size),
-                       ("compression.type", args.compression)):  # fmt: skip
+    for key, value in (
+        ("linger.ms", args.linger_ms),
+        ("batch.size", args.batch_size),
+        ("compression.type", args.compression),
+    ):
         if value is not None:
             kafka_conf[key] = value
     summary = produce(

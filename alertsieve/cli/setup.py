@@ -7,7 +7,9 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    parser = sub.add_parser("setup", help="fetch Kafka and Spark connector jars; configure spark-submit")
+    parser = sub.add_parser(
+        "setup", help="fetch Kafka and Spark connector jars; configure spark-submit"
+    )
     parser.set_defaults(handler=run)
     return parser
 

@@ -15,10 +15,20 @@ def add_verbosity(parser: argparse.ArgumentParser, inherited: bool = False) -> N
     (``bench -q soak``) as it is."""
     default = argparse.SUPPRESS if inherited else False
     said = parser.add_mutually_exclusive_group()
-    said.add_argument("-v", "--verbose", action="store_true", default=default,
-                      help="also debug lines, each with its time and logger")  # fmt: skip
-    said.add_argument("-q", "--quiet", action="store_true", default=default,
-                      help="warnings and errors only; no progress bar")  # fmt: skip
+    said.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default,
+        help="also debug lines, each with its time and logger",
+    )
+    said.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="warnings and errors only; no progress bar",
+    )
 
 
 def verbosity(args: argparse.Namespace) -> int:
@@ -30,7 +40,9 @@ def night(text: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a night: give a date, YYYY-MM-DD") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a night: give a date, YYYY-MM-DD"
+        ) from None
 
 
 def chosen_filters(names: str | None, paths: list[str] | None):

@@ -15,8 +15,21 @@ NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
 
 #: Words that start a query or a statement: a filter is a condition over one alert, so none of
 #: them belongs in one (Spark would run a subquery against any table the session can see).
-STATEMENT_WORDS = ("select", "with", "values", "insert", "update", "delete", "merge", "drop",
-                   "create", "alter", "truncate", "grant", "revoke")  # fmt: skip
+STATEMENT_WORDS = (
+    "select",
+    "with",
+    "values",
+    "insert",
+    "update",
+    "delete",
+    "merge",
+    "drop",
+    "create",
+    "alter",
+    "truncate",
+    "grant",
+    "revoke",
+)
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
 _WORD = re.compile(r"(?<![.\w])([A-Za-z_]\w*)")
 
@@ -78,7 +91,9 @@ def _compiled_together(filters: list[Filter], alerts) -> dict | None:
         return {}
     try:
         with _pyspark_quiet():
-            schema = alerts.select(*[f.evaluate()[0].alias(f"_{i}") for i, f in enumerate(filters)]).schema
+            schema = alerts.select(
+                *[f.evaluate()[0].alias(f"_{i}") for i, f in enumerate(filters)]
+            ).schema
     except (AnalysisException, ParseException):
         return None
     return {f.name: schema[f"_{i}"].dataType for i, f in enumerate(filters)}
@@ -96,7 +111,9 @@ def _run_on_samples(f: PythonFilter, alerts, view: list[ViewField] | None) -> No
         match, error = f.evaluate()
         failure = alerts.select(error.alias("e")).where("e IS NOT NULL").first()
     if failure is not None:
-        raise FilterError(f"filter {f.name!r} ({f.origin}) fails on the sample alerts: {failure['e']}")
+        raise FilterError(
+            f"filter {f.name!r} ({f.origin}) fails on the sample alerts: {failure['e']}"
+        )
 
 
 @contextmanager
@@ -111,7 +128,9 @@ def named(f: Filter, part: str = "", view: list[ViewField] | None = None):
             yield
     except (AnalysisException, ParseException) as e:
         first = readable(str(e).strip().splitlines()[0], " ".join(f.expressions().values()), view)
-        raise FilterError(f"filter {f.name!r} ({f.origin}): {part + ': ' if part else ''}{first}") from None
+        raise FilterError(
+            f"filter {f.name!r} ({f.origin}): {part + ': ' if part else ''}{first}"
+        ) from None
 
 
 #: pyspark logs each analysis error it raises, at ERROR with the whole message (a struct's
@@ -154,7 +173,9 @@ def readable(first: str, expression: str, view: list[ViewField] | None = None) -
         parent = path.group(1) if path else ""
         close = difflib.get_close_matches(missing, names, n=3, cutoff=0.6)
         guess = " or ".join(_with_versions(f"{parent}{c}", view) for c in close)
-        return f"no field {parent}{missing}" + (f"; did you mean {guess}?" if close else f" (the record has {len(names)} fields)")
+        return f"no field {parent}{missing}" + (
+            f"; did you mean {guess}?" if close else f" (the record has {len(names)} fields)"
+        )
     found = _UNRESOLVED.match(first)
     if found:
         parts = re.findall(r"`([^`]+)`", found.group(1))

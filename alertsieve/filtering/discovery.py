@@ -36,9 +36,15 @@ def builtin_filter_dir() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def looked_in(paths: Iterable[Path | str] = (), builtin: bool = True, entry_points: bool = True) -> str:
+def looked_in(
+    paths: Iterable[Path | str] = (), builtin: bool = True, entry_points: bool = True
+) -> str:
     """Where ``discover`` looks, for a message that found nothing."""
-    places = [str(builtin_filter_dir() or f"(no {CONTRIBUTED!r} entry point installed)")] if builtin else []
+    places = (
+        [str(builtin_filter_dir() or f"(no {CONTRIBUTED!r} entry point installed)")]
+        if builtin
+        else []
+    )
     places += [str(p) for p in paths]
     if entry_points:
         places.append(f"packages declaring the {ENTRY_POINT_GROUP!r} entry points")
@@ -90,7 +96,11 @@ def load_filter_file(path: Path) -> list[Filter]:
 
 def filter_files(folder: Path) -> list[Path]:
     """The filter modules and tables of a folder (names starting with '_' are not filters)."""
-    return sorted(p for p in folder.iterdir() if p.suffix in (".py", *TABLE_SUFFIXES) and not p.name.startswith("_"))
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.suffix in (".py", *TABLE_SUFFIXES) and not p.name.startswith("_")
+    )
 
 
 def discover(
@@ -110,7 +120,9 @@ def discover(
         else:
             raise FilterError(f"filter path {source} does not exist")
         for file in files:
-            found += load_filter_table(file) if file.suffix in TABLE_SUFFIXES else load_filter_file(file)
+            found += (
+                load_filter_table(file) if file.suffix in TABLE_SUFFIXES else load_filter_file(file)
+            )
     if entry_points:
         from importlib.metadata import entry_points as installed
 

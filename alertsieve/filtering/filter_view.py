@@ -15,5 +15,7 @@ def filter_view(decoded, keep: tuple[str, ...] = (), context: Context | None = N
 
     from alertsieve.filtering.features import with_features
 
-    alert = [F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names]
+    alert = [
+        F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names
+    ]
     return with_context(with_features(decoded.select(*keep, *alert)), context)

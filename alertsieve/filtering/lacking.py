@@ -9,7 +9,9 @@ from alertsieve.filtering.sql_text import mentions, minds_null
 from alertsieve.view.decoder import Decoder
 
 
-def lacking_fields(decoder: Decoder, filters: list[Filter], reads: dict[str, list[str]]) -> dict[str, dict[str, list[str]]]:
+def lacking_fields(
+    decoder: Decoder, filters: list[Filter], reads: dict[str, list[str]]
+) -> dict[str, dict[str, list[str]]]:
     """Per filter, the fields it reads that some version the job reads lacks, unless the filter
     says what their null means (``coalesce(diaSource.isDipole, false)``, ``ssSource IS NOT
     NULL``): it has decided. A record read whole (``ssSource IS NOT NULL``) counts as one field,
@@ -18,8 +20,11 @@ def lacking_fields(decoder: Decoder, filters: list[Filter], reads: dict[str, lis
     out = {}
     for f in filters:
         expressions = list(f.expressions().values())
-        missing = {p: v for p, v in _missing(decoder.view, reads[f.name], versions).items()
-                   if v and not _handled(expressions, p)}  # fmt: skip
+        missing = {
+            p: v
+            for p, v in _missing(decoder.view, reads[f.name], versions).items()
+            if v and not _handled(expressions, p)
+        }
         if missing:
             out[f.name] = missing
     return out

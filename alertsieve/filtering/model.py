@@ -188,10 +188,21 @@ def python_filter(
 
     def wrap(function: Callable[..., Any]) -> PythonFilter:
         origin = f"{function.__module__}.{function.__qualname__}"
-        return PythonFilter(name=name, function=function, columns=dict(columns),
-                            description=description or (function.__doc__ or "").strip(),
-                            topic=topic, origin=origin, contact=contact, params=dict(params or {}), cutouts=cutouts,
-                            survey=survey, payload=payload, fields=dict(fields or {}), format=format)  # fmt: skip
+        return PythonFilter(
+            name=name,
+            function=function,
+            columns=dict(columns),
+            description=description or (function.__doc__ or "").strip(),
+            topic=topic,
+            origin=origin,
+            contact=contact,
+            params=dict(params or {}),
+            cutouts=cutouts,
+            survey=survey,
+            payload=payload,
+            fields=dict(fields or {}),
+            format=format,
+        )
 
     return wrap
 

@@ -31,8 +31,15 @@ class Prepared:
     checked: Any = None  # what the caller's ``check`` returned
 
 
-def prepare(spark, filters: list[Filter], decoder: Decoder, head: list[bytes] = (), catalog_dir: str | Path = "catalogs",
-            heap_mb: float | None = None, check: Callable[[Any], Any] | None = None) -> Prepared:  # fmt: skip
+def prepare(
+    spark,
+    filters: list[Filter],
+    decoder: Decoder,
+    head: list[bytes] = (),
+    catalog_dir: str | Path = "catalogs",
+    heap_mb: float | None = None,
+    check: Callable[[Any], Any] | None = None,
+) -> Prepared:
     """Load the catalogs ``filters`` name from ``catalog_dir`` (refused when their broadcast would
     not fit a driver heap of ``heap_mb``), decode sample alerts (``head``: the source's first
     messages, ZTF's samples), validate the filters on them, then find what they read.
@@ -62,19 +69,27 @@ def sample_alerts(spark, decoder: Decoder, head: list[bytes] = (), context: Cont
     decodes: for Rubin, lsst-alert-packet's sample alert of every version the job reads; for ZTF,
     the topic's first messages. Filters compile and Python filters run on these at start-up."""
     messages = list(head) if decoder.survey == "ztf" else rubin_samples(decoder)
-    decoded = decoder.decode(message_frame(spark, messages), view_paths(decoder, with_cutouts=False))
+    decoded = decoder.decode(
+        message_frame(spark, messages), view_paths(decoder, with_cutouts=False)
+    )
     return filter_view(decoded.where("_reason IS NULL"), context=context)
 
 
-def filter_reads(spark, decoder: Decoder, filters: list[Filter], context: Context | None = None) -> dict[str, list[str]]:
+def filter_reads(
+    spark, decoder: Decoder, filters: list[Filter], context: Context | None = None
+) -> dict[str, list[str]]:
     """Per filter, the view fields it reads (Spark's analysis of its expressions, one analysis
     per expression shape: ``alertsieve.filtering.references``)."""
     with ViewReferences(spark, decoder.view, context) as refs:
-        return {f.name: refs.read_by([*f.expressions().values(), *f.fields.values()]) for f in filters}
+        return {
+            f.name: refs.read_by([*f.expressions().values(), *f.fields.values()]) for f in filters
+        }
 
 
 def filter_paths(decoder: Decoder, reads: dict[str, list[str]]) -> list[str]:
     """What the hot path decodes: the fields the filters read (``filter_reads``), the alert id
     and the decoder's tell. Avro skips everything else, cutouts included."""
     used = {p for paths in reads.values() for p in paths}
-    return list(dict.fromkeys([decoder.tell, decoder.id_path, *[p for p in decoder.paths if p in used]]))
+    return list(
+        dict.fromkeys([decoder.tell, decoder.id_path, *[p for p in decoder.paths if p in used]])
+    )

@@ -29,7 +29,9 @@ from alertsieve.filtering.sql_text import named_catalogs, only_existence, withou
 from alertsieve.view.reader_schema import view_type
 
 #: A quoted literal or name (kept: ``diaSource['snr']`` names a field), or a number (blanked).
-_TOKEN = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|(?<![\w.])\d+(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w.])")
+_TOKEN = re.compile(
+    r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|(?<![\w.])\d+(?:\.\d*)?(?:[eE][-+]?\d+)?(?![\w.])"
+)
 
 
 def shape(expression: str) -> str:
@@ -97,7 +99,9 @@ class ViewReferences:
         used = set(_paths(_read_schema(self._scan.selectExpr(f"({expression}) AS _e")), ""))
         for top, fields in self._tops.items():
             if len(fields) > 1 and all(f.path in used for f in fields):
-                if only_existence(expression, top.removesuffix("[]")) and _compiles(self._cut_down(top), expression):
+                if only_existence(expression, top.removesuffix("[]")) and _compiles(
+                    self._cut_down(top), expression
+                ):
                     used -= {f.path for f in fields[1:]}
         if names_features(expression):
             used |= set(self._feature_paths)
@@ -113,7 +117,9 @@ class ViewReferences:
         return [f.path for f in self.view if f.path in found]
 
 
-def referenced_paths(spark, view: list[ViewField], expressions: list[str], context: Context | None = None) -> list[str]:
+def referenced_paths(
+    spark, view: list[ViewField], expressions: list[str], context: Context | None = None
+) -> list[str]:
     """The view paths (``diaSource.snr``, ``prvDiaSources[].psfFlux``) ``expressions`` read,
     in the view's order. The expressions must already compile against the view.
 

@@ -26,7 +26,10 @@ def _word(name: str) -> str:
 
 def mentions(expression: str, name: str) -> bool:
     """Whether ``expression`` names ``name`` (or something inside it: ``ssSource.ssObjectId``)."""
-    return re.search(rf"(?<![\w.`]){_word(name)}(?![\w`])", without_strings(expression), flags=re.I) is not None
+    return (
+        re.search(rf"(?<![\w.`]){_word(name)}(?![\w`])", without_strings(expression), flags=re.I)
+        is not None
+    )
 
 
 def _every_use_is(expression: str, name: str, functions: str) -> bool:
@@ -35,9 +38,13 @@ def _every_use_is(expression: str, name: str, functions: str) -> bool:
     bare, word = without_strings(expression), _word(name)
     alone = rf"(?<![\w.`]){word}(?![\w`])"
     uses = len(re.findall(alone, bare, flags=re.I))
-    forms = len(re.findall(
-        rf"(?:{functions})\s*\(\s*{word}\s*[,)]|{alone}\s+is\s+(?:not\s+)?null\b", bare, flags=re.I,
-    ))  # fmt: skip
+    forms = len(
+        re.findall(
+            rf"(?:{functions})\s*\(\s*{word}\s*[,)]|{alone}\s+is\s+(?:not\s+)?null\b",
+            bare,
+            flags=re.I,
+        )
+    )
     return uses > 0 and uses == forms
 
 

@@ -41,7 +41,9 @@ class SqlFilterSpec(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     cutouts: bool = False
     survey: str | None = Field(None, examples=["rubin"])
-    payload: Literal["alert", "fields"] = Field("alert", description="alert: the original bytes; fields: a compact record")
+    payload: Literal["alert", "fields"] = Field(
+        "alert", description="alert: the original bytes; fields: a compact record"
+    )
     fields: dict[str, str] = Field(default_factory=dict, examples=[{"snr": "diaSource.snr"}])
     format: Literal["avro", "json"] = Field("avro", description="of a fields record")
     origin: str | None = Field(None, description="where it was written (set for --sql)")
@@ -55,8 +57,12 @@ class FilterTable(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    defaults: dict[str, Any] = Field(default_factory=dict, examples=[{"sql": "diaSource.snr > {min_snr}"}])
-    filters: list[dict[str, Any]] = Field(examples=[[{"name": "bright", "params": {"min_snr": 50}}]])
+    defaults: dict[str, Any] = Field(
+        default_factory=dict, examples=[{"sql": "diaSource.snr > {min_snr}"}]
+    )
+    filters: list[dict[str, Any]] = Field(
+        examples=[[{"name": "bright", "params": {"min_snr": 50}}]]
+    )
 
 
 def load_filter_table(path: Path) -> list[AlertFilter]:
@@ -70,8 +76,11 @@ def load_filter_table(path: Path) -> list[AlertFilter]:
     out = []
     for i, row in enumerate(table.filters):
         where = f"{path} (filters[{i}])"
-        merged = {**table.defaults, **row,
-                  "params": {**table.defaults.get("params", {}), **row.get("params", {})}}  # fmt: skip
+        merged = {
+            **table.defaults,
+            **row,
+            "params": {**table.defaults.get("params", {}), **row.get("params", {})},
+        }
         try:
             spec = SqlFilterSpec.model_validate(merged)
         except ValidationError as e:

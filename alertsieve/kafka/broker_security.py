@@ -49,14 +49,34 @@ def make_tls(data_dir: Path, java: str, secure: SecureListener) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     secure.keystore_password = secure.keystore_password or secrets.token_hex(16)
     keytool = str(Path(java).parent / "keytool")
-    common = ["-keystore", str(keystore), "-storetype", "PKCS12", "-storepass",
-              secure.keystore_password, "-alias", "broker"]  # fmt: skip
+    common = [
+        "-keystore",
+        str(keystore),
+        "-storetype",
+        "PKCS12",
+        "-storepass",
+        secure.keystore_password,
+        "-alias",
+        "broker",
+    ]
     for args in (
-        ["-genkeypair", "-keyalg", "RSA", "-keysize", "2048", "-validity", "30",
-         "-dname", "CN=localhost", "-ext", f"SAN=ip:{HOST},dns:localhost",
-         "-keypass", secure.keystore_password],
+        [
+            "-genkeypair",
+            "-keyalg",
+            "RSA",
+            "-keysize",
+            "2048",
+            "-validity",
+            "30",
+            "-dname",
+            "CN=localhost",
+            "-ext",
+            f"SAN=ip:{HOST},dns:localhost",
+            "-keypass",
+            secure.keystore_password,
+        ],
         ["-exportcert", "-rfc", "-file", str(ca_file(data_dir))],
-    ):  # fmt: skip
+    ):
         proc = subprocess.run([keytool, *args, *common], capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"keytool {args[0]} failed: {proc.stdout}{proc.stderr}")

@@ -207,11 +207,22 @@ def _plan(data_dir: Path, brokers: int, port: int | None, secure: SecureListener
 def _format(cluster: Cluster, node: Node, java: str, classpath: str) -> None:
     props = cluster.node_dir(node) / "server.properties"
     proc = subprocess.run(
-        [java, "-cp", classpath, "kafka.tools.StorageTool", "format",
-         "-t", cluster.cluster_id, "-c", str(props), "--ignore-formatted",
-         *(broker_security.format_arguments(cluster.secure) if cluster.secure else [])],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            java,
+            "-cp",
+            classpath,
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            cluster.cluster_id,
+            "-c",
+            str(props),
+            "--ignore-formatted",
+            *(broker_security.format_arguments(cluster.secure) if cluster.secure else []),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise KafkaLocalError(f"formatting {props.parent} failed:\n{proc.stdout}{proc.stderr}")
 
@@ -221,16 +232,27 @@ def _launch(cluster: Cluster, node: Node, java: str, classpath: str, heap: str) 
     (ndir / "logs").mkdir(parents=True, exist_ok=True)
     (ndir / "log4j2.properties").write_text(LOG4J2)
     cmd = [
-        java, f"-Xmx{heap}", f"-Xms{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-        "-Djava.awt.headless=true", f"-Dkafka.logs.dir={ndir / 'logs'}",
+        java,
+        f"-Xmx{heap}",
+        f"-Xms{heap}",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-Djava.awt.headless=true",
+        f"-Dkafka.logs.dir={ndir / 'logs'}",
         f"-Dlog4j2.configurationFile={ndir / 'log4j2.properties'}",
-        "-cp", classpath, "kafka.Kafka", str(ndir / "server.properties"),
-    ]  # fmt: skip
+        "-cp",
+        classpath,
+        "kafka.Kafka",
+        str(ndir / "server.properties"),
+    ]
     with open(ndir / "logs" / "stdout.log", "ab") as out:
         proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,  # outlives the CLI that started it; Ctrl-C in a shell won't kill it
-        )  # fmt: skip
+        )
     return proc.pid
 
 

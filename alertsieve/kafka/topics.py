@@ -47,7 +47,9 @@ def create_topics(
     if not missing:
         return []
     rf = replication or min(3, len(md.brokers))
-    futures = client.create_topics([NewTopic(t, partitions, rf, config=config or {}) for t in missing])
+    futures = client.create_topics(
+        [NewTopic(t, partitions, rf, config=config or {}) for t in missing]
+    )
     created = []
     for topic, future in futures.items():
         try:
@@ -70,12 +72,19 @@ def _await_leaders(client, topics: list[str], partitions: int, timeout: float = 
     waiting = set(topics)
     while waiting and time.monotonic() < deadline:
         md = client.list_topics(timeout=30).topics
-        waiting = {t for t in waiting if t not in md or len(md[t].partitions) < partitions
-                   or any(p.leader < 0 or p.error is not None for p in md[t].partitions.values())}  # fmt: skip
+        waiting = {
+            t
+            for t in waiting
+            if t not in md
+            or len(md[t].partitions) < partitions
+            or any(p.leader < 0 or p.error is not None for p in md[t].partitions.values())
+        }
         if waiting:
             time.sleep(0.1)
     if waiting:
-        raise KafkaException(f"topics created but without a leader after {timeout:.0f} s: {sorted(waiting)[:5]}")
+        raise KafkaException(
+            f"topics created but without a leader after {timeout:.0f} s: {sorted(waiting)[:5]}"
+        )
 
 
 def end_offsets(bootstrap: str, topic: str, extra: dict | None = None) -> dict[int, int]:
@@ -109,7 +118,10 @@ def _high_water(consumer, partition, timeout: float = 10.0) -> int:
         try:
             return consumer.get_watermark_offsets(partition, timeout=timeout)[1]
         except KafkaException as e:
-            retriable = e.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+            retriable = e.args[0].code() in (
+                KafkaError.NOT_LEADER_FOR_PARTITION,
+                KafkaError.LEADER_NOT_AVAILABLE,
+            )
             if not retriable or time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
@@ -141,8 +153,14 @@ def topics_with_prefix(bootstrap: str, prefix: str, extra: dict | None = None) -
     )
 
 
-def head_messages(bootstrap: str, topics: list[str] | str, limit: int = 20,
-                  extra: dict | None = None, timeout: float = 10.0, newest: bool = False) -> list[bytes]:  # fmt: skip
+def head_messages(
+    bootstrap: str,
+    topics: list[str] | str,
+    limit: int = 20,
+    extra: dict | None = None,
+    timeout: float = 10.0,
+    newest: bool = False,
+) -> list[bytes]:
     """Up to ``limit`` message values from the start of ``topics`` (a list, or a regex of topic
     names), or with ``newest`` from their ends, a few from every partition: what a job looks at
     before it starts (which survey, which ZTF schemas). Commits nothing; an empty or missing
@@ -152,16 +170,22 @@ def head_messages(bootstrap: str, topics: list[str] | str, limit: int = 20,
 
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "alertsieve-peek", "enable.auto.commit": False,
-        "log_level": 5, **librdkafka_conf(extra or {}),
-    })  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "alertsieve-peek",
+            "enable.auto.commit": False,
+            "log_level": 5,
+            **librdkafka_conf(extra or {}),
+        }
+    )
     try:
         metadata = consumer.list_topics(timeout=timeout).topics
         names = (
-            [t for t in metadata if re.fullmatch(topics, t)] if isinstance(topics, str) else
-            [t for t in topics if t in metadata]
-        )  # fmt: skip
+            [t for t in metadata if re.fullmatch(topics, t)]
+            if isinstance(topics, str)
+            else [t for t in topics if t in metadata]
+        )
         assigned, remaining = [], {}
         for t in names:
             for p in metadata[t].partitions:

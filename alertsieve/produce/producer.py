@@ -402,10 +402,13 @@ def produce(cfg: ProduceConfig) -> ProduceSummary:
     journal_dir = cfg.ack_journal_dir or tempfile.mkdtemp(prefix="alertsieve-acks-")
     os.makedirs(journal_dir, exist_ok=True)
     workers = [
-        ctx.Process(target=_producer_main, args=(k, cfg, schema_ids, reports, barrier, journal_dir),
-                    daemon=True)
+        ctx.Process(
+            target=_producer_main,
+            args=(k, cfg, schema_ids, reports, barrier, journal_dir),
+            daemon=True,
+        )
         for k in range(cfg.producers)
-    ]  # fmt: skip
+    ]
     start = time.perf_counter()
     for w in workers:
         w.start()

@@ -74,11 +74,19 @@ ALERT_ID = "alert_id"
 SURVEY = "survey"
 #: The fields every fields record starts with, and their Spark types.
 ENVELOPE = {
-    ALERT_ID: "string", SURVEY: "string", FILTER: "string", FILTER_VERSION: "string",
-    SOURCE_TOPIC: "string", SOURCE_PARTITION: "int", SOURCE_OFFSET: "bigint",
-    KAFKA_TIMESTAMP_MS: "bigint", PROCESSED_AT_MS: "bigint",
-    "mjd": "double", "ra": "double", "dec": "double",
-}  # fmt: skip
+    ALERT_ID: "string",
+    SURVEY: "string",
+    FILTER: "string",
+    FILTER_VERSION: "string",
+    SOURCE_TOPIC: "string",
+    SOURCE_PARTITION: "int",
+    SOURCE_OFFSET: "bigint",
+    KAFKA_TIMESTAMP_MS: "bigint",
+    PROCESSED_AT_MS: "bigint",
+    "mjd": "double",
+    "ra": "double",
+    "dec": "double",
+}
 
 # --- topics -------------------------------------------------------------------------------------
 

@@ -38,8 +38,14 @@ class Published:
     topic: str
 
 
-def counts_record(progress: dict, alerts_read: int, quarantined: int, matches: Mapping[str, int],
-                  published: list[Published], quarantine_topic: str) -> dict:  # fmt: skip
+def counts_record(
+    progress: dict,
+    alerts_read: int,
+    quarantined: int,
+    matches: Mapping[str, int],
+    published: list[Published],
+    quarantine_topic: str,
+) -> dict:
     """The counts of one batch, from Spark's progress report and the batch's observed counts."""
     return {
         contract.KIND: contract.COUNTS_KIND,
@@ -48,9 +54,14 @@ def counts_record(progress: dict, alerts_read: int, quarantined: int, matches: M
         contract.INPUT: input_ranges(progress),
         contract.ALERTS_READ: alerts_read,
         contract.QUARANTINED: quarantined,
-        contract.FILTERS: {p.name: {contract.VERSION: p.version, contract.TOPIC: p.topic,
-                                    contract.PUBLISHED: int(matches.get(p.name, 0))}
-                           for p in published},  # fmt: skip
+        contract.FILTERS: {
+            p.name: {
+                contract.VERSION: p.version,
+                contract.TOPIC: p.topic,
+                contract.PUBLISHED: int(matches.get(p.name, 0)),
+            }
+            for p in published
+        },
         contract.QUARANTINE_TOPIC: quarantine_topic,
         contract.WRITTEN_AT: round(time.time(), 3),
     }
@@ -78,32 +89,59 @@ def _offsets(value) -> dict[str, dict[str, int]]:
             return {}
     if not isinstance(value, dict):
         return {}
-    return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in value.items() if isinstance(parts, dict)}
+    return {
+        t: {str(p): int(o) for p, o in parts.items()}
+        for t, parts in value.items()
+        if isinstance(parts, dict)
+    }
 
 
 class CountsTopic:
     """Writes counts records to ``topic``; each is flushed before the next batch is counted."""
 
-    def __init__(self, bootstrap: str, topic: str, kafka_conf: Mapping[str, str], published: list[Published],
-                 quarantine_topic: str):  # fmt: skip
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        kafka_conf: Mapping[str, str],
+        published: list[Published],
+        quarantine_topic: str,
+    ):
         from confluent_kafka import Producer
 
         from alertsieve.kafka.client_security import librdkafka_conf
 
         self.topic, self.published, self.quarantine_topic = topic, published, quarantine_topic
-        self._producer = Producer({"bootstrap.servers": bootstrap, **librdkafka_conf(kafka_conf),
-                                   "enable.idempotence": True})  # fmt: skip
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                **librdkafka_conf(kafka_conf),
+                "enable.idempotence": True,
+            }
+        )
 
     def use(self, published: list[Published]) -> None:
         """The filters of the batches from now on (a redeployed job)."""
         self.published = published
 
-    def write(self, progress: dict, alerts_read: int, quarantined: int, matches: Mapping[str, int]) -> dict:
-        record = counts_record(progress, alerts_read, quarantined, matches, self.published, self.quarantine_topic)
-        self._producer.produce(self.topic, key=str(record[contract.QUERY_ID]).encode(), value=json.dumps(record).encode())
+    def write(
+        self, progress: dict, alerts_read: int, quarantined: int, matches: Mapping[str, int]
+    ) -> dict:
+        record = counts_record(
+            progress, alerts_read, quarantined, matches, self.published, self.quarantine_topic
+        )
+        self._producer.produce(
+            self.topic,
+            key=str(record[contract.QUERY_ID]).encode(),
+            value=json.dumps(record).encode(),
+        )
         left = self._producer.flush(30)
         if left:
-            log.error("counts of batch %s not acknowledged by %s after 30 s", record[contract.BATCH_ID], self.topic)
+            log.error(
+                "counts of batch %s not acknowledged by %s after 30 s",
+                record[contract.BATCH_ID],
+                self.topic,
+            )
         return record
 
     def close(self) -> None:

@@ -33,17 +33,25 @@ def check_payload(f: Filter) -> None:
     where = f"filter {f.name!r} ({f.origin})"
     if f.payload == contract.PAYLOAD_ALERT:
         if f.fields:
-            raise FilterError(f"{where}: fields {sorted(f.fields)} are given but payload is 'alert';"
-                              " set payload: fields to publish them (or drop fields)")  # fmt: skip
+            raise FilterError(
+                f"{where}: fields {sorted(f.fields)} are given but payload is 'alert';"
+                " set payload: fields to publish them (or drop fields)"
+            )
         return
     if not f.fields:
-        raise FilterError(f"{where}: payload 'fields' needs fields, e.g. fields: {{snr: diaSource.snr}}")
+        raise FilterError(
+            f"{where}: payload 'fields' needs fields, e.g. fields: {{snr: diaSource.snr}}"
+        )
     for alias, sql in f.fields.items():
         if not _ALIAS.match(alias):
-            raise FilterError(f"{where}: field alias {alias!r}: use a letter or _ then letters, digits or _")
+            raise FilterError(
+                f"{where}: field alias {alias!r}: use a letter or _ then letters, digits or _"
+            )
         if alias in contract.ENVELOPE:
-            raise FilterError(f"{where}: field alias {alias!r} is an envelope field every record holds"
-                              f" ({', '.join(contract.ENVELOPE)}); choose another alias")  # fmt: skip
+            raise FilterError(
+                f"{where}: field alias {alias!r} is an envelope field every record holds"
+                f" ({', '.join(contract.ENVELOPE)}); choose another alias"
+            )
         reason = not_an_expression(sql)
         if reason:
             raise FilterError(f"{where}: fields[{alias!r}] is refused: {reason}")
@@ -82,7 +90,12 @@ def envelope_columns(decoder, name: str, version: str) -> list:
 
 def envelope_paths(decoder) -> list[str]:
     """The view fields the envelope reads (decoded for a job with a fields filter)."""
-    return [decoder.id_path, decoder.observed, f"{decoder.detection}.ra", f"{decoder.detection}.dec"]
+    return [
+        decoder.id_path,
+        decoder.observed,
+        f"{decoder.detection}.ra",
+        f"{decoder.detection}.dec",
+    ]
 
 
 def record_struct(f: Filter, decoder, version: str):
@@ -93,7 +106,12 @@ def record_struct(f: Filter, decoder, version: str):
 
 
 #: The Kafka row columns the envelope reads, typed for the analysis of sample alerts.
-_META_TYPES = {"_topic": "string", "_partition": "int", "_offset": "bigint", "_timestamp": "timestamp"}
+_META_TYPES = {
+    "_topic": "string",
+    "_partition": "int",
+    "_offset": "bigint",
+    "_timestamp": "timestamp",
+}
 
 
 def record_types(filters: list[Filter], decoder, versions: Mapping[str, str], alerts) -> dict:
@@ -108,8 +126,12 @@ def record_types(filters: list[Filter], decoder, versions: Mapping[str, str], al
         return {}
     framed = alerts.select("*", *[F.lit(None).cast(t).alias(m) for m, t in _META_TYPES.items()])
     try:
-        schema = framed.select(*[record_struct(f, decoder, versions[f.name]).alias(f"_{i}")
-                                 for i, f in enumerate(fields)]).schema  # fmt: skip
+        schema = framed.select(
+            *[
+                record_struct(f, decoder, versions[f.name]).alias(f"_{i}")
+                for i, f in enumerate(fields)
+            ]
+        ).schema
         return {f.name: schema[f"_{i}"].dataType for i, f in enumerate(fields)}
     except (AnalysisException, ParseException):
         pass
@@ -117,10 +139,14 @@ def record_types(filters: list[Filter], decoder, versions: Mapping[str, str], al
         for alias, sql in f.fields.items():
             with named(f, f"fields[{alias!r}]", decoder.view):
                 framed.select(F.expr(sql))
-    raise FilterError(f"the fields of filters {[f.name for f in fields]} compile one by one but not together")
+    raise FilterError(
+        f"the fields of filters {[f.name for f in fields]} compile one by one but not together"
+    )
 
 
-def payloads(filters: list[Filter], types: Mapping[str, object], topic_of, store) -> dict[str, FieldsPayload]:
+def payloads(
+    filters: list[Filter], types: Mapping[str, object], topic_of, store
+) -> dict[str, FieldsPayload]:
     """{name: FieldsPayload} of the fields filters; Avro schemas registered in ``store`` under
     ``<topic>-value`` (``topic_of(filter)``), as a Confluent producer would."""
     from alertsieve.alerts.schemas import frame
@@ -148,14 +174,25 @@ def record_column(f: Filter, decoder, version: str, payload: FieldsPayload):
 
     record = record_struct(f, decoder, version)
     if f.format == contract.FORMAT_JSON:
-        return F.to_json(record, {"ignoreNullFields": "false"}).cast("binary")  # every key, null or not
+        return F.to_json(record, {"ignoreNullFields": "false"}).cast(
+            "binary"
+        )  # every key, null or not
     return F.concat(F.lit(payload.header), to_avro(record, json.dumps(payload.avro_schema)))
 
 
 # --- Spark types -> Avro -----------------------------------------------------------------------
 
-_PRIMITIVES = {"string": "string", "boolean": "boolean", "integer": "int", "long": "long",
-               "float": "float", "double": "double", "binary": "bytes", "short": "int", "byte": "int"}  # fmt: skip
+_PRIMITIVES = {
+    "string": "string",
+    "boolean": "boolean",
+    "integer": "int",
+    "long": "long",
+    "float": "float",
+    "double": "double",
+    "binary": "bytes",
+    "short": "int",
+    "byte": "int",
+}
 
 
 def avro_schema(struct, name: str) -> dict:
@@ -172,7 +209,10 @@ def _record(struct, name: str) -> dict:
     short = name.rsplit(".", 1)
     fields = []
     for f in struct.fields:
-        field = {"name": f.name, "type": _nullable(_avro_type(f.dataType, f"{name}_{f.name}"), f.nullable)}
+        field = {
+            "name": f.name,
+            "type": _nullable(_avro_type(f.dataType, f"{name}_{f.name}"), f.nullable),
+        }
         fields.append({**field, "default": None} if f.nullable else field)
     record = {"type": "record", "name": short[-1], "fields": fields}
     if len(short) == 2:
@@ -186,7 +226,10 @@ def _avro_type(dtype, name: str):
     if isinstance(dtype, T.StructType):
         return _record(dtype, name)
     if isinstance(dtype, T.ArrayType):
-        return {"type": "array", "items": _nullable(_avro_type(dtype.elementType, f"{name}_item"), dtype.containsNull)}
+        return {
+            "type": "array",
+            "items": _nullable(_avro_type(dtype.elementType, f"{name}_item"), dtype.containsNull),
+        }
     if isinstance(dtype, T.MapType) and isinstance(dtype.keyType, T.StringType):
         item = _avro_type(dtype.valueType, f"{name}_value")
         return {"type": "map", "values": _nullable(item, dtype.valueContainsNull)}
@@ -196,8 +239,10 @@ def _avro_type(dtype, name: str):
         return {"type": "int", "logicalType": "date"}
     if dtype.typeName() in _PRIMITIVES:
         return _PRIMITIVES[dtype.typeName()]
-    raise FilterError(f"a field of type {dtype.simpleString()} cannot be written as Avro; cast it"
-                      " (e.g. to double or string), or use format: json")  # fmt: skip
+    raise FilterError(
+        f"a field of type {dtype.simpleString()} cannot be written as Avro; cast it"
+        " (e.g. to double or string), or use format: json"
+    )
 
 
 def _avro_name(name: str) -> str:

@@ -44,8 +44,11 @@ def filter_versions(filters: list[Filter], catalog_root: str | Path = "catalogs"
 def _deciding(f: Filter, fingerprint) -> list[str]:
     """What decides the filter's matches, as text, in a fixed order."""
     expressions = f.expressions()
-    parts = [type(f).__name__, json.dumps(expressions, sort_keys=True),
-             json.dumps(dict(f.params), sort_keys=True, default=repr)]  # fmt: skip
+    parts = [
+        type(f).__name__,
+        json.dumps(expressions, sort_keys=True),
+        json.dumps(dict(f.params), sort_keys=True, default=repr),
+    ]
     code = f.code()
     if code is not None:
         parts.append(code)

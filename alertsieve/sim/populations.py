@@ -133,7 +133,9 @@ class AlertTruth:
     trailed: bool = False
 
 
-def make_visit(seed: int, index: int, start_mjd: float = 61000.2, cadence_s: float = VISIT_CADENCE_S) -> Visit:
+def make_visit(
+    seed: int, index: int, start_mjd: float = 61000.2, cadence_s: float = VISIT_CADENCE_S
+) -> Visit:
     rng = np.random.default_rng([seed, index, 0xF1E1D])
     dec = math.degrees(
         math.asin(rng.uniform(math.sin(math.radians(-75)), math.sin(math.radians(8))))
@@ -212,7 +214,9 @@ MAX_VISITS_A_NIGHT = 4
 VISIT_GAP_MINUTES = (1.0, 40.0)
 
 
-def _past_visits(rng: np.random.Generator, visit: Visit, n: int, span_days: float) -> list[tuple[float, str]]:
+def _past_visits(
+    rng: np.random.Generator, visit: Visit, n: int, span_days: float
+) -> list[tuple[float, str]]:
     """``n`` earlier visits of the field, oldest first, as (MJD, band): runs within a night in
     one band, on nights from half a day to ``span_days`` before ``visit``."""
     visits: list[tuple[float, str]] = []
@@ -314,38 +318,71 @@ class _Source:
     trailed: bool = False
 
     @classmethod
-    def of(cls, chance: _Chance, flux_at: Callable[[float], float], span: float, **overrides) -> _Source:
+    def of(
+        cls, chance: _Chance, flux_at: Callable[[float], float], span: float, **overrides
+    ) -> _Source:
         """A source with the alert's chance draws, but ``overrides``."""
-        drawn = cls(flux_at, span, chance.hist_n, chance.forced_n, chance.reliability, chance.extendedness,
-                    chance.template_mag, chance.object_id)
+        drawn = cls(
+            flux_at,
+            span,
+            chance.hist_n,
+            chance.forced_n,
+            chance.reliability,
+            chance.extendedness,
+            chance.template_mag,
+            chance.object_id,
+        )
         return replace(drawn, **overrides)
 
 
-def _bright(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+def _bright(
+    rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance
+) -> _Source:
     """Assumption: bright, slowly varying, confidently real."""
     base = mag_to_flux(rng.uniform(15.0, 18.0))
-    return _Source.of(chance, lambda t: base * (1 + 0.05 * math.sin(t)), 365.0,
-                      reliability=float(rng.uniform(0.93, 1.0)))
+    return _Source.of(
+        chance,
+        lambda t: base * (1 + 0.05 * math.sin(t)),
+        365.0,
+        reliability=float(rng.uniform(0.93, 1.0)),
+    )
 
 
-def _rising(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+def _rising(
+    rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance
+) -> _Source:
     """A supernova before peak: flux grows as the square of the time since explosion (the
     expanding fireball, Riess et al. 1999, AJ 118, 2675), so it gains 2.17 / age mag a day."""
     peak = mag_to_flux(_magnitude(rng, 19.0, limit, EUCLIDEAN_COUNTS))
     explosion = visit.mjd - rng.uniform(0.0, RISE_DAYS)
-    return _Source.of(chance, lambda t: peak * (max(t - explosion, 0.0) / RISE_DAYS) ** 2, 30.0,
-                      hist_n=max(3, min(chance.hist_n, 8)) if max_history else 0)
+    return _Source.of(
+        chance,
+        lambda t: peak * (max(t - explosion, 0.0) / RISE_DAYS) ** 2,
+        30.0,
+        hist_n=max(3, min(chance.hist_n, 8)) if max_history else 0,
+    )
 
 
-def _bogus(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+def _bogus(
+    rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance
+) -> _Source:
     """An artefact near the detection limit, of either sign, scored unreliable."""
     band_depth = DEPTH[visit.band]
     fl = mag_to_flux(rng.uniform(band_depth - 0.3, band_depth + 0.4)) * rng.choice([-1.0, 1.0])
-    return _Source.of(chance, lambda t: fl, 30.0, reliability=float(rng.uniform(0.0, 0.25)), hist_n=0, forced_n=0,
-                      is_dipole=bool(rng.uniform() < 0.4))  # is_dipole: assumption
+    return _Source.of(
+        chance,
+        lambda t: fl,
+        30.0,
+        reliability=float(rng.uniform(0.0, 0.25)),
+        hist_n=0,
+        forced_n=0,
+        is_dipole=bool(rng.uniform() < 0.4),
+    )  # is_dipole: assumption
 
 
-def _variable(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+def _variable(
+    rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance
+) -> _Source:
     """A star varying about its template brightness, so its difference flux takes both signs.
     Assumptions: periods log-uniform from 0.1 d (RR Lyrae, delta Scuti, contact binaries) to
     100 d (Cepheids, semiregulars); semi-amplitudes log-uniform from 0.01 to 1 mag, so most
@@ -357,34 +394,63 @@ def _variable(rng: np.random.Generator, visit: Visit, limit: float, max_history:
     mean_mag = _magnitude(rng, 17.0, 25.0, STAR_COUNTS)
     star = mag_to_flux(mean_mag)
     phase = rng.uniform(0, 2 * math.pi)
-    return _Source.of(chance, lambda t: star * (10 ** (-0.4 * amplitude * math.sin(2 * math.pi * t / period + phase)) - 1),
-                      365.0, hist_n=max(chance.hist_n, min(max_history, 15)),
-                      extendedness=float(rng.uniform(0, 0.1)), template_mag=mean_mag)
+    return _Source.of(
+        chance,
+        lambda t: (
+            star * (10 ** (-0.4 * amplitude * math.sin(2 * math.pi * t / period + phase)) - 1)
+        ),
+        365.0,
+        hist_n=max(chance.hist_n, min(max_history, 15)),
+        extendedness=float(rng.uniform(0, 0.1)),
+        template_mag=mean_mag,
+    )
 
 
-def _solar_system(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+def _solar_system(
+    rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance
+) -> _Source:
     """A known asteroid: steady over the night, no object and no history of its own."""
     fl = mag_to_flux(_magnitude(rng, 19.0, limit, ASTEROID_COUNTS))
-    return _Source.of(chance, lambda t: fl, 1.0, object_id=None, ss_object_id=_random_id(rng), hist_n=0, forced_n=0,
-                      trailed=bool(rng.uniform() < 0.3),  # assumption
-                      extendedness=float(rng.uniform(0, 0.2)))
+    return _Source.of(
+        chance,
+        lambda t: fl,
+        1.0,
+        object_id=None,
+        ss_object_id=_random_id(rng),
+        hist_n=0,
+        forced_n=0,
+        trailed=bool(rng.uniform() < 0.3),  # assumption
+        extendedness=float(rng.uniform(0, 0.2)),
+    )
 
 
-def _new(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+def _new(
+    rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance
+) -> _Source:
     """Mostly unknown asteroids, so counted as asteroids."""
     fl = mag_to_flux(_magnitude(rng, 19.5, limit, ASTEROID_COUNTS))
     return _Source.of(chance, lambda t: fl, 1.0, hist_n=0, forced_n=0)
 
 
-def _ordinary(rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance) -> _Source:
+def _ordinary(
+    rng: np.random.Generator, visit: Visit, limit: float, max_history: int, chance: _Chance
+) -> _Source:
     """Slowly varying, 30% below the template (AGN fading: assumption)."""
-    fl = mag_to_flux(_magnitude(rng, 20.0, limit, EUCLIDEAN_COUNTS)) * rng.choice([-1.0, 1.0], p=[0.3, 0.7])
+    fl = mag_to_flux(_magnitude(rng, 20.0, limit, EUCLIDEAN_COUNTS)) * rng.choice(
+        [-1.0, 1.0], p=[0.3, 0.7]
+    )
     return _Source.of(chance, lambda t: fl * (1 + 0.2 * math.sin(t / 3.0)), 365.0)
 
 
 #: How each population's sources are drawn (any other: ``_ordinary``).
-_SOURCES = {"bright": _bright, "rising": _rising, "bogus": _bogus, "variable": _variable,
-            "solar_system": _solar_system, "new": _new}
+_SOURCES = {
+    "bright": _bright,
+    "rising": _rising,
+    "bogus": _bogus,
+    "variable": _variable,
+    "solar_system": _solar_system,
+    "new": _new,
+}
 
 
 def _draw(
@@ -407,8 +473,16 @@ def _draw(
     return _alert(rng, visit, ra, dec, alert_index, population, drawn, source)
 
 
-def _alert(rng: np.random.Generator, visit: Visit, ra: float, dec: float, alert_index: int, population: str,
-           drawn: _Source, source: Detection) -> AlertTruth:
+def _alert(
+    rng: np.random.Generator,
+    visit: Visit,
+    ra: float,
+    dec: float,
+    alert_index: int,
+    population: str,
+    drawn: _Source,
+    source: Detection,
+) -> AlertTruth:
     """The alert of a source detected now (``source``): its identifiers, its earlier detections and
     its forced photometry."""
     source.visit_id = visit.visit_id
@@ -416,11 +490,18 @@ def _alert(rng: np.random.Generator, visit: Visit, ra: float, dec: float, alert_
     source.source_id = (visit.visit_id << 20) | alert_index
     history = [
         d
-        for d in _series(rng, visit, ra, dec, _past_visits(rng, visit, drawn.hist_n, drawn.span), drawn.flux_at)
+        for d in _series(
+            rng, visit, ra, dec, _past_visits(rng, visit, drawn.hist_n, drawn.span), drawn.flux_at
+        )
         if d.snr >= DETECTION_SIGMA
     ]
     forced = _series(
-        rng, visit, ra, dec, _past_visits(rng, visit, drawn.forced_n, min(drawn.span, 30.0)), drawn.flux_at
+        rng,
+        visit,
+        ra,
+        dec,
+        _past_visits(rng, visit, drawn.forced_n, min(drawn.span, 30.0)),
+        drawn.flux_at,
     )
     template_flux = 0.0 if population == "solar_system" else mag_to_flux(drawn.template_mag)
     return AlertTruth(

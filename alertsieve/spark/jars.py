@@ -144,12 +144,18 @@ def fetch(
     ivy_xml = target / "ivy.xml"
     ivy_xml.write_text(_ivy_module(coordinates, overrides))
     cmd = [
-        java_executable(), "-jar", str(ivy_jar()),
-        "-ivy", str(ivy_xml),
-        "-cache", str(cache_dir() / "ivy-cache"),
-        "-confs", "default",
-        "-retrieve", str(target / "[artifact]/[artifact]-[revision](-[classifier]).[ext]"),
-    ]  # fmt: skip
+        java_executable(),
+        "-jar",
+        str(ivy_jar()),
+        "-ivy",
+        str(ivy_xml),
+        "-cache",
+        str(cache_dir() / "ivy-cache"),
+        "-confs",
+        "default",
+        "-retrieve",
+        str(target / "[artifact]/[artifact]-[revision](-[classifier]).[ext]"),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     for folder in target.glob("*/"):
         if folder.name in skip:

@@ -75,7 +75,9 @@ def session_conf(
         settings["spark.master"] = master or os.environ.get("ALERTSIEVE_SPARK_MASTER", "local[*]")
         settings["spark.jars"] = ",".join(str(j) for j in spark_connector_jars().jars)
         # as spark-defaults.conf would give them, were `make setup` not run since they changed
-        settings["spark.driver.extraJavaOptions"] = settings["spark.executor.extraJavaOptions"] = java_options()
+        settings["spark.driver.extraJavaOptions"] = settings["spark.executor.extraJavaOptions"] = (
+            java_options()
+        )
     elif master:
         settings["spark.master"] = master
     settings.update(conf or {})
@@ -136,12 +138,16 @@ def _check_avro_reader(spark) -> None:
         log.warning(
             "Avro's fast reader is on in this Spark: a streaming job's heap will grow with every batch"
             " (AVRO-4253). Run `make setup` (it writes %s), or add %s to spark.driver.extraJavaOptions"
-            " and spark.executor.extraJavaOptions", spark_defaults_file(), AVRO_PLAIN_READER)  # fmt: skip
+            " and spark.executor.extraJavaOptions",
+            spark_defaults_file(),
+            AVRO_PLAIN_READER,
+        )
 
 
 @contextmanager
-def command_session(app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None,
-                    given=None):
+def command_session(
+    app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None, given=None
+):
     """The session a command runs in: ``given``, or the one already running (a notebook's, a
     test's), left running; or a new one, stopped with its JVM on the way out, while this Python still answers
     the JVM's last calls (a query listener's event after a job returned, seen once as a

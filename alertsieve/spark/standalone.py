@@ -62,9 +62,13 @@ def _spark_class() -> str:
 def _launch(args: list[str], log: Path, env: dict[str, str]) -> int:
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [_spark_class(), *args], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True,
-        ).pid  # fmt: skip
+            [_spark_class(), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        ).pid
 
 
 def start(
@@ -90,7 +94,7 @@ def start(
             ],
             log_dir / "master.log",
             env,
-        )  # fmt: skip
+        )
     )
     for i in range(workers):
         cluster.pids.append(
@@ -111,7 +115,7 @@ def start(
                 ],
                 log_dir / f"worker-{i}.log",
                 env,
-            )  # fmt: skip
+            )
         )
     deadline = time.monotonic() + timeout
     while cluster.alive_workers() < workers:

@@ -66,7 +66,9 @@ def use_this_interpreter_for_spark_home() -> Path | None:
     if not script.is_file():
         return None
     text = script.read_text()
-    fixed = text.replace('"${PYSPARK_PYTHON:-"python3"}"', f'"${{PYSPARK_PYTHON:-"{sys.executable}"}}"')
+    fixed = text.replace(
+        '"${PYSPARK_PYTHON:-"python3"}"', f'"${{PYSPARK_PYTHON:-"{sys.executable}"}}"'
+    )
     if fixed != text:
         script.write_text(fixed)
     return script

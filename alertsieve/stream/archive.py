@@ -32,14 +32,18 @@ KEY = ("topic", "partition", "offset")  # where an alert came from: its identity
 
 
 def archive_topics(plan: JobPlan, cfg: JobConfig) -> list[str]:
-    return [contract.filter_topic(f, cfg.output_prefix) for f in plan.filters] + [cfg.quarantine_topic]
+    return [contract.filter_topic(f, cfg.output_prefix) for f in plan.filters] + [
+        cfg.quarantine_topic
+    ]
 
 
 def _header(name: str):
     """A header of the hot path's records, as a string."""
     from pyspark.sql import functions as F
 
-    return F.get(F.filter(F.col("headers"), lambda h: h["key"] == F.lit(name)), 0)["value"].cast("string")
+    return F.get(F.filter(F.col("headers"), lambda h: h["key"] == F.lit(name)), 0)["value"].cast(
+        "string"
+    )
 
 
 def source_rows(published, quarantine_topic: str):
@@ -69,16 +73,30 @@ def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
     from pyspark.sql import functions as F
 
     is_alert = F.col(contract.FORMAT) == contract.PAYLOAD_ALERT
-    fields = F.when(~is_alert, F.struct(F.col(contract.FILTER).alias("key"), fields_json(plan).alias("value")))
-    per_alert = rows.where(F.col(contract.FILTER).isNotNull()).groupBy("_topic", "_partition", "_offset").agg(
-        F.array_sort(F.collect_set(contract.FILTER)).alias("filters"),
-        F.array_sort(F.collect_set(F.struct(F.col(contract.FILTER).alias("name"),
-                                            F.col(contract.FILTER_VERSION).alias("version"))))
-        .alias("filter_versions"),
-        F.map_from_entries(F.collect_list(fields)).alias("fields"),
-        F.first("_timestamp").alias("_timestamp"), F.first("_key").alias("_key"),
-        F.first(F.when(is_alert, F.col("_value")), ignorenulls=True).alias("_value"),  # an alert's own bytes
-    )  # fmt: skip
+    fields = F.when(
+        ~is_alert, F.struct(F.col(contract.FILTER).alias("key"), fields_json(plan).alias("value"))
+    )
+    per_alert = (
+        rows.where(F.col(contract.FILTER).isNotNull())
+        .groupBy("_topic", "_partition", "_offset")
+        .agg(
+            F.array_sort(F.collect_set(contract.FILTER)).alias("filters"),
+            F.array_sort(
+                F.collect_set(
+                    F.struct(
+                        F.col(contract.FILTER).alias("name"),
+                        F.col(contract.FILTER_VERSION).alias("version"),
+                    )
+                )
+            ).alias("filter_versions"),
+            F.map_from_entries(F.collect_list(fields)).alias("fields"),
+            F.first("_timestamp").alias("_timestamp"),
+            F.first("_key").alias("_key"),
+            F.first(F.when(is_alert, F.col("_value")), ignorenulls=True).alias(
+                "_value"
+            ),  # an alert's own bytes
+        )
+    )
     kept_columns = ("filters", "filter_versions", "fields")
     kafka_like = per_alert.select(*[F.col(m).alias(src) for m, src in META.items()], *kept_columns)
     decoded = plan.decoder.decode(kafka_like, plan.archive_paths, keep=kept_columns)
@@ -86,7 +104,11 @@ def matches_table(rows, plan: JobPlan, cfg: JobConfig, batch_id: int):
     kept = archived_cutouts(plan)
     if kept and not cfg.delta_cutouts:
         wanting = [f.name for f in plan.filters if f.cutouts]
-        wants = F.arrays_overlap(F.col("filters"), F.array(*[F.lit(n) for n in wanting])) if wanting else F.lit(False)
+        wants = (
+            F.arrays_overlap(F.col("filters"), F.array(*[F.lit(n) for n in wanting]))
+            if wanting
+            else F.lit(False)
+        )
         for c in kept:
             alert = alert.withField(c, F.when(wants, F.col(f"alert.{c}")))
     return (
@@ -132,7 +154,9 @@ def quarantine_table(rows, plan: JobPlan, batch_id: int):
     """One row per quarantined message: its bytes, the schema id it named (Rubin) and why."""
     from pyspark.sql import functions as F
 
-    bad = rows.where(F.col(contract.REASON).isNotNull()).dropDuplicates(["_topic", "_partition", "_offset"])
+    bad = rows.where(F.col(contract.REASON).isNotNull()).dropDuplicates(
+        ["_topic", "_partition", "_offset"]
+    )
     kafka_like = bad.select(*[F.col(m).alias(src) for m, src in META.items()], contract.REASON)
     named = plan.decoder.decode(kafka_like, [], keep=(contract.REASON,))  # for the schema id only
     return named.select(
@@ -150,7 +174,11 @@ def _columns(spark, path: str) -> list[str]:
     """The columns of the Delta table at ``path`` (none if there is no table yet)."""
     from delta.tables import DeltaTable
 
-    return DeltaTable.forPath(spark, path).toDF().columns if DeltaTable.isDeltaTable(spark, path) else []
+    return (
+        DeltaTable.forPath(spark, path).toDF().columns
+        if DeltaTable.isDeltaTable(spark, path)
+        else []
+    )
 
 
 def merge_once(rows, path: str, on_update: dict[str, str] | None = None) -> None:
@@ -195,16 +223,22 @@ class Archive:
             path = str(root / "matches")
             # a redeployed job's filters may read fields the table lacks yet: those join it
             have = set(_columns(self.spark, path))
-            update = {f"`{c}`": f"coalesce(t.`{c}`, s.`{c}`)" if c in have else f"s.`{c}`"
-                      for c in matches.columns if c not in KEY}  # fmt: skip
+            update = {
+                f"`{c}`": f"coalesce(t.`{c}`, s.`{c}`)" if c in have else f"s.`{c}`"
+                for c in matches.columns
+                if c not in KEY
+            }
             merged = {
                 "filters": "array_sort(array_union(t.filters, s.filters))",
                 "filter_versions": "array_sort(array_union(coalesce(t.filter_versions, array()), s.filter_versions))",
                 "fields": "map_concat(s.fields, map_filter(coalesce(t.fields, map()),"
-                          " (k, v) -> NOT array_contains(map_keys(s.fields), k)))",
-                "batch_id": "t.batch_id", "processed_at": "t.processed_at",
-            }  # fmt: skip
-            update |= {f"`{c}`": sql for c, sql in merged.items() if c in have}  # an older table lacks some
+                " (k, v) -> NOT array_contains(map_keys(s.fields), k)))",
+                "batch_id": "t.batch_id",
+                "processed_at": "t.processed_at",
+            }
+            update |= {
+                f"`{c}`": sql for c, sql in merged.items() if c in have
+            }  # an older table lacks some
             merge_once(matches, path, update)
             bad = quarantine_table(rows, self.plan, batch_id)
             if not bad.isEmpty():
@@ -214,8 +248,12 @@ class Archive:
 
     def start(self, available_now: bool = False):
         options = kafka_options(self.cfg.bootstrap, self.cfg.kafka_conf)
-        options.update(subscribe=",".join(self.topics), startingOffsets="earliest",
-                       includeHeaders="true", failOnDataLoss="true")  # fmt: skip
+        options.update(
+            subscribe=",".join(self.topics),
+            startingOffsets="earliest",
+            includeHeaders="true",
+            failOnDataLoss="true",
+        )
         options.setdefault("kafka.max.partition.fetch.bytes", str(16 * 1024 * 1024))
         if self.cfg.max_offsets_per_trigger:
             options["maxOffsetsPerTrigger"] = str(self.cfg.max_offsets_per_trigger)

@@ -56,132 +56,217 @@ class JobConfig(BaseModel):
         "trigger_seconds": "the trigger is 'trigger: SECONDS' or 'trigger: realtime[=DURATION]' (like --trigger)",
     }
 
-    bootstrap: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers (input and outputs)",
-                           examples=["127.0.0.1:9092"], json_schema_extra=_flag("--bootstrap", example="HOST:PORT"))  # fmt: skip
-    topic: str | None = Field(None, description="the input topic (or topic_pattern)", examples=["alerts"],
-                              json_schema_extra=_flag("--topic"))  # fmt: skip
+    bootstrap: str = Field(
+        "127.0.0.1:9092",
+        description="Kafka bootstrap servers (input and outputs)",
+        examples=["127.0.0.1:9092"],
+        json_schema_extra=_flag("--bootstrap", example="HOST:PORT"),
+    )
+    topic: str | None = Field(
+        None,
+        description="the input topic (or topic_pattern)",
+        examples=["alerts"],
+        json_schema_extra=_flag("--topic"),
+    )
     topic_pattern: str | None = Field(
-        None, description="a regex of topics to read", examples=["alerts-.*"],
+        None,
+        description="a regex of topics to read",
+        examples=["alerts-.*"],
         json_schema_extra=_flag("--topic-pattern"),
-    )  # fmt: skip
+    )
     starting_offsets: str = Field(
-        "earliest", description="earliest, latest or an ISO-8601 time",
-        examples=["earliest"], json_schema_extra=_flag("--starting-offsets"),
-    )  # fmt: skip
+        "earliest",
+        description="earliest, latest or an ISO-8601 time",
+        examples=["earliest"],
+        json_schema_extra=_flag("--starting-offsets"),
+    )
     max_offsets_per_trigger: int | None = Field(
-        20_000, gt=0, description="alerts per micro-batch at most (~2 visits: per-batch overhead is ~0.5-1 s)",
-        examples=[20000], json_schema_extra=_flag("--max-offsets-per-trigger", example="20000"),
-    )  # fmt: skip
+        20_000,
+        gt=0,
+        description="alerts per micro-batch at most (~2 visits: per-batch overhead is ~0.5-1 s)",
+        examples=[20000],
+        json_schema_extra=_flag("--max-offsets-per-trigger", example="20000"),
+    )
     trigger: str = Field(
-        "0", description="SECONDS between micro-batches (0: back to back), or realtime[=DURATION]:"
+        "0",
+        description="SECONDS between micro-batches (0: back to back), or realtime[=DURATION]:"
         " Spark's Real-Time Mode, DURATION between checkpoints (default 5 minutes)",
         examples=["0", "realtime", "realtime=1 minute"],
         json_schema_extra=_flag("--trigger", example="realtime"),
-    )  # fmt: skip
+    )
     archive_trigger_seconds: float = Field(
-        30.0, gt=0, description="seconds between the Delta archive's batches",
-        examples=[30], json_schema_extra=_flag("--archive-trigger", example="30"),
-    )  # fmt: skip
+        30.0,
+        gt=0,
+        description="seconds between the Delta archive's batches",
+        examples=[30],
+        json_schema_extra=_flag("--archive-trigger", example="30"),
+    )
     available_now: bool = Field(
-        False, description="process what is in the topic, then stop",
-        examples=[True], json_schema_extra=_flag("--available-now", cli="true"),
-    )  # fmt: skip
+        False,
+        description="process what is in the topic, then stop",
+        examples=[True],
+        json_schema_extra=_flag("--available-now", cli="true"),
+    )
     filters: list[str] | None = Field(
-        None, description="names of the filters to run (default: all)",
+        None,
+        description="names of the filters to run (default: all)",
         examples=[["bright_high_snr", "fast_risers"]],
         json_schema_extra=_flag("--filters", cli="csv", example="bright_high_snr,fast_risers"),
-    )  # fmt: skip
+    )
     sql_filters: list[SqlFilterSpec] = Field(
-        default_factory=list, description="ad-hoc SQL filters (name, sql; optional description, topic, contact, params, cutouts)",
+        default_factory=list,
+        description="ad-hoc SQL filters (name, sql; optional description, topic, contact, params, cutouts)",
         examples=[[{"name": "very_bright", "sql": "diaSource.psfFlux > 1.4e6"}]],
-        json_schema_extra=_flag("--sql", cli="sql", example="very_bright='diaSource.psfFlux > 1.4e6'"),
-    )  # fmt: skip
+        json_schema_extra=_flag(
+            "--sql", cli="sql", example="very_bright='diaSource.psfFlux > 1.4e6'"
+        ),
+    )
     discover_filters: bool = Field(
-        True, description="run the filters of filters/ and of installed packages",
-        examples=[False], json_schema_extra=_flag("--no-discover", cli="false"),
-    )  # fmt: skip
+        True,
+        description="run the filters of filters/ and of installed packages",
+        examples=[False],
+        json_schema_extra=_flag("--no-discover", cli="false"),
+    )
     filter_paths: list[str] = Field(
-        default_factory=list, description="more folders (or files) of filter modules",
-        examples=[["~/my-filters"]], json_schema_extra=_flag("--filter-path", cli="append", example="DIR"),
-    )  # fmt: skip
+        default_factory=list,
+        description="more folders (or files) of filter modules",
+        examples=[["~/my-filters"]],
+        json_schema_extra=_flag("--filter-path", cli="append", example="DIR"),
+    )
     filter_params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="per filter: parameters to override (typed by the filter's defaults)",
+        default_factory=dict,
+        description="per filter: parameters to override (typed by the filter's defaults)",
         examples=[{"bright_high_snr": {"min_snr": 100}}],
-    )  # fmt: skip
+    )
     filter_outputs: dict[str, FilterOutput] = Field(
-        default_factory=dict, description="per filter: payload (alert|fields), fields {alias: SQL}, format (avro|json)",
-        examples=[{"bright_high_snr": {"payload": "fields", "fields": {"snr": "diaSource.snr"}, "format": "json"}}],
-    )  # fmt: skip
+        default_factory=dict,
+        description="per filter: payload (alert|fields), fields {alias: SQL}, format (avro|json)",
+        examples=[
+            {
+                "bright_high_snr": {
+                    "payload": "fields",
+                    "fields": {"snr": "diaSource.snr"},
+                    "format": "json",
+                }
+            }
+        ],
+    )
     watch: bool = Field(
-        False, description="deploy new, changed or removed filters (and catalogs) while the job runs",
-        examples=[True], json_schema_extra=_flag("--watch", cli="true"),
-    )  # fmt: skip
+        False,
+        description="deploy new, changed or removed filters (and catalogs) while the job runs",
+        examples=[True],
+        json_schema_extra=_flag("--watch", cli="true"),
+    )
     catalog_dir: str = Field(
-        "catalogs", description="where catalogs, watchlists and watchmaps are (alertsieve catalog add / watch add)",
-        examples=["catalogs"], json_schema_extra=_flag("--catalog-dir", example="DIR"),
-    )  # fmt: skip
+        "catalogs",
+        description="where catalogs, watchlists and watchmaps are (alertsieve catalog add / watch add)",
+        examples=["catalogs"],
+        json_schema_extra=_flag("--catalog-dir", example="DIR"),
+    )
     sinks: list[Literal["kafka", "delta"]] = Field(
-        default_factory=lambda: ["kafka", "delta"], min_length=1,
+        default_factory=lambda: ["kafka", "delta"],
+        min_length=1,
         description="kafka: a topic per filter; delta: the archive query beside it (reads those topics)",
-        examples=[["kafka", "delta"]], json_schema_extra=_flag("--sink", cli="csv", example="kafka,delta"),
-    )  # fmt: skip
-    output_prefix: str = Field(contract.DEFAULT_PREFIX, description="output topics are <prefix><filter>, <prefix>quarantine, <prefix>counts",
-                               examples=[contract.DEFAULT_PREFIX], json_schema_extra=_flag("--output-prefix"))  # fmt: skip
-    output_partitions: int = Field(4, gt=0, description="partitions of the output topics the job creates", examples=[4])
-    delta_path: str = Field("data/delta", description="the archive's Delta tables (matches, quarantine)",
-                            examples=["data/delta"], json_schema_extra=_flag("--delta-path"))  # fmt: skip
-    delta_cutouts: bool = Field(False, description="keep every match's cutouts in the archive (else only for filters with cutouts=True)",
-                                examples=[True])  # fmt: skip
+        examples=[["kafka", "delta"]],
+        json_schema_extra=_flag("--sink", cli="csv", example="kafka,delta"),
+    )
+    output_prefix: str = Field(
+        contract.DEFAULT_PREFIX,
+        description="output topics are <prefix><filter>, <prefix>quarantine, <prefix>counts",
+        examples=[contract.DEFAULT_PREFIX],
+        json_schema_extra=_flag("--output-prefix"),
+    )
+    output_partitions: int = Field(
+        4, gt=0, description="partitions of the output topics the job creates", examples=[4]
+    )
+    delta_path: str = Field(
+        "data/delta",
+        description="the archive's Delta tables (matches, quarantine)",
+        examples=["data/delta"],
+        json_schema_extra=_flag("--delta-path"),
+    )
+    delta_cutouts: bool = Field(
+        False,
+        description="keep every match's cutouts in the archive (else only for filters with cutouts=True)",
+        examples=[True],
+    )
     delta_messages: bool = Field(
-        True, description="keep each match's message as it arrived (column message): what"
+        True,
+        description="keep each match's message as it arrived (column message): what"
         " 'alertsieve backtest --input DELTA_PATH' decodes to run any filter over the archive",
         examples=[False],
-    )  # fmt: skip
-    checkpoint: str = Field("checkpoints/filter_stream", description="the hot path's checkpoint (the archive's: <checkpoint>-archive)",
-                            examples=["checkpoints/filter_stream"], json_schema_extra=_flag("--checkpoint"))  # fmt: skip
+    )
+    checkpoint: str = Field(
+        "checkpoints/filter_stream",
+        description="the hot path's checkpoint (the archive's: <checkpoint>-archive)",
+        examples=["checkpoints/filter_stream"],
+        json_schema_extra=_flag("--checkpoint"),
+    )
     metrics_path: str | None = Field(
-        "data/metrics/filter_stream.jsonl", description="append per-batch metrics (JSON lines) here",
-        examples=["data/metrics/filter_stream.jsonl"], json_schema_extra=_flag("--metrics"),
-    )  # fmt: skip
+        "data/metrics/filter_stream.jsonl",
+        description="append per-batch metrics (JSON lines) here",
+        examples=["data/metrics/filter_stream.jsonl"],
+        json_schema_extra=_flag("--metrics"),
+    )
     kafka_conf: dict[str, str] = Field(
         default_factory=dict,
         description="Kafka client settings for source and sinks; values env:NAME or file:PATH are read from the environment or a file",
         examples=[{"security.protocol": "SASL_SSL"}],
         json_schema_extra=_flag("--kafka-conf", cli="pairs", example="security.protocol=SASL_SSL"),
-    )  # fmt: skip
+    )
     survey: Literal["auto", "rubin", "ztf"] = Field(
-        "auto", description="whose alerts the topic carries; auto: told by its first messages (Rubin if empty)",
-        examples=["rubin"], json_schema_extra=_flag("--survey"),
-    )  # fmt: skip
+        "auto",
+        description="whose alerts the topic carries; auto: told by its first messages (Rubin if empty)",
+        examples=["rubin"],
+        json_schema_extra=_flag("--survey"),
+    )
     schema_versions: list[str] | None = Field(
-        None, description="Rubin schema versions the job reads, into one filter view (default: 7.0 on)",
+        None,
+        description="Rubin schema versions the job reads, into one filter view (default: 7.0 on)",
         examples=[["7.4", "10.0", "11.1"]],
         json_schema_extra=_flag("--schema-versions", cli="csv", example="7.4,10.0,11.1"),
-    )  # fmt: skip
+    )
     wire_format: Literal["confluent", "plain"] = Field(
-        "confluent", description="Rubin: confluent (0x00, schema id, body) or plain (a bare body of writer_schema_version)",
+        "confluent",
+        description="Rubin: confluent (0x00, schema id, body) or plain (a bare body of writer_schema_version)",
         examples=["confluent"],
-    )  # fmt: skip
-    writer_schema_version: str | None = Field(None, description="with wire_format plain: the producer's Rubin version",
-                                              examples=["11.1"])  # fmt: skip
-    schema_registry: str | None = Field(None, description="a Confluent Schema Registry to resolve schema ids (else the local store)",
-                                        examples=["http://registry:8081"])  # fmt: skip
-    schema_dir: str | None = Field(None, description="the local schema store (default ~/.cache/alertsieve/schemas)",
-                                   examples=["~/.cache/alertsieve/schemas"])  # fmt: skip
+    )
+    writer_schema_version: str | None = Field(
+        None, description="with wire_format plain: the producer's Rubin version", examples=["11.1"]
+    )
+    schema_registry: str | None = Field(
+        None,
+        description="a Confluent Schema Registry to resolve schema ids (else the local store)",
+        examples=["http://registry:8081"],
+    )
+    schema_dir: str | None = Field(
+        None,
+        description="the local schema store (default ~/.cache/alertsieve/schemas)",
+        examples=["~/.cache/alertsieve/schemas"],
+    )
     master: str | None = Field(
-        None, description="Spark master (default: spark-submit's, else local[*])",
-        examples=["local[2]"], json_schema_extra=_flag("--master"),
-    )  # fmt: skip
-    spark_conf: dict[str, str] = Field(default_factory=dict, description="Spark settings for the job's session",
-                                       examples=[{"spark.driver.memory": "6g"}])  # fmt: skip
+        None,
+        description="Spark master (default: spark-submit's, else local[*])",
+        examples=["local[2]"],
+        json_schema_extra=_flag("--master"),
+    )
+    spark_conf: dict[str, str] = Field(
+        default_factory=dict,
+        description="Spark settings for the job's session",
+        examples=[{"spark.driver.memory": "6g"}],
+    )
     timeout_s: float | None = Field(
-        None, gt=0, description="stop a continuous run after this many seconds",
-        examples=[600], json_schema_extra=_flag("--timeout", example="600"),
-    )  # fmt: skip
+        None,
+        gt=0,
+        description="stop a continuous run after this many seconds",
+        examples=[600],
+        json_schema_extra=_flag("--timeout", example="600"),
+    )
     code_filters: list[Any] = Field(
-        default_factory=list, description="filter objects handed over by library code",
+        default_factory=list,
+        description="filter objects handed over by library code",
         json_schema_extra={"code_only": True},
-    )  # fmt: skip
+    )
     config_file: str | None = Field(None, json_schema_extra={"code_only": True})
 
     @field_validator("code_filters")
@@ -189,7 +274,9 @@ class JobConfig(BaseModel):
     def _filter_objects(cls, value: list[Any]) -> list[Any]:
         for f in value:
             if not isinstance(f, Filter):
-                raise ValueError(f"expected AlertFilter or PythonFilter objects, got {type(f).__name__}")
+                raise ValueError(
+                    f"expected AlertFilter or PythonFilter objects, got {type(f).__name__}"
+                )
         return value
 
     @field_validator("schema_versions")
@@ -198,7 +285,11 @@ class JobConfig(BaseModel):
         from alertsieve.alerts.schemas import SchemaError, load_rubin_schema, rubin_version_of
 
         try:
-            return None if value is None else [rubin_version_of(load_rubin_schema(v).definition) for v in value]
+            return (
+                None
+                if value is None
+                else [rubin_version_of(load_rubin_schema(v).definition) for v in value]
+            )
         except SchemaError as e:
             raise ValueError(str(e)) from None
 
@@ -240,12 +331,16 @@ class JobConfig(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> JobConfig:
         if bool(self.topic) == bool(self.topic_pattern):
-            raise ValueError("give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)")
+            raise ValueError(
+                "give exactly one of 'topic' (--topic) or 'topic_pattern' (--topic-pattern)"
+            )
         if self.wire_format == "plain" and not self.writer_schema_version:
             raise ValueError("wire_format 'plain' needs writer_schema_version (e.g. 11.1)")
         if "delta" in self.sinks and "kafka" not in self.sinks:
-            raise ValueError("sinks [delta] without kafka: the Delta archive reads the filters' topics;"
-                             " use sinks: [kafka, delta] (--sink kafka,delta)")
+            raise ValueError(
+                "sinks [delta] without kafka: the Delta archive reads the filters' topics;"
+                " use sinks: [kafka, delta] (--sink kafka,delta)"
+            )
         if self.wire_format == "plain" and self.survey == "ztf":
             raise ValueError("wire_format 'plain' is Rubin's schemaless body; ZTF sends containers")
         return self
@@ -258,9 +353,16 @@ class JobConfig(BaseModel):
     def decode_settings(self) -> DecodeSettings:
         """What the job's decoder is built from (``alertsieve.view.surveys``)."""
         versions = None if self.schema_versions is None else tuple(self.schema_versions)
-        return DecodeSettings(survey=self.survey, topic=self.topic, schema_versions=versions,
-                              wire_format=self.wire_format, writer_schema_version=self.writer_schema_version,
-                              schema_registry=self.schema_registry, schema_dir=self.schema_dir, where=self.where)  # fmt: skip
+        return DecodeSettings(
+            survey=self.survey,
+            topic=self.topic,
+            schema_versions=versions,
+            wire_format=self.wire_format,
+            writer_schema_version=self.writer_schema_version,
+            schema_registry=self.schema_registry,
+            schema_dir=self.schema_dir,
+            where=self.where,
+        )
 
     @property
     def trigger_seconds(self) -> float | None:
@@ -297,10 +399,22 @@ class JobConfig(BaseModel):
 
 
 DEFAULT_CHECKPOINT_INTERVAL = "5 minutes"
-_UNITS = {"ms": "milliseconds", "millisecond": "milliseconds", "milliseconds": "milliseconds",
-          "s": "seconds", "sec": "seconds", "second": "seconds", "seconds": "seconds",
-          "m": "minutes", "min": "minutes", "minute": "minutes", "minutes": "minutes",
-          "h": "hours", "hour": "hours", "hours": "hours"}  # fmt: skip
+_UNITS = {
+    "ms": "milliseconds",
+    "millisecond": "milliseconds",
+    "milliseconds": "milliseconds",
+    "s": "seconds",
+    "sec": "seconds",
+    "second": "seconds",
+    "seconds": "seconds",
+    "m": "minutes",
+    "min": "minutes",
+    "minute": "minutes",
+    "minutes": "minutes",
+    "h": "hours",
+    "hour": "hours",
+    "hours": "hours",
+}
 
 
 def _duration(text: str) -> str:
@@ -309,7 +423,9 @@ def _duration(text: str) -> str:
 
     m = re.fullmatch(r"\s*(\d+)\s*([a-z]+)\s*", text.lower())
     if not m or m[2] not in _UNITS or int(m[1]) == 0:
-        raise ValueError(f"realtime={text}: the checkpoint interval must be like 30s, 5 minutes or 1h")
+        raise ValueError(
+            f"realtime={text}: the checkpoint interval must be like 30s, 5 minutes or 1h"
+        )
     return f"{int(m[1])} {_UNITS[m[2]]}"
 
 
@@ -385,4 +501,3 @@ def _write_probe(path: Path) -> str | None:
     except OSError as e:
         return e.strerror or str(e)
     return None
-

@@ -32,42 +32,78 @@ class Fix:
 
 
 FIXES = [
-    Fix("container", r"not an Avro container file \(starts with 0x00",
+    Fix(
+        "container",
+        r"not an Avro container file \(starts with 0x00",
         "{survey} but the messages are Confluent-framed (Rubin's wire format): were they replayed"
-        " as Rubin? run with --survey rubin, or replay the files as ZTF"),
-    Fix("container", r"not an Avro container file",
+        " as Rubin? run with --survey rubin, or replay the files as ZTF",
+    ),
+    Fix(
+        "container",
+        r"not an Avro container file",
         "the messages are neither ZTF's Avro container files nor Confluent-framed: is --topic the"
-        " alert stream?"),
-    Fix("container", r"a [a-z0-9]+-compressed container",
+        " alert stream?",
+    ),
+    Fix(
+        "container",
+        r"a [a-z0-9]+-compressed container",
         "the producer compresses its containers: have it write them uncompressed (codec null),"
-        " as ZTF sends them"),
-    Fix("container", r"a ZTF container whose writer schema",
+        " as ZTF sends them",
+    ),
+    Fix(
+        "container",
+        r"a ZTF container whose writer schema",
         "restart the job: at start-up it learns ZTF's writer schemas from schemas/ztf/, the topic's"
-        " first and newest messages and the quarantined ones (which keep their bytes on the quarantine topic)"),
-    Fix("container", r"undecodable Avro body in a container",
-        "the containers do not match their own header's schema: the files are corrupt or truncated"),
-    Fix("confluent", r"magic byte is 0x4f,",
+        " first and newest messages and the quarantined ones (which keep their bytes on the quarantine topic)",
+    ),
+    Fix(
+        "container",
+        r"undecodable Avro body in a container",
+        "the containers do not match their own header's schema: the files are corrupt or truncated",
+    ),
+    Fix(
+        "confluent",
+        r"magic byte is 0x4f,",
         "the messages start like Avro container files (b'Obj\\x01', ZTF's wire format): run with"
-        " --survey ztf"),
-    Fix("confluent", r"magic byte is 0x",
+        " --survey ztf",
+    ),
+    Fix(
+        "confluent",
+        r"magic byte is 0x",
         "the messages are not Confluent-framed: bare Avro bodies of one schema version need"
-        " wire_format: plain and writer_schema_version in the settings file"),
-    Fix("confluent", r"unknown schema id ",
+        " wire_format: plain and writer_schema_version in the settings file",
+    ),
+    Fix(
+        "confluent",
+        r"unknown schema id ",
         "the job's schemas (read at start-up from schema_registry, else the local store) lack that"
         " id: point schema_registry at the producer's registry, or register the schema there, then"
-        " restart the job"),
-    Fix("confluent", r"undecodable Avro body for schema id ",
+        " restart the job",
+    ),
+    Fix(
+        "confluent",
+        r"undecodable Avro body for schema id ",
         "the bodies do not match the schema registered under that id: does the job read the"
-        " producer's registry (schema_registry in the settings file)?"),
-    Fix("confluent", r"schema id \d+ \(.*\) is not among the versions this job reads",
-        "add the version to --schema-versions (schema_versions in the settings file)"),
-    Fix("confluent", r"schema id \d+ \(.*\) is not a Rubin alert schema",
-        "the topic carries records of another schema: is --topic the alert stream?"),
-    Fix("plain", r"undecodable Avro body for ",
+        " producer's registry (schema_registry in the settings file)?",
+    ),
+    Fix(
+        "confluent",
+        r"schema id \d+ \(.*\) is not among the versions this job reads",
+        "add the version to --schema-versions (schema_versions in the settings file)",
+    ),
+    Fix(
+        "confluent",
+        r"schema id \d+ \(.*\) is not a Rubin alert schema",
+        "the topic carries records of another schema: is --topic the alert stream?",
+    ),
+    Fix(
+        "plain",
+        r"undecodable Avro body for ",
         "wire_format plain reads every message as a bare body of writer_schema_version: set it to"
         " the producer's version, or wire_format confluent for Confluent-framed messages"
-        " (--survey ztf for ZTF's containers)"),
-]  # fmt: skip
+        " (--survey ztf for ZTF's containers)",
+    ),
+]
 
 
 def finding(

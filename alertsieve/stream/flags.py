@@ -57,8 +57,9 @@ def _convert(meta: dict[str, Any], raw: Any) -> Any:
     if kind == "sql":
         specs = []
         for text in raw:
-            name, expression = split_pair(meta["flag"], text, "NAME=EXPRESSION, e.g. bright='diaSource.snr > 50'")
+            name, expression = split_pair(
+                meta["flag"], text, "NAME=EXPRESSION, e.g. bright='diaSource.snr > 50'"
+            )
             specs.append({"name": name, "sql": expression, "origin": f"--sql {name}"})
         return specs
     return raw
-

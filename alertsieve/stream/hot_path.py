@@ -74,11 +74,20 @@ def evaluated(raw, plan: JobPlan):
             slots.append(F.when(err.isNotNull(), F.lit(error_index(i))))
     none = F.array(F.lit(None).cast("int"))
     found = F.array_except(F.array(*slots), none) if slots else F.array().cast("array<int>")
-    outcome_indices = F.when(F.col("_reason").isNull(), found).otherwise(F.array(F.lit(QUARANTINED)))
+    outcome_indices = F.when(F.col("_reason").isNull(), found).otherwise(
+        F.array(F.lit(QUARANTINED))
+    )
     alert_id = F.col(plan.decoder.id_path).cast("string")
     fields = F.array(*records) if records else F.array().cast("array<binary>")
-    return flat.select(*META, "_schema_id", "_reason", alert_id.alias("_alert_id"),
-                       outcome_indices.alias("_outcomes"), fields.alias("_records"), *errors)  # fmt: skip
+    return flat.select(
+        *META,
+        "_schema_id",
+        "_reason",
+        alert_id.alias("_alert_id"),
+        outcome_indices.alias("_outcomes"),
+        fields.alias("_records"),
+        *errors,
+    )
 
 
 def arrival_metrics() -> list:
@@ -91,7 +100,9 @@ def arrival_metrics() -> list:
     ts = F.unix_micros(F.col("timestamp")) / 1e6
     return [
         F.count(F.lit(1)).alias("input_rows"),
-        F.sum((F.col("timestampType") == LOG_APPEND_TIME).cast("long")).alias("log_append_time_rows"),
+        F.sum((F.col("timestampType") == LOG_APPEND_TIME).cast("long")).alias(
+            "log_append_time_rows"
+        ),
         F.min(ts).alias("ts_min"),
         F.percentile_approx(ts, [0.01, 0.05, 0.5], 1000).alias("ts_quantiles"),
     ]
@@ -122,7 +133,11 @@ def outcome_metrics(plan: JobPlan) -> list:
     ]
     for i, f in enumerate(plan.filters):
         if f.runs_python:
-            out.append(F.first(F.when(index == error_index(i), F.col(error(i))), ignorenulls=True).alias(error(i)))
+            out.append(
+                F.first(F.when(index == error_index(i), F.col(error(i))), ignorenulls=True).alias(
+                    error(i)
+                )
+            )
     return out
 
 
@@ -140,27 +155,50 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig):
     versions = F.array(*[F.lit(plan.versions.get(f.name, "")) for f in plan.filters])
     fields_filters = [f.name for f in plan.filters if f.name in plan.payloads]
     # Filter i's record is _records[slot[i]] (1-based; 0: it publishes the alert).
-    formats = F.array(*[F.lit(f.format) for f in plan.filters if f.name in plan.payloads] or [F.lit("")])
-    slot = F.array(*[F.lit(fields_filters.index(f.name) + 1 if f.name in plan.payloads else 0)
-                     for f in plan.filters])  # fmt: skip
+    formats = F.array(
+        *[F.lit(f.format) for f in plan.filters if f.name in plan.payloads] or [F.lit("")]
+    )
+    slot = F.array(
+        *[
+            F.lit(fields_filters.index(f.name) + 1 if f.name in plan.payloads else 0)
+            for f in plan.filters
+        ]
+    )
     errors = [error(i) for i, f in enumerate(plan.filters) if f.runs_python]
     # explode_outer, then the empty alerts' null row dropped: a plain explode makes Spark infer
     # ``size(_outcomes) > 0`` and push it below the decode, where every field a filter reads is
     # replaced by its whole decoding expression (a 90 MB plan at 100 filters, out of memory at
     # 1,000). The dropped rows are never copied: the filter runs in the same generated code.
-    exploded = flags.select(F.explode_outer("_outcomes").alias("_index"), *META, "_reason", "_alert_id",
-                            "_records", *errors)  # fmt: skip
+    exploded = flags.select(
+        F.explode_outer("_outcomes").alias("_index"),
+        *META,
+        "_reason",
+        "_alert_id",
+        "_records",
+        *errors,
+    )
     rows = exploded.where(index.isNotNull())
-    topic = (F.when(index >= 0, F.element_at(topics, index + 1))
-             .when(index == QUARANTINED, F.lit(cfg.quarantine_topic)))  # fmt: skip
-    name = (F.when(index >= 0, F.element_at(names, index + 1))
-            .when(index < QUARANTINED, F.element_at(names, -index - 1)))  # fmt: skip
+    topic = F.when(index >= 0, F.element_at(topics, index + 1)).when(
+        index == QUARANTINED, F.lit(cfg.quarantine_topic)
+    )
+    name = F.when(index >= 0, F.element_at(names, index + 1)).when(
+        index < QUARANTINED, F.element_at(names, -index - 1)
+    )
     version = F.when(index >= 0, F.element_at(versions, index + 1))
     at = F.when(index >= 0, F.element_at(slot, index + 1)).otherwise(F.lit(0))
     value = F.when(at > 0, F.element_at(F.col("_records"), at)).otherwise(F.col("_value"))
-    return rows.select(*META, "_index", "_reason", "_alert_id", *errors, topic.alias("_topic_out"),
-                       name.alias("_filter"), version.alias("_version"), value.alias("_out_value"),
-                       F.when(at > 0, F.element_at(formats, at)).alias("_format"))  # fmt: skip
+    return rows.select(
+        *META,
+        "_index",
+        "_reason",
+        "_alert_id",
+        *errors,
+        topic.alias("_topic_out"),
+        name.alias("_filter"),
+        version.alias("_version"),
+        value.alias("_out_value"),
+        F.when(at > 0, F.element_at(formats, at)).alias("_format"),
+    )
 
 
 def output_rows(outcome, cfg: JobConfig):
@@ -170,28 +208,43 @@ def output_rows(outcome, cfg: JobConfig):
     alert came from (or why it was quarantined)."""
     from pyspark.sql import functions as F
 
-    source = {contract.SOURCE_TOPIC: F.col("_topic"), contract.SOURCE_PARTITION: F.col("_partition"),
-              contract.SOURCE_OFFSET: F.col("_offset"),
-              contract.KAFKA_TIMESTAMP_MS: F.unix_millis(F.col("_timestamp"))}  # fmt: skip
-    match = {contract.FILTER: F.col("_filter"), contract.FILTER_VERSION: F.col("_version"), **source,
-             contract.PROCESSED_AT_MS: F.unix_millis(F.current_timestamp())}  # fmt: skip
-    fields = {**match, contract.PAYLOAD: F.lit(contract.PAYLOAD_FIELDS), contract.FORMAT: F.col("_format")}
+    source = {
+        contract.SOURCE_TOPIC: F.col("_topic"),
+        contract.SOURCE_PARTITION: F.col("_partition"),
+        contract.SOURCE_OFFSET: F.col("_offset"),
+        contract.KAFKA_TIMESTAMP_MS: F.unix_millis(F.col("_timestamp")),
+    }
+    match = {
+        contract.FILTER: F.col("_filter"),
+        contract.FILTER_VERSION: F.col("_version"),
+        **source,
+        contract.PROCESSED_AT_MS: F.unix_millis(F.current_timestamp()),
+    }
+    fields = {
+        **match,
+        contract.PAYLOAD: F.lit(contract.PAYLOAD_FIELDS),
+        contract.FORMAT: F.col("_format"),
+    }
     alert = {**match, contract.PAYLOAD: F.lit(contract.PAYLOAD_ALERT)}
     quarantined = F.col("_reason").isNotNull()
     return outcome.where(F.col("_topic_out").isNotNull()).select(
-        F.when(quarantined, F.col("_key")).otherwise(F.col("_alert_id").cast("binary")).alias("key"),
+        F.when(quarantined, F.col("_key"))
+        .otherwise(F.col("_alert_id").cast("binary"))
+        .alias("key"),
         F.coalesce(F.col("_out_value"), F.lit(b"")).alias("value"),
         F.col("_topic_out").alias("topic"),
         F.when(quarantined, headers(**{contract.REASON: F.col("_reason"), **source}))
         .when(F.col("_format").isNotNull(), headers(**fields))
         .otherwise(headers(**alert))
         .alias("headers"),
-    )  # fmt: skip
+    )
 
 
 def codegen_conf(plan: JobPlan) -> dict[str, str]:
     """The session settings the hot path of ``plan`` needs (see ``WHOLE_STAGE_MAX_FILTERS``)."""
-    return {"spark.sql.codegen.wholeStage": str(len(plan.filters) <= WHOLE_STAGE_MAX_FILTERS).lower()}
+    return {
+        "spark.sql.codegen.wholeStage": str(len(plan.filters) <= WHOLE_STAGE_MAX_FILTERS).lower()
+    }
 
 
 def sink_options(cfg: JobConfig) -> dict[str, str]:

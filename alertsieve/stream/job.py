@@ -33,9 +33,10 @@ QUERY_NAME = "alertsieve_filter_stream"
 PYTHON_ROWS_PER_PARTITION = 1000  # ~100 MB of alerts queued per task beside a Python filter
 
 
-
 class JobFailed(AlertsieveError, RuntimeError):
     """A query of the job stopped with an error (Spark's message follows)."""
+
+
 class FilterStream:
     """One running job: its plan, its queries and their metrics."""
 
@@ -51,14 +52,25 @@ class FilterStream:
             log.info("%s", line)
         python = {f.name for f in self.filters if f.runs_python}
         self.session_before = {k: spark.conf.get(k, None) for k in codegen_conf(self.plan)}
-        self.counts = CountsTopic(cfg.bootstrap, cfg.counts_topic, cfg.kafka_conf, published(self.plan, cfg),
-                                  cfg.quarantine_topic)  # fmt: skip
+        self.counts = CountsTopic(
+            cfg.bootstrap,
+            cfg.counts_topic,
+            cfg.kafka_conf,
+            published(self.plan, cfg),
+            cfg.quarantine_topic,
+        )
         decoder = self.plan.decoder  # a batch that quarantines everything is diagnosed for these
         diagnoser = Diagnoser(decoder.survey, decoder.wire_format, detected=cfg.survey == "auto")
         self.stopping = threading.Event()  # set by ``stop``
-        self.metrics = MetricsLog(cfg.metrics_path, [f.name for f in self.filters], python,
-                                  query_name=QUERY_NAME, realtime=bool(cfg.realtime), on_batch=self._count,
-                                  diagnose=diagnoser)  # fmt: skip
+        self.metrics = MetricsLog(
+            cfg.metrics_path,
+            [f.name for f in self.filters],
+            python,
+            query_name=QUERY_NAME,
+            realtime=bool(cfg.realtime),
+            on_batch=self._count,
+            diagnose=diagnoser,
+        )
 
     def stop(self) -> None:
         """Ask a job running in another thread to stop, as Ctrl-C does: its queries are stopped
@@ -77,12 +89,17 @@ class FilterStream:
         if any(f.runs_python for f in self.filters) and cfg.max_offsets_per_trigger:
             # Spark queues each whole row (~100 KB) while Python computes a filter over a few of its
             # columns, and its writer runs a whole partition ahead: small partitions bound that queue.
-            options["minPartitions"] = str(-(-cfg.max_offsets_per_trigger // PYTHON_ROWS_PER_PARTITION))
+            options["minPartitions"] = str(
+                -(-cfg.max_offsets_per_trigger // PYTHON_ROWS_PER_PARTITION)
+            )
         raw = self.spark.readStream.format("kafka").options(**options).load()
         writer = (
-            hot_path(raw, self.plan, cfg).writeStream.format("kafka").options(**sink_options(cfg))
-            .option("checkpointLocation", cfg.checkpoint).queryName(QUERY_NAME)
-        )  # fmt: skip
+            hot_path(raw, self.plan, cfg)
+            .writeStream.format("kafka")
+            .options(**sink_options(cfg))
+            .option("checkpointLocation", cfg.checkpoint)
+            .queryName(QUERY_NAME)
+        )
         if cfg.realtime:
             writer = realtime_trigger(writer.outputMode("update"), self.spark, cfg.realtime)
         elif cfg.available_now:
@@ -104,8 +121,12 @@ class FilterStream:
             if archive and not self.cfg.available_now:
                 queries.append(archive.start())
             poll = self._watcher(queries) if self.cfg.watch and not self.cfg.available_now else None
-            _await(queries, None if self.cfg.available_now else self.cfg.timeout_s, poll, self.stopping)
-            self.metrics.flush(queries[0].recentProgress)  # the hot path's lines before the archive runs
+            _await(
+                queries, None if self.cfg.available_now else self.cfg.timeout_s, poll, self.stopping
+            )
+            self.metrics.flush(
+                queries[0].recentProgress
+            )  # the hot path's lines before the archive runs
             if archive and self.cfg.available_now and not queries[0].exception():
                 queries.append(archive.start(available_now=True))
                 _await(queries[1:], None)
@@ -152,16 +173,22 @@ class FilterStream:
             change = describe_change(self.plan.versions, plan.versions)  # ~name: a new version
             create_outputs(self.cfg, plan.filters)
             self._stop(queries[0])
-            self.metrics.flush(queries[0].recentProgress)  # the old query's batches, by the old filters
+            self.metrics.flush(
+                queries[0].recentProgress
+            )  # the old query's batches, by the old filters
             self.plan, self.filters = plan, plan.filters
-            self.metrics.use_filters([f.name for f in plan.filters], {f.name for f in plan.filters if f.runs_python})
+            self.metrics.use_filters(
+                [f.name for f in plan.filters], {f.name for f in plan.filters if f.runs_python}
+            )
             self.counts.use(published(plan, self.cfg))
             queries[0] = self.start()
             if len(queries) > 1:
                 state["topics"] |= set(archive_topics(plan, self.cfg))
                 stop_between_batches(queries[1])
                 queries[1] = Archive(self.spark, self.cfg, plan, sorted(state["topics"])).start()
-            log.info("watch: deployed %s; running %s", change, ", ".join(f.name for f in plan.filters))
+            log.info(
+                "watch: deployed %s; running %s", change, ", ".join(f.name for f in plan.filters)
+            )
 
         return poll
 
@@ -173,11 +200,15 @@ def realtime_trigger(writer, spark, checkpoint_interval: str):
 
     if "realTime" in inspect.signature(writer.trigger).parameters:
         return writer.trigger(realTime=checkpoint_interval)
-    writer._jwrite = writer._jwrite.trigger(spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(checkpoint_interval))
+    writer._jwrite = writer._jwrite.trigger(
+        spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(checkpoint_interval)
+    )
     return writer
 
 
-def _await(queries: list, timeout_s: float | None, poll=None, stop: threading.Event | None = None) -> None:
+def _await(
+    queries: list, timeout_s: float | None, poll=None, stop: threading.Event | None = None
+) -> None:
     """Until every query has ended (available-now), the timeout, or a stop request (a signal, or
     ``stop`` set by another thread); ``poll()`` between waits (it may replace queries in the list)."""
     deadline = None if not timeout_s else time.monotonic() + timeout_s
@@ -254,7 +285,10 @@ def stop_realtime(spark, query, timeout_s: float = 30.0) -> None:
             except Py4JJavaError as e:
                 if not _is_timeout(e):
                     raise
-                log.warning("Spark's listener bus still busy %.0f s after the stop; its lines may follow", timeout_s)
+                log.warning(
+                    "Spark's listener bus still busy %.0f s after the stop; its lines may follow",
+                    timeout_s,
+                )
                 break
             if _jobs_ended(tracker, scheduler, group):
                 break
@@ -283,13 +317,19 @@ def _jobs_ended(tracker, scheduler, group: str) -> bool:
     if any(job is not None and job.status == "RUNNING" for job in jobs):
         return False
     stages = [(s, tracker.getStageInfo(s)) for job in jobs if job is not None for s in job.stageIds]
-    return not any(scheduler.taskSetManagerForAttempt(s, info.currentAttemptId).isDefined()
-                   for s, info in stages if info is not None)  # fmt: skip
+    return not any(
+        scheduler.taskSetManagerForAttempt(s, info.currentAttemptId).isDefined()
+        for s, info in stages
+        if info is not None
+    )
 
 
 def published(plan, cfg: JobConfig) -> list[Published]:
     """The filters as the counts topic names them."""
-    return [Published(f.name, plan.versions[f.name], contract.filter_topic(f, cfg.output_prefix)) for f in plan.filters]
+    return [
+        Published(f.name, plan.versions[f.name], contract.filter_topic(f, cfg.output_prefix))
+        for f in plan.filters
+    ]
 
 
 def create_outputs(cfg: JobConfig, filters) -> None:
@@ -316,7 +356,9 @@ def check_realtime(spark, cfg: JobConfig, filters) -> None:
             " or write it as SQL"
         )
     cores = spark.sparkContext.defaultParallelism
-    partitions = partition_count(cfg.bootstrap, cfg.topic.split(",") if cfg.topic else cfg.topic_pattern, cfg.kafka_conf)
+    partitions = partition_count(
+        cfg.bootstrap, cfg.topic.split(",") if cfg.topic else cfg.topic_pattern, cfg.kafka_conf
+    )
     if partitions > cores:
         raise ConfigError(
             f"{cfg.where}: --trigger {cfg.trigger}: the input has {partitions} partitions and Spark"
@@ -351,7 +393,9 @@ def run_job(cfg: JobConfig, spark=None) -> list[dict]:
     from alertsieve.spark.session import command_session
 
     check_writable(cfg)  # before Spark starts: a bad folder fails in a second, not in ten
-    with command_session("alertsieve-filter-stream", cfg.master, cfg.spark_conf, given=spark) as spark:
+    with command_session(
+        "alertsieve-filter-stream", cfg.master, cfg.spark_conf, given=spark
+    ) as spark:
         return FilterStream(spark, cfg).run()
 
 
@@ -379,5 +423,9 @@ def archive_counts(spark, cfg: JobConfig) -> dict[str, int]:
     out = {}
     for table in ("matches", "quarantine"):
         path = f"{cfg.delta_path.rstrip('/')}/{table}"
-        out[table] = spark.read.format("delta").load(path).count() if DeltaTable.isDeltaTable(spark, path) else 0
+        out[table] = (
+            spark.read.format("delta").load(path).count()
+            if DeltaTable.isDeltaTable(spark, path)
+            else 0
+        )
     return out

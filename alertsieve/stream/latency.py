@@ -46,8 +46,14 @@ class OutputReader:
         from confluent_kafka import Consumer
 
         self.bootstrap, self.topics = bootstrap, topics
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{uuid.uuid4().hex[:6]}",
-                                  "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"lat-{uuid.uuid4().hex[:6]}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
         self.consumer.subscribe(topics)
         self.read = 0  # every message, with a source or not
         self.bytes = 0  # their values, keys and headers: what subscribers download
@@ -60,17 +66,30 @@ class OutputReader:
                 if m.error() is not None:
                     continue
                 self.read += 1
-                self.bytes += len(m.value() or b"") + len(m.key() or b"") + sum(len(k) + len(v or b"") for k, v in m.headers() or [])
+                self.bytes += (
+                    len(m.value() or b"")
+                    + len(m.key() or b"")
+                    + sum(len(k) + len(v or b"") for k, v in m.headers() or [])
+                )
                 h = dict(m.headers() or [])
                 if contract.SOURCE_OFFSET in h:
-                    self.records.append(OutputRecord(m.topic(), int(h[contract.SOURCE_PARTITION]),
-                                                     int(h[contract.SOURCE_OFFSET]),
-                                                     float(h[contract.KAFKA_TIMESTAMP_MS]),
-                                                     float(m.timestamp()[1])))  # fmt: skip
+                    self.records.append(
+                        OutputRecord(
+                            m.topic(),
+                            int(h[contract.SOURCE_PARTITION]),
+                            int(h[contract.SOURCE_OFFSET]),
+                            float(h[contract.KAFKA_TIMESTAMP_MS]),
+                            float(m.timestamp()[1]),
+                        )
+                    )
 
     def within(self, start: dict[int, int], end: dict[int, int]) -> list[OutputRecord]:
         """The records whose alert's offset is in [start, end) of its input partition."""
-        return [r for r in self.records if start.get(r.source_partition, 0) <= r.source_offset < end.get(r.source_partition, 0)]
+        return [
+            r
+            for r in self.records
+            if start.get(r.source_partition, 0) <= r.source_offset < end.get(r.source_partition, 0)
+        ]
 
     def wait_for(self, start: dict, end: dict, count: int, timeout: float) -> list[OutputRecord]:
         deadline = time.monotonic() + timeout

@@ -81,8 +81,10 @@ def console_line(stats: BatchStats, realtime: bool = False) -> str:
     matched = matches_line(stats.matches)
     errors = f" | FILTER ERRORS: {', '.join(stats.filter_errors)}" if stats.filter_errors else ""
     if realtime:
-        return (f"epoch {stats.batch_id}: {stats.input_rows} alerts ({stats.quarantined_rows} quarantined);"
-                f" matches: {matched}{errors}")  # fmt: skip
+        return (
+            f"epoch {stats.batch_id}: {stats.input_rows} alerts ({stats.quarantined_rows} quarantined);"
+            f" matches: {matched}{errors}"
+        )
     lat = stats.latency_s
     p50 = f"{lat['p50']:.2f}s" if lat.get("p50") is not None else "-"
     pmax = f"{lat['max']:.2f}s" if lat.get("max") is not None else "-"
@@ -106,8 +108,10 @@ def matches_line(matches: dict[str, int]) -> str:
         return ", ".join(f"{k}={v}" for k, v in hit)
     top = sorted(hit, key=lambda kv: -kv[1])[:CONSOLE_FILTERS]
     rest = sum(v for _, v in hit) - sum(v for _, v in top)
-    return (", ".join(f"{k}={v}" for k, v in top)
-            + f" and {rest} more in {len(hit) - CONSOLE_FILTERS} other filters")  # fmt: skip
+    return (
+        ", ".join(f"{k}={v}" for k, v in top)
+        + f" and {rest} more in {len(hit) - CONSOLE_FILTERS} other filters"
+    )
 
 
 class MetricsLog:
@@ -115,10 +119,16 @@ class MetricsLog:
     query listener as batches finish, and by ``flush`` with the query's recent progress when it
     stops, so no batch is left out when the listener's last event comes late)."""
 
-    def __init__(self, path: str | Path | None, filters: list[str], python_filters: set[str] = frozenset(),
-                 query_name: str | None = None, realtime: bool = False,
-                 on_batch: Callable[[BatchStats, dict], None] | None = None,
-                 diagnose: Callable[[BatchStats], str | None] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        path: str | Path | None,
+        filters: list[str],
+        python_filters: set[str] = frozenset(),
+        query_name: str | None = None,
+        realtime: bool = False,
+        on_batch: Callable[[BatchStats, dict], None] | None = None,
+        diagnose: Callable[[BatchStats], str | None] | None = None,
+    ):
         """``on_batch(stats, progress)``: called once per batch after its line is written (the
         counts topic). ``diagnose(stats)``: the line to add about a batch that quarantined every
         message, or None (``alertsieve.stream.diagnosis.Diagnoser``)."""

@@ -39,7 +39,9 @@ class JobPlan:
     lacking: dict[str, dict[str, list[str]]]  # filter -> field it reads -> versions without it
     context: Context | None = None  # the catalogs the filters name (xmatch.*, watch.*)
     versions: dict[str, str] = dataclasses.field(default_factory=dict)  # filter -> its version
-    payloads: dict[str, FieldsPayload] = dataclasses.field(default_factory=dict)  # the fields filters' records
+    payloads: dict[str, FieldsPayload] = dataclasses.field(
+        default_factory=dict
+    )  # the fields filters' records
 
     def describe(self) -> list[str]:
         """What a person starting the job should know: the survey, versions, view and what each
@@ -66,7 +68,9 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
         versions = filter_versions(filters, cfg.catalog_dir)
         return versions, record_types(filters, decoder, versions, samples)
 
-    prepared = prepare(spark, filters, decoder, head, cfg.catalog_dir, driver_heap_mb(spark), check=records)
+    prepared = prepare(
+        spark, filters, decoder, head, cfg.catalog_dir, driver_heap_mb(spark), check=records
+    )
     versions, types = prepared.checked
     paths = prepared.paths
     if types:
@@ -77,11 +81,17 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
         paths=paths,
         # The Delta archive keeps cutouts for every match (delta_cutouts) or for the matches of
         # the filters that ask for them (cutouts=True); only then are they decoded at all.
-        archive_paths=archive_paths(decoder, paths, cfg.delta_cutouts or any(f.cutouts for f in filters)),
+        archive_paths=archive_paths(
+            decoder, paths, cfg.delta_cutouts or any(f.cutouts for f in filters)
+        ),
         lacking=lacking_fields(decoder, filters, prepared.reads),
         context=prepared.context,
         versions=versions,
-        payloads=payloads(filters, types, lambda f: contract.filter_topic(f, cfg.output_prefix), _store(cfg)) if types else {},
+        payloads=payloads(
+            filters, types, lambda f: contract.filter_topic(f, cfg.output_prefix), _store(cfg)
+        )
+        if types
+        else {},
     )
 
 
@@ -103,8 +113,12 @@ def archive_paths(decoder: Decoder, used: list[str], with_cutouts: bool) -> list
     keep += [p for p in decoder.paths if p.split(".")[0] in top and "." in p]
     keep += used
     cutouts = tuple(decoder.cutouts)
-    return [p for p in decoder.paths if (p in set(keep) and not p.startswith(cutouts))
-            or (with_cutouts and p.startswith(cutouts))]  # fmt: skip
+    return [
+        p
+        for p in decoder.paths
+        if (p in set(keep) and not p.startswith(cutouts))
+        or (with_cutouts and p.startswith(cutouts))
+    ]
 
 
 def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
@@ -130,21 +144,31 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
     filters = [with_params(f, cfg.filter_params.get(f.name, {}), where) for f in filters]
     unknown = set(cfg.filter_outputs) - {f.name for f in filters}
     if unknown:
-        raise FilterError(f"{cfg.config_file or 'filter_outputs'}: filter_outputs names unknown filter(s) {sorted(unknown)}")
-    filters = [replace(f, **cfg.filter_outputs[f.name].model_dump(exclude_unset=True)) if f.name in cfg.filter_outputs
-               else f for f in filters]  # fmt: skip
+        raise FilterError(
+            f"{cfg.config_file or 'filter_outputs'}: filter_outputs names unknown filter(s) {sorted(unknown)}"
+        )
+    filters = [
+        replace(f, **cfg.filter_outputs[f.name].model_dump(exclude_unset=True))
+        if f.name in cfg.filter_outputs
+        else f
+        for f in filters
+    ]
     reserved = {cfg.quarantine_topic: contract.QUARANTINE, cfg.counts_topic: contract.COUNTS}
     for f in filters:
         check_payload(f)
         topic = contract.filter_topic(f, cfg.output_prefix)
         if topic in reserved:
-            raise FilterError(f"filter {f.name!r} ({f.origin}) would publish to {topic},"
-                              f" the job's {reserved[topic]} topic; rename it or set its topic")  # fmt: skip
+            raise FilterError(
+                f"filter {f.name!r} ({f.origin}) would publish to {topic},"
+                f" the job's {reserved[topic]} topic; rename it or set its topic"
+            )
     if not filters:
         where = looked_in(cfg.filter_paths, cfg.discover_filters, cfg.discover_filters)
-        raise FilterError(f"no filter for {survey} alerts to run: looked in {where}, and the settings name"
-                          " none (sql_filters, --sql); add a filter module there, or give --filter-path DIR"
-                          " or --sql NAME=CONDITION")  # fmt: skip
+        raise FilterError(
+            f"no filter for {survey} alerts to run: looked in {where}, and the settings name"
+            " none (sql_filters, --sql); add a filter module there, or give --filter-path DIR"
+            " or --sql NAME=CONDITION"
+        )
     if not cfg.filters:
         return filters
     by_name = {f.name: f for f in filters}
@@ -160,4 +184,6 @@ def newest_messages(cfg: JobConfig, topics: list[str] | str) -> list[bytes]:
     topic's start is among the newest, and one a running job quarantined ("restart the job to
     read it") is on the quarantine topic, its original bytes."""
     newest = head_messages(cfg.bootstrap, topics, extra=cfg.kafka_conf, newest=True)
-    return newest + head_messages(cfg.bootstrap, [cfg.quarantine_topic], extra=cfg.kafka_conf, newest=True)
+    return newest + head_messages(
+        cfg.bootstrap, [cfg.quarantine_topic], extra=cfg.kafka_conf, newest=True
+    )

@@ -22,7 +22,9 @@ SHOWN_CHANGES = 20  # filters named in the console line of a deployment
 def watched_files(cfg: JobConfig) -> list[Path]:
     """The files a change of which changes the job's filters or catalogs."""
     contributed = builtin_filter_dir() if cfg.discover_filters else None
-    folders = ([contributed] if contributed is not None else []) + [Path(p) for p in cfg.filter_paths]
+    folders = ([contributed] if contributed is not None else []) + [
+        Path(p) for p in cfg.filter_paths
+    ]
     files: list[Path] = []
     for folder in folders:
         if folder.is_dir():
@@ -51,6 +53,9 @@ def describe_change(before: dict[str, str], after: dict[str, str]) -> str:
     changed = sorted(n for n in set(before) & set(after) if before[n] != after[n])
     parts = [f"+{n}" for n in added] + [f"-{n}" for n in removed] + [f"~{n}" for n in changed]
     if len(parts) > SHOWN_CHANGES:  # a table of a thousand users' filters, replaced at once
-        parts = [*parts[:SHOWN_CHANGES], f"and {len(parts) - SHOWN_CHANGES} more"
-                 f" ({len(added)} added, {len(removed)} removed, {len(changed)} changed)"]  # fmt: skip
+        parts = [
+            *parts[:SHOWN_CHANGES],
+            f"and {len(parts) - SHOWN_CHANGES} more"
+            f" ({len(added)} added, {len(removed)} removed, {len(changed)} changed)",
+        ]
     return " ".join(parts) or "no filter changed"

@@ -57,15 +57,26 @@ def infer(value: Any) -> pa.DataType:
 
 
 _AVRO_PRIMITIVES = {
-    "null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
-    "float": pa.float32(), "double": pa.float64(), "bytes": BINARY, "string": STRING,
-}  # fmt: skip
+    "null": pa.null(),
+    "boolean": pa.bool_(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "bytes": BINARY,
+    "string": STRING,
+}
 _AVRO_LOGICAL = {
-    "timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micros": pa.timestamp("us", tz="UTC"),
-    "local-timestamp-millis": pa.timestamp("ms"), "local-timestamp-micros": pa.timestamp("us"),
-    "date": pa.date32(), "time-millis": pa.time32("ms"), "time-micros": pa.time64("us"),
-    "uuid": STRING, "decimal": STRING,
-}  # fmt: skip
+    "timestamp-millis": pa.timestamp("ms", tz="UTC"),
+    "timestamp-micros": pa.timestamp("us", tz="UTC"),
+    "local-timestamp-millis": pa.timestamp("ms"),
+    "local-timestamp-micros": pa.timestamp("us"),
+    "date": pa.date32(),
+    "time-millis": pa.time32("ms"),
+    "time-micros": pa.time64("us"),
+    "uuid": STRING,
+    "decimal": STRING,
+}
 
 
 def avro_type(
@@ -261,8 +272,12 @@ def conform(array: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
         return pa.nulls(len(array), t)
     if pa.types.is_struct(t) and pa.types.is_struct(array.type):
         children = dict(zip([f.name for f in array.type], array.flatten(), strict=True))
-        arrays = [conform(children[f.name], f.type) if f.name in children else pa.nulls(len(array), f.type)
-                  for f in t]  # fmt: skip
+        arrays = [
+            conform(children[f.name], f.type)
+            if f.name in children
+            else pa.nulls(len(array), f.type)
+            for f in t
+        ]
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(arrays, fields=list(t), mask=mask)
     if _listlike(t) and _listlike(array.type):
@@ -277,8 +292,11 @@ def conform(array: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array:
     return pa.array([coerce(v, t) for v in array.to_pylist()], type=t)
 
 
-def table_of(rows: list[dict], fixed: pa.Schema | None = None,
-             known: list[dict[str, pa.DataType] | None] | None = None) -> pa.Table:  # fmt: skip
+def table_of(
+    rows: list[dict],
+    fixed: pa.Schema | None = None,
+    known: list[dict[str, pa.DataType] | None] | None = None,
+) -> pa.Table:
     """A table of ``rows`` (dicts, keys may differ): ``fixed`` columns first, typed as given,
     then every other key in first-seen order, typed by unifying its values' types: those
     ``known[i]`` gives for row i (from its Avro schema), else inferred from the values."""
@@ -307,6 +325,10 @@ def unify_schemas(schemas: Iterable[pa.Schema]) -> pa.Schema:
 def conform_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table`` with every column of ``schema``, in its order and types (missing ones null)."""
     n = table.num_rows
-    arrays = [conform(table.column(f.name), f.type) if f.name in table.column_names
-              else pa.nulls(n, f.type) for f in schema]  # fmt: skip
+    arrays = [
+        conform(table.column(f.name), f.type)
+        if f.name in table.column_names
+        else pa.nulls(n, f.type)
+        for f in schema
+    ]
     return pa.Table.from_arrays(arrays, schema=schema)

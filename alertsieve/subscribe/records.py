@@ -166,7 +166,9 @@ def decode(value: bytes, headers: Mapping[str, str] | None, store: SchemaStore) 
     headers = headers or {}
     value = bytes(value or b"")
     if headers.get(contract.PAYLOAD) == contract.PAYLOAD_FIELDS:
-        fmt = headers.get(contract.FORMAT) or (contract.FORMAT_JSON if value[:1] == b"{" else contract.FORMAT_AVRO)
+        fmt = headers.get(contract.FORMAT) or (
+            contract.FORMAT_JSON if value[:1] == b"{" else contract.FORMAT_AVRO
+        )
         if fmt == contract.FORMAT_JSON:
             try:
                 record = json.loads(value.decode("utf-8"))
@@ -213,31 +215,57 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-def make_match(topic: str, partition: int, offset: int, key: bytes | str | None, value: bytes | None,
-               headers: Any, store: SchemaStore) -> Match:  # fmt: skip
+def make_match(
+    topic: str,
+    partition: int,
+    offset: int,
+    key: bytes | str | None,
+    value: bytes | None,
+    headers: Any,
+    store: SchemaStore,
+) -> Match:
     """A :class:`Match` from the parts of a Kafka record (``headers`` raw or as strings)."""
     h = headers_dict(headers)
     if isinstance(key, bytes | bytearray):
         key = bytes(key).decode("utf-8", errors="replace")
     quarantined = contract.REASON in h and contract.FILTER not in h
     if quarantined:
-        decoded = Decoded({contract.REASON: h[contract.REASON], "value": bytes(value or b"")}, None, None)
+        decoded = Decoded(
+            {contract.REASON: h[contract.REASON], "value": bytes(value or b"")}, None, None
+        )
         payload = contract.PAYLOAD_QUARANTINE
     else:
         decoded = decode(value or b"", h, store)
         payload = h.get(contract.PAYLOAD) or contract.PAYLOAD_ALERT
     return Match(
-        topic=topic, partition=partition, offset=offset, key=key,
-        filter=h.get(contract.FILTER), filter_version=h.get(contract.FILTER_VERSION), payload=payload,
-        source_topic=h.get(contract.SOURCE_TOPIC), source_partition=_int(h.get(contract.SOURCE_PARTITION)),
-        source_offset=_int(h.get(contract.SOURCE_OFFSET)), record=decoded.record,
-        alert_id=decoded.alert_id or key, survey=decoded.survey, reason=h.get(contract.REASON),
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        key=key,
+        filter=h.get(contract.FILTER),
+        filter_version=h.get(contract.FILTER_VERSION),
+        payload=payload,
+        source_topic=h.get(contract.SOURCE_TOPIC),
+        source_partition=_int(h.get(contract.SOURCE_PARTITION)),
+        source_offset=_int(h.get(contract.SOURCE_OFFSET)),
+        record=decoded.record,
+        alert_id=decoded.alert_id or key,
+        survey=decoded.survey,
+        reason=h.get(contract.REASON),
         kafka_timestamp_ms=_int(h.get(contract.KAFKA_TIMESTAMP_MS)),
-        processed_at_ms=_int(h.get(contract.PROCESSED_AT_MS)), schema=decoded.schema,
-    )  # fmt: skip
+        processed_at_ms=_int(h.get(contract.PROCESSED_AT_MS)),
+        schema=decoded.schema,
+    )
 
 
 def match_from_message(message: Any, store: SchemaStore) -> Match:
     """A :class:`Match` from a confluent_kafka ``Message`` (anything with its accessors)."""
-    return make_match(message.topic(), message.partition(), message.offset(), message.key(),
-                      message.value(), message.headers(), store)  # fmt: skip
+    return make_match(
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        message.key(),
+        message.value(),
+        message.headers(),
+        store,
+    )

@@ -40,8 +40,12 @@ from alertsieve.subscribe.records import Match, match_from_message
 log = logging.getLogger(__name__)
 
 #: Errors on a message that no waiting will fix.
-_FATAL_CODES = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED,
-                KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}  # fmt: skip
+_FATAL_CODES = {
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError._AUTHENTICATION,
+    KafkaError.SASL_AUTHENTICATION_FAILED,
+}
 
 TP = tuple[str, int]
 

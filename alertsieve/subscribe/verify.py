@@ -67,7 +67,10 @@ class _Index:
 def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Batch]:
     last: dict[tuple[Any, Any], Mapping[str, Any]] = {}
     for c in counts:
-        if isinstance(c, Mapping) and c.get(contract.KIND, contract.COUNTS_KIND) == contract.COUNTS_KIND:
+        if (
+            isinstance(c, Mapping)
+            and c.get(contract.KIND, contract.COUNTS_KIND) == contract.COUNTS_KIND
+        ):
             last[(c.get(contract.QUERY_ID), c.get(contract.BATCH_ID))] = c
     batches = []
     for c in last.values():
@@ -78,14 +81,18 @@ def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Bat
         }
         if not published:
             continue
-        ranges = {(str(t), int(p)): (int(span[0]), int(span[1]))
-                  for t, parts in (c.get(contract.INPUT) or {}).items() for p, span in parts.items()}  # fmt: skip
+        ranges = {
+            (str(t), int(p)): (int(span[0]), int(span[1]))
+            for t, parts in (c.get(contract.INPUT) or {}).items()
+            for p, span in parts.items()
+        }
         batches.append(_Batch(ranges, published))
     return batches
 
 
-def verify(received: Iterable[Received], counts: Iterable[Mapping[str, Any]],
-           topics: Iterable[str]) -> dict[str, Any]:  # fmt: skip
+def verify(
+    received: Iterable[Received], counts: Iterable[Mapping[str, Any]], topics: Iterable[str]
+) -> dict[str, Any]:
     """Received records against counted batches (see the module doc). Returns
     ``{"complete", "batches", "filters": {name: {version: {"counted", "received", "distinct",
     "missing", "duplicates"}}}, "uncounted"}``; only filters whose counted ``topic`` is one of
@@ -144,8 +151,11 @@ def verify(received: Iterable[Received], counts: Iterable[Mapping[str, Any]],
 def summary_line(report: Mapping[str, Any]) -> str:
     """One line for people: complete or how many missing (and from which filter@version),
     duplicates and records not counted yet."""
-    stats = [(f"{name}@{version}", s) for name, versions in sorted(report["filters"].items())
-             for version, s in sorted(versions.items())]  # fmt: skip
+    stats = [
+        (f"{name}@{version}", s)
+        for name, versions in sorted(report["filters"].items())
+        for version, s in sorted(versions.items())
+    ]
     counted = sum(s["counted"] for _, s in stats)
     missing = sum(s["missing"] for _, s in stats)
     duplicates = sum(s["duplicates"] for _, s in stats)

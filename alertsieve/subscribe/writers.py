@@ -41,11 +41,19 @@ from alertsieve.subscribe.records import Match
 log = logging.getLogger(__name__)
 
 #: The meta columns, in order, with the Match attribute each comes from.
-META = pa.schema([
-    ("_topic", pa.string()), ("_partition", pa.int32()), ("_offset", pa.int64()),
-    ("_filter", pa.string()), ("_filter_version", pa.string()), ("_payload", pa.string()),
-    ("_source_topic", pa.string()), ("_source_partition", pa.int32()), ("_source_offset", pa.int64()),
-])  # fmt: skip
+META = pa.schema(
+    [
+        ("_topic", pa.string()),
+        ("_partition", pa.int32()),
+        ("_offset", pa.int64()),
+        ("_filter", pa.string()),
+        ("_filter_version", pa.string()),
+        ("_payload", pa.string()),
+        ("_source_topic", pa.string()),
+        ("_source_partition", pa.int32()),
+        ("_source_offset", pa.int64()),
+    ]
+)
 PART = "part-{:05d}.parquet"
 
 
@@ -117,8 +125,11 @@ class ParquetDirWriter(_Writer):
     def __init__(self, directory: Path | str):
         super().__init__(directory)
         self.path.mkdir(parents=True, exist_ok=True)
-        numbers = [int(p.stem.split("-")[1]) for p in self.path.glob("part-*.parquet")
-                   if p.stem.split("-")[1].isdigit()]  # fmt: skip
+        numbers = [
+            int(p.stem.split("-")[1])
+            for p in self.path.glob("part-*.parquet")
+            if p.stem.split("-")[1].isdigit()
+        ]
         self._next = max(numbers, default=-1) + 1
         self.parts: list[Path] = []
 

@@ -13,7 +13,9 @@ class DecodeSettings:
     """What ``alertsieve.view.surveys`` reads to build a decoder; defaults are a job's."""
 
     survey: Literal["auto", "rubin", "ztf"] = "auto"  # auto: told by the topic's first messages
-    topic: str | None = None  # its ``<topic>-value`` subject names the Rubin writers (default alerts)
+    topic: str | None = (
+        None  # its ``<topic>-value`` subject names the Rubin writers (default alerts)
+    )
     schema_versions: tuple[str, ...] | None = None  # Rubin versions read (default: 7.0 on)
     wire_format: Literal["confluent", "plain"] = "confluent"
     writer_schema_version: str | None = None  # with wire_format plain: the producer's Rubin version

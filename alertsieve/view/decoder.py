@@ -75,7 +75,9 @@ class Decoder:
         """Top-level fields holding image stamps: ~95% of an alert's bytes, read by no filter."""
         return sorted({p.split(".")[0] for p in self.paths if p.startswith("cutout")})
 
-    def decode(self, raw, paths: list[str], keep: tuple[str, ...] = (), only: frozenset | None = None):
+    def decode(
+        self, raw, paths: list[str], keep: tuple[str, ...] = (), only: frozenset | None = None
+    ):
         """Kafka rows -> META columns, ``keep``, ``_schema_id`` (Rubin's; null for ZTF),
         ``_reason`` (null when decoded) and ``alert`` (the view struct for ``paths``, null when
         not decoded). ``only``: the writer keys the rows are known to carry (the archive's matched
@@ -145,13 +147,15 @@ class Decoder:
         if self.wire_format == "confluent":
             magic = F.lower(F.hex(F.substring(value, 1, 1)))
             reason = reason.when(
-                size < 5, F.format_string("message of %d bytes is shorter than the 5-byte header", size)
+                size < 5,
+                F.format_string("message of %d bytes is shorter than the 5-byte header", size),
             ).when(magic != "00", F.format_string("magic byte is 0x%s, expected 0x00", magic))
             for refused, why in self.refused.items():
                 reason = reason.when(key == refused, F.lit(why))
             known = list(self.writers)
             return reason.when(
-                ~key.isin(known) if known else F.lit(True), F.format_string("unknown schema id %d", key)
+                ~key.isin(known) if known else F.lit(True),
+                F.format_string("unknown schema id %d", key),
             ).when(failed, F.format_string("undecodable Avro body for schema id %d", key))
         codec = F.col("_codec")
         reason = reason.when(

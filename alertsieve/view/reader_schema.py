@@ -24,8 +24,15 @@ from typing import Any
 
 from alertsieve.alerts.view import ViewField
 
-SPARK_TYPES = {"boolean": "boolean", "int": "int", "long": "bigint", "float": "float",
-               "double": "double", "bytes": "binary", "string": "string"}  # fmt: skip
+SPARK_TYPES = {
+    "boolean": "boolean",
+    "int": "int",
+    "long": "bigint",
+    "float": "float",
+    "double": "double",
+    "bytes": "binary",
+    "string": "string",
+}
 
 
 def tree(paths: list[str]) -> dict[str, Any]:
@@ -56,7 +63,9 @@ def view_reader(view: list[ViewField], paths: list[str]) -> dict:
                 kind = by_path[path].type
             if step.endswith("[]"):
                 kind = {"type": "array", "items": kind}
-            fields.append({"name": step.removesuffix("[]"), "type": ["null", kind], "default": None})
+            fields.append(
+                {"name": step.removesuffix("[]"), "type": ["null", kind], "default": None}
+            )
         return {"type": "record", "name": name, "fields": fields}
 
     return record(tree(paths), "")
@@ -68,8 +77,10 @@ def view_type(view: list[ViewField], paths: list[str]) -> str:
 
 
 def _struct_type(node: dict[str, Any], prefix: str, by_path: dict[str, ViewField]) -> str:
-    parts = [f"`{step.removesuffix('[]')}`: {_step_type(step, child, prefix, by_path)}"
-             for step, child in node.items()]  # fmt: skip
+    parts = [
+        f"`{step.removesuffix('[]')}`: {_step_type(step, child, prefix, by_path)}"
+        for step, child in node.items()
+    ]
     return f"struct<{', '.join(parts)}>"
 
 
@@ -90,5 +101,7 @@ def view_column(key: str, writers: Mapping[Any, dict], view: list[ViewField], pa
     alert = F.lit(None).cast(view_type(view, paths))
     for k, writer in writers.items():
         options = {"mode": "PERMISSIVE", "avroSchema": reader}
-        alert = F.when(F.col(key) == F.lit(k), from_avro(F.col("value"), json.dumps(writer), options)).otherwise(alert)
+        alert = F.when(
+            F.col(key) == F.lit(k), from_avro(F.col("value"), json.dumps(writer), options)
+        ).otherwise(alert)
     return alert

@@ -22,8 +22,10 @@ def rubin_samples(decoder: Decoder) -> list[bytes]:
         major, minor = version.split("#")[0].split(".")
         path = Path(get_schema_root()) / major / minor / "sample_data" / "fakeAlert.avro"
         if path.exists():
-            out += [frame(schema_id, r.body) if decoder.wire_format == "confluent" else r.body
-                    for r in read_raw_records(path)]  # fmt: skip
+            out += [
+                frame(schema_id, r.body) if decoder.wire_format == "confluent" else r.body
+                for r in read_raw_records(path)
+            ]
     return out
 
 
@@ -32,5 +34,7 @@ def message_frame(spark, values: list[bytes], topic: str = "held"):
     order): start-up samples go through the job's own decoder this way."""
     now = datetime.now().astimezone()
     rows = [(topic, 0, i, now, None, v) for i, v in enumerate(values)]
-    schema = "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
+    schema = (
+        "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
+    )
     return spark.createDataFrame(rows, schema)

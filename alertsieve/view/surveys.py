@@ -39,7 +39,11 @@ def shipped_ztf_schemas() -> list[bytes]:
     from importlib.resources import files
 
     folder = files("alertsieve_schemas") / "ztf"
-    return [p.read_bytes() for p in sorted(folder.iterdir(), key=lambda p: p.name) if p.name.endswith(".avsc")]
+    return [
+        p.read_bytes()
+        for p in sorted(folder.iterdir(), key=lambda p: p.name)
+        if p.name.endswith(".avsc")
+    ]
 
 
 def detect_survey(messages: list[bytes]) -> str | None:
@@ -56,7 +60,9 @@ def survey_of(settings: DecodeSettings, head: list[bytes]) -> str:
     return detect_survey(head) or "rubin"
 
 
-def rubin_decoder(settings: DecodeSettings, store: SchemaStore | None = None, view_also: list[str] = ()) -> Decoder:
+def rubin_decoder(
+    settings: DecodeSettings, store: SchemaStore | None = None, view_also: list[str] = ()
+) -> Decoder:
     """Every Rubin writer the topic may carry that the job reads, the view of their union (and of
     the versions ``view_also``: a backtest of one file's alerts runs filters written for the
     job's view), and why the others are refused."""
@@ -64,16 +70,23 @@ def rubin_decoder(settings: DecodeSettings, store: SchemaStore | None = None, vi
     if settings.wire_format == "plain":
         schema = load_rubin_schema(settings.writer_schema_version)
         version = rubin_version_of(schema.definition)
-        return Decoder("rubin", "plain", view_of({version: schema.definition}),
-                       {schema.schema_id: schema.definition}, {schema.schema_id: schema.name},
-                       {schema.schema_id: version})  # fmt: skip
+        return Decoder(
+            "rubin",
+            "plain",
+            view_of({version: schema.definition}),
+            {schema.schema_id: schema.definition},
+            {schema.schema_id: schema.name},
+            {schema.schema_id: version},
+        )
     store = store or open_store(settings.schema_registry, settings.schema_dir)
     writers, names, versions, refused, definitions = {}, {}, {}, {}, {}
     for schema in store.candidates(f"{settings.topic or 'alerts'}-value"):
         version = rubin_version_of(schema.definition)
         where = f"schema id {schema.schema_id} ({schema.name})"
         if version is None:
-            refused[schema.schema_id] = f"{where} is not a Rubin alert schema (this job reads survey rubin)"
+            refused[schema.schema_id] = (
+                f"{where} is not a Rubin alert schema (this job reads survey rubin)"
+            )
         elif version not in wanted:
             refused[schema.schema_id] = (
                 f"{where} is not among the versions this job reads ({', '.join(wanted)});"
@@ -93,7 +106,9 @@ def rubin_decoder(settings: DecodeSettings, store: SchemaStore | None = None, vi
             " register them, or choose from those it has"
         )
     in_view = {v: load_rubin_schema(v).definition for v in view_also if v not in definitions}
-    return Decoder("rubin", "confluent", view_of({**definitions, **in_view}), writers, names, versions, refused)
+    return Decoder(
+        "rubin", "confluent", view_of({**definitions, **in_view}), writers, names, versions, refused
+    )
 
 
 def ztf_decoder(head: list[bytes]) -> Decoder:
@@ -117,12 +132,25 @@ def ztf_decoder(head: list[bytes]) -> Decoder:
         names[fingerprint] = f"ztf alert {label} (sha256 {fingerprint[:12]})"
         versions[fingerprint] = label
     ordered = dict(sorted(definitions.items(), key=lambda kv: version_order(kv[0])))
-    return Decoder("ztf", "container", view_of(ordered), writers, names, versions,
-                   tell="candid", id_path="candid", detection="candidate", observed="candidate.jd",
-                   night_offset=2440587.5, mjd_offset=2400000.5)  # fmt: skip
+    return Decoder(
+        "ztf",
+        "container",
+        view_of(ordered),
+        writers,
+        names,
+        versions,
+        tell="candid",
+        id_path="candid",
+        detection="candidate",
+        observed="candidate.jd",
+        night_offset=2440587.5,
+        mjd_offset=2400000.5,
+    )
 
 
-def make_decoder(settings: DecodeSettings, head: list[bytes], view_also: list[str] = (), seen: list[bytes] = ()) -> Decoder:
+def make_decoder(
+    settings: DecodeSettings, head: list[bytes], view_also: list[str] = (), seen: list[bytes] = ()
+) -> Decoder:
     """The decoder of the job's survey; ``head``: the topic's first messages (may be empty), which
     tell the survey; ``seen``: more messages whose ZTF writer schemas are learned too;
     ``view_also``: Rubin versions the view covers beyond those read."""

@@ -18,9 +18,16 @@ from alertsieve.filtering.features.rubin import (
 )
 
 __all__ = [
-    "BAND_FEATURES", "BANDS", "CLEAN", "COLOUR_WINDOW_DAYS", "FEATURES", "KNOWN_MOVING_OBJECT",
-    "has_history", "read_paths", "with_features",
-]  # fmt: skip
+    "BAND_FEATURES",
+    "BANDS",
+    "CLEAN",
+    "COLOUR_WINDOW_DAYS",
+    "FEATURES",
+    "KNOWN_MOVING_OBJECT",
+    "has_history",
+    "read_paths",
+    "with_features",
+]
 
 
 def _survey(frame):

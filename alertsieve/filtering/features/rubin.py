@@ -28,7 +28,11 @@ COLOUR_WINDOW_DAYS = 1.0
 FEATURES: list[tuple[str, str, str]] = [
     ("n_detections", "", "detections in the history and this one, all bands"),
     ("days_since_first", "d", "this detection's MJD minus the earliest detection's"),
-    ("g_minus_r", "mag", f"-2.5 log10(g.flux / r.flux) of the latest g and r detections, when both are positive and within {COLOUR_WINDOW_DAYS:g} d"),
+    (
+        "g_minus_r",
+        "mag",
+        f"-2.5 log10(g.flux / r.flux) of the latest g and r detections, when both are positive and within {COLOUR_WINDOW_DAYS:g} d",
+    ),
     ("n_negative", "", "detections fainter than the template (psfFlux < 0), all bands"),
     *[
         (f"<band>.{name}", unit, meaning)
@@ -36,29 +40,61 @@ FEATURES: list[tuple[str, str, str]] = [
             ("n", "", "detections in the band (u, g, r, i, z, y)"),
             ("flux", "nJy", "psfFlux of the band's latest detection"),
             ("snr", "", "that flux over its psfFluxErr"),
-            ("days_ago", "d", "this detection's MJD minus the band's latest detection's (0 when it is this one)"),
+            (
+                "days_ago",
+                "d",
+                "this detection's MJD minus the band's latest detection's (0 when it is this one)",
+            ),
             ("rate", "nJy/d", "flux change per day between the band's latest two detections"),
-            ("rate_sigma", "", "that flux change over its error (sqrt of the two errors squared): its significance"),
+            (
+                "rate_sigma",
+                "",
+                "that flux change over its error (sqrt of the two errors squared): its significance",
+            ),
             ("days_between", "d", "days between the band's latest two detections"),
-            ("rise", "mag/d", "magnitudes gained per day between those two (positive: brightening), when both fluxes are positive"),
-            ("chi2", "", "reduced chi-square of the band's fluxes about their inverse-variance weighted mean (2 or more detections)"),
-            ("sign_changes", "", "times the band's flux changes sign from one detection to the next: crossings of the template's brightness"),
+            (
+                "rise",
+                "mag/d",
+                "magnitudes gained per day between those two (positive: brightening), when both fluxes are positive",
+            ),
+            (
+                "chi2",
+                "",
+                "reduced chi-square of the band's fluxes about their inverse-variance weighted mean (2 or more detections)",
+            ),
+            (
+                "sign_changes",
+                "",
+                "times the band's flux changes sign from one detection to the next: crossings of the template's brightness",
+            ),
         ]
     ],
-]  # fmt: skip
+]
 
-_DETECTION = "named_struct('mjd', double({m}), 'band', {b}, 'flux', double({f}), 'err', double({e}))"
+_DETECTION = (
+    "named_struct('mjd', double({m}), 'band', {b}, 'flux', double({f}), 'err', double({e}))"
+)
 
 #: Every detection as (mjd, band, flux, err), oldest first. The history's fields are read as
 #: ``prvDiaSources.<field>`` arrays (Spark prunes the decode to exactly these four), zipped by index.
 DETECTIONS = (
     "array_sort(concat("
     "coalesce(transform(prvDiaSources.midpointMjdTai, (m, i) -> "
-    + _DETECTION.format(m="m", b="prvDiaSources.band[i]", f="prvDiaSources.psfFlux[i]", e="prvDiaSources.psfFluxErr[i]")
+    + _DETECTION.format(
+        m="m",
+        b="prvDiaSources.band[i]",
+        f="prvDiaSources.psfFlux[i]",
+        e="prvDiaSources.psfFluxErr[i]",
+    )
     + "), array()), array("
-    + _DETECTION.format(m="diaSource.midpointMjdTai", b="diaSource.band", f="diaSource.psfFlux", e="diaSource.psfFluxErr")
+    + _DETECTION.format(
+        m="diaSource.midpointMjdTai",
+        b="diaSource.band",
+        f="diaSource.psfFlux",
+        e="diaSource.psfFluxErr",
+    )
     + ")), (a, b) -> CASE WHEN a.mjd < b.mjd THEN -1 WHEN a.mjd > b.mjd THEN 1 ELSE 0 END)"
-)  # fmt: skip
+)
 
 
 def band_sql(band: str) -> str:
@@ -74,7 +110,9 @@ def band_sql(band: str) -> str:
         "snr": finite(f"try_divide({last}.flux, {last}.err)"),
         "days_ago": finite(f"_now - {last}.mjd"),
         "rate": finite(f"try_divide({change}, {days})"),
-        "rate_sigma": finite(f"try_divide({change}, sqrt({last}.err * {last}.err + {prev}.err * {prev}.err))"),
+        "rate_sigma": finite(
+            f"try_divide({change}, sqrt({last}.err * {last}.err + {prev}.err * {prev}.err))"
+        ),
         "days_between": finite(days),
         "rise": finite(
             f"CASE WHEN {last}.flux > 0 AND {prev}.flux > 0"
@@ -111,10 +149,19 @@ def features_sql() -> str:
 #: the forced photometry at the image edge; interpolated, cosmic-ray or bad pixels in the
 #: footprint), and the satellite trails Rubin masks: a glint trail and the streak mask plane.
 QUALITY_FLAGS = (
-    "isDipole", "shape_flag", "psfFlux_flag", "centroid_flag", "apFlux_flag", "forced_PsfFlux_flag",
-    "forced_PsfFlux_flag_edge", "pixelFlags_interpolated", "pixelFlags_cr", "pixelFlags_bad",
-    "glint_trail", "pixelFlags_streak",
-)  # fmt: skip
+    "isDipole",
+    "shape_flag",
+    "psfFlux_flag",
+    "centroid_flag",
+    "apFlux_flag",
+    "forced_PsfFlux_flag",
+    "forced_PsfFlux_flag_edge",
+    "pixelFlags_interpolated",
+    "pixelFlags_cr",
+    "pixelFlags_bad",
+    "glint_trail",
+    "pixelFlags_streak",
+)
 
 #: A detection with none of ``QUALITY_FLAGS`` set. A flag that is null counts as not set, on
 #: purpose: ``isDipole`` and ``glint_trail`` do not exist before schema 8.0, so they are null for
@@ -144,7 +191,9 @@ def has_history(frame) -> bool:
     if not isinstance(source, StructType) or not isinstance(history, ArrayType):
         return False
     entry = history.elementType
-    return isinstance(entry, StructType) and all(n in source.names and n in entry.names for n in READS)
+    return isinstance(entry, StructType) and all(
+        n in source.names and n in entry.names for n in READS
+    )
 
 
 def with_features(frame):
@@ -158,7 +207,11 @@ def with_features(frame):
         return frame
     bands = {f"_det_{b}": F.expr(f"filter(_det, d -> d.band = '{b}')") for b in BANDS}
     means = {f"_mean_{b}": F.expr(weighted_mean_sql(f"_det_{b}")) for b in BANDS}
-    first = frame.select("*", F.expr(DETECTIONS).alias("_det"), F.expr("double(diaSource.midpointMjdTai)").alias("_now"))
+    first = frame.select(
+        "*",
+        F.expr(DETECTIONS).alias("_det"),
+        F.expr("double(diaSource.midpointMjdTai)").alias("_now"),
+    )
     steps = first.select("*", *[c.alias(name) for name, c in bands.items()])
     steps = steps.select("*", *[c.alias(name) for name, c in means.items()])
     return steps.withColumn("features", F.expr(features_sql())).drop("_det", "_now", *bands, *means)

@@ -29,13 +29,33 @@ COLOUR_WINDOW_DAYS = 1.0
 
 #: (path under ``features``, unit, meaning): what docs/filters.md lists.
 FEATURES: list[tuple[str, str, str]] = [
-    ("n_detections", "", "detections in the history (entries with a candid) and this one, all bands"),
+    (
+        "n_detections",
+        "",
+        "detections in the history (entries with a candid) and this one, all bands",
+    ),
     ("n_upper_limits", "", "upper limits in the history (entries without a candid)"),
     ("days_since_first", "d", "this candidate's jd minus the earliest detection's"),
-    ("n_negative", "", "detections fainter than the reference image (isdiffpos 'f' or '0'), all bands"),
-    ("g_minus_r", "mag", f"magpsf of the latest positive g detection minus the latest positive r one, when within {COLOUR_WINDOW_DAYS:g} d"),
-    ("prediscovery_days", "d", "this candidate's jd minus that of the latest upper limit before the first detection"),
-    ("prediscovery_limit", "mag", "that upper limit's diffmaglim: how faint the source was not yet seen"),
+    (
+        "n_negative",
+        "",
+        "detections fainter than the reference image (isdiffpos 'f' or '0'), all bands",
+    ),
+    (
+        "g_minus_r",
+        "mag",
+        f"magpsf of the latest positive g detection minus the latest positive r one, when within {COLOUR_WINDOW_DAYS:g} d",
+    ),
+    (
+        "prediscovery_days",
+        "d",
+        "this candidate's jd minus that of the latest upper limit before the first detection",
+    ),
+    (
+        "prediscovery_limit",
+        "mag",
+        "that upper limit's diffmaglim: how faint the source was not yet seen",
+    ),
     *[
         (f"<band>.{name}", unit, meaning)
         for name, unit, meaning in [
@@ -44,13 +64,25 @@ FEATURES: list[tuple[str, str, str]] = [
             ("mag_err", "mag", "its sigmapsf"),
             ("days_ago", "d", "this candidate's jd minus that detection's (0 when it is this one)"),
             ("days_between", "d", "days between the band's latest two positive detections"),
-            ("rise", "mag/d", "magnitudes gained per day between those two (positive: brightening)"),
-            ("rise_sigma", "", "that change over its error (sqrt of the two sigmapsf squared): its significance"),
-            ("chi2", "", "reduced chi-square of the band's magnitudes about their inverse-variance weighted mean (2 or more)"),
+            (
+                "rise",
+                "mag/d",
+                "magnitudes gained per day between those two (positive: brightening)",
+            ),
+            (
+                "rise_sigma",
+                "",
+                "that change over its error (sqrt of the two sigmapsf squared): its significance",
+            ),
+            (
+                "chi2",
+                "",
+                "reduced chi-square of the band's magnitudes about their inverse-variance weighted mean (2 or more)",
+            ),
             ("amplitude", "mag", "faintest minus brightest magnitude in the band (2 or more)"),
         ]
     ],
-]  # fmt: skip
+]
 
 _ENTRY = (
     "named_struct('jd', double({p}jd{i}), 'fid', int({p}fid{i}), 'mag', double({p}magpsf{i}),"
@@ -65,7 +97,9 @@ _BY_JD = "(a, b) -> CASE WHEN a.jd < b.jd THEN -1 WHEN a.jd > b.jd THEN 1 ELSE 0
 #: exactly these), zipped by index.
 HISTORY = (
     "array_sort(coalesce(transform(prv_candidates.jd, (t, i) -> "
-    + _ENTRY.format(p="prv_candidates.", i="[i]").replace("double(prv_candidates.jd[i])", "double(t)")
+    + _ENTRY.format(p="prv_candidates.", i="[i]").replace(
+        "double(prv_candidates.jd[i])", "double(t)"
+    )
     + f"), array()), {_BY_JD})"
 )
 
@@ -87,7 +121,9 @@ def band_sql(band: str) -> str:
         "days_ago": finite(f"_now - {last}.jd"),
         "days_between": finite(days),
         "rise": finite(f"try_divide({gained}, {days})"),
-        "rise_sigma": finite(f"try_divide({gained}, sqrt({last}.err * {last}.err + {prev}.err * {prev}.err))"),
+        "rise_sigma": finite(
+            f"try_divide({gained}, sqrt({last}.err * {last}.err + {prev}.err * {prev}.err))"
+        ),
         "chi2": reduced_chi2_sql(det, mean, "mag"),
         "amplitude": finite(
             f"CASE WHEN size({det}) >= 2 AND NOT exists({det}, d -> d.mag IS NULL)"  # array_max skips nulls
@@ -130,7 +166,9 @@ def has_history(frame) -> bool:
     if not isinstance(source, StructType) or not isinstance(history, ArrayType):
         return False
     entry = history.elementType
-    return isinstance(entry, StructType) and all(n in source.names and n in entry.names for n in READS)
+    return isinstance(entry, StructType) and all(
+        n in source.names and n in entry.names for n in READS
+    )
 
 
 def with_features(frame):
@@ -139,12 +177,19 @@ def with_features(frame):
     and read by every feature."""
     from pyspark.sql import functions as F
 
-    bands = {f"_pos_{b}": F.expr(f"filter(_det, d -> d.fid = {fid} AND d.positive)") for b, fid in BANDS.items()}
+    bands = {
+        f"_pos_{b}": F.expr(f"filter(_det, d -> d.fid = {fid} AND d.positive)")
+        for b, fid in BANDS.items()
+    }
     means = {f"_mean_{b}": F.expr(weighted_mean_sql(f"_pos_{b}", "mag")) for b in BANDS}
     prediscovery = "try_element_at(filter(_history, h -> NOT h.detected AND h.jd < array_min(transform(_det, d -> d.jd))), -1)"
-    steps = frame.select("*", F.expr(HISTORY).alias("_history"), F.expr("double(candidate.jd)").alias("_now"))
+    steps = frame.select(
+        "*", F.expr(HISTORY).alias("_history"), F.expr("double(candidate.jd)").alias("_now")
+    )
     steps = steps.select("*", F.expr(DETECTIONS).alias("_det"))
-    steps = steps.select("*", F.expr(prediscovery).alias("_prediscovery"), *[c.alias(n) for n, c in bands.items()])
+    steps = steps.select(
+        "*", F.expr(prediscovery).alias("_prediscovery"), *[c.alias(n) for n, c in bands.items()]
+    )
     steps = steps.select("*", *[c.alias(name) for name, c in means.items()])
     dropped = ("_history", "_det", "_now", "_prediscovery", *bands, *means)
     return steps.withColumn("features", F.expr(features_sql())).drop(*dropped)
