@@ -14,6 +14,7 @@ import argparse
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from alertsieve.alerts.schemas import SchemaError
@@ -111,12 +112,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
+@dataclass
+class Received:
+    """What a listen read: each match's (filter, version, source topic, partition, offset) for
+    ``--verify``, counts by filter version for the summary, cutouts saved, and whether Ctrl-C
+    ended it (a read cut short cannot be verified)."""
+
+    matches: list[tuple] = field(default_factory=list)
+    per_filter: Counter[str] = field(default_factory=Counter)
+    cutouts: int = 0
+    interrupted: bool = False
+
+
 def _run(args: argparse.Namespace) -> int:
-    from alertsieve.alerts.schemas import open_store
-    from alertsieve.subscribe.cutouts import save_cutouts
-    from alertsieve.subscribe.subscriber import Subscriber, split_topics
+    from alertsieve.subscribe.subscriber import split_topics
     from alertsieve.subscribe.verify import summary_line, verify
-    from alertsieve.subscribe.writers import open_writer
 
     topics = split_topics(args.topic)
     if args.verify and not (args.from_beginning and args.until_end):
@@ -124,78 +134,16 @@ def _run(args: argparse.Namespace) -> int:
             "--verify needs --from-beginning and --until-end: only a whole topic read to a fixed"
             " end can be checked against the counts"
         )
-    counts_topic = (
-        (args.counts_topic or contract.derive_counts_topic(topics[0])) if args.verify else None
-    )
-    kafka_conf = parse_pairs("--kafka-conf", args.kafka_conf)
-    store = open_store(args.schema_registry, args.schema_dir)
-    subscriber = Subscriber(
-        args.bootstrap,
-        topics,
-        from_beginning=args.from_beginning,
-        until_end=args.until_end,
-        group_id=args.group,
-        kafka_conf=kafka_conf,
-        store=store,
-        counts_topic=counts_topic,
-    )
-    writer = open_writer(args.to) if args.to else None
-    received: list[tuple] = []
-    per_filter: Counter[str] = Counter()
-    cutouts = 0
+    subscriber = _subscriber(args, topics)
     started = time.monotonic()
-    interrupted = False
-    try:
-        with subscriber:
-            print(
-                f"listening to {', '.join(topics)} at {args.bootstrap}"
-                f"{' until their current end' if args.until_end else ' (Ctrl-C to stop)'}",
-                flush=True,
-            )
-            for batch in subscriber.batches():
-                for match in batch:
-                    received.append(
-                        (
-                            match.filter,
-                            match.filter_version,
-                            match.source_topic,
-                            match.source_partition,
-                            match.source_offset,
-                        )
-                    )
-                    per_filter[
-                        f"{match.filter}@{(match.filter_version or '?')[:12]}"
-                        if match.filter
-                        else "quarantined"
-                    ] += 1
-                    print(match_line(len(received), match))
-                    if args.cutouts:
-                        cutouts += len(save_cutouts(match.record, match.alert_id, args.cutouts))
-                if writer is not None:
-                    writer.write(batch)
-                sys.stdout.flush()
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        if writer is not None:
-            writer.close()
-
-    seconds = time.monotonic() - started
-    by_filter = ", ".join(f"{name} {n}" for name, n in sorted(per_filter.items()))
-    summary = f"{len(received)} matches in {seconds:.1f} s" + (
-        f" ({by_filter})" if by_filter else ""
-    )
-    if writer is not None:
-        summary += f"; saved to {args.to}"
-    if args.cutouts:
-        summary += f"; {cutouts} cutouts in {args.cutouts}"
-    print(summary)
+    received = _receive(args, topics, subscriber)
+    print(_summary(args, received, time.monotonic() - started))
     if not args.verify:
         return 0
-    if interrupted:
+    if received.interrupted:
         print("not verified: interrupted before the topics' end")
         return 130
-    report = verify(received, subscriber.read_counts(), topics)
+    report = verify(received.matches, subscriber.read_counts(), topics)
     print(summary_line(report))
     if not report["complete"]:
         for name, versions in sorted(report["filters"].items()):
@@ -206,3 +154,81 @@ def _run(args: argparse.Namespace) -> int:
                         f" ({s['distinct']} distinct received)"
                     )
     return 0 if report["complete"] else 1
+
+
+def _subscriber(args: argparse.Namespace, topics: list[str]):
+    """The subscriber the flags ask for; with ``--verify`` it reads the counts topic too."""
+    from alertsieve.alerts.schemas import open_store
+    from alertsieve.subscribe.subscriber import Subscriber
+
+    counts_topic = (
+        (args.counts_topic or contract.derive_counts_topic(topics[0])) if args.verify else None
+    )
+    return Subscriber(
+        args.bootstrap,
+        topics,
+        from_beginning=args.from_beginning,
+        until_end=args.until_end,
+        group_id=args.group,
+        kafka_conf=parse_pairs("--kafka-conf", args.kafka_conf),
+        store=open_store(args.schema_registry, args.schema_dir),
+        counts_topic=counts_topic,
+    )
+
+
+def _receive(args: argparse.Namespace, topics: list[str], subscriber) -> Received:
+    """Reads until the topics' end (or Ctrl-C), printing a line per match and writing each batch
+    to ``--to`` and its cutouts to ``--cutouts`` as it arrives."""
+    from alertsieve.subscribe.cutouts import save_cutouts
+    from alertsieve.subscribe.writers import open_writer
+
+    writer = open_writer(args.to) if args.to else None
+    received = Received()
+    try:
+        with subscriber:
+            print(
+                f"listening to {', '.join(topics)} at {args.bootstrap}"
+                f"{' until their current end' if args.until_end else ' (Ctrl-C to stop)'}",
+                flush=True,
+            )
+            for batch in subscriber.batches():
+                for match in batch:
+                    received.matches.append(
+                        (
+                            match.filter,
+                            match.filter_version,
+                            match.source_topic,
+                            match.source_partition,
+                            match.source_offset,
+                        )
+                    )
+                    received.per_filter[
+                        f"{match.filter}@{(match.filter_version or '?')[:12]}"
+                        if match.filter
+                        else "quarantined"
+                    ] += 1
+                    print(match_line(len(received.matches), match))
+                    if args.cutouts:
+                        saved = save_cutouts(match.record, match.alert_id, args.cutouts)
+                        received.cutouts += len(saved)
+                if writer is not None:
+                    writer.write(batch)
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        received.interrupted = True
+    finally:
+        if writer is not None:
+            writer.close()
+    return received
+
+
+def _summary(args: argparse.Namespace, received: Received, seconds: float) -> str:
+    by_filter = ", ".join(f"{name} {n}" for name, n in sorted(received.per_filter.items()))
+    summary = f"{len(received.matches)} matches in {seconds:.1f} s" + (
+        f" ({by_filter})" if by_filter else ""
+    )
+    if args.to:
+        summary += f"; saved to {args.to}"
+    if args.cutouts:
+        summary += f"; {received.cutouts} cutouts in {args.cutouts}"
+    return summary
