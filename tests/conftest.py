@@ -22,23 +22,32 @@ import pytest
 
 from alertsieve.kafka import embedded
 
-#: The run's JVM census (tests/jvm_census.py), kept on the config from session start to summary.
-CENSUS = pytest.StashKey()
+#: The run's JVM census (tests/jvm_census.py), from the session's start to its summary.
+CENSUS: dict = {}
 
 
 def pytest_sessionstart(session):
     from jvm_census import JvmCensus
 
-    session.config.stash[CENSUS] = JvmCensus()
+    CENSUS["run"] = JvmCensus()
+
+
+def pytest_runtest_logstart(nodeid, location):
+    CENSUS["run"].current_test = nodeid  # a JVM born now is this test's (or its fixtures')
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter, config):
     """The run's JVM count beside its slowest tests (tests/jvm_census.py says why)."""
-    counts = config.stash[CENSUS].stop()
-    terminalreporter.write_sep("=", "Java processes this run started")
-    for kind, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+    census = CENSUS["run"].stop()
+    terminalreporter.write_sep(
+        "=", f"Spark JVMs and Kafka brokers this run started: {census.total}"
+    )
+    for kind, n in census.kinds.most_common():
         terminalreporter.write_line(f"{n:5d}  {kind}")
+    terminalreporter.write_line("the tests that started the most:")
+    for test, n in census.tests.most_common(15):
+        terminalreporter.write_line(f"{n:5d}  {test}")
 
 
 def pytest_collection_modifyitems(items):

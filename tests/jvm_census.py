@@ -11,6 +11,8 @@ pays for does."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
+from dataclasses import dataclass
 
 import psutil
 
@@ -24,6 +26,8 @@ KINDS = (
 )
 
 SAMPLE_EVERY_S = 0.5
+#: A Java process that is not a Spark or Kafka JVM (a ``java -version`` probe, Kafka's storage tool).
+TOOL = "other Java tool"
 
 
 def kind_of(cmdline: list[str]) -> str:
@@ -31,14 +35,30 @@ def kind_of(cmdline: list[str]) -> str:
     for kind, word in KINDS:
         if any(part == word or part.endswith(word) for part in cmdline):
             return kind
-    return "other Java tool"
+    return TOOL
+
+
+@dataclass
+class Census:
+    """What a run started: Java processes per kind, and per test those the suite waits on (a
+    session fixture's broker counts for the first test that asked for it)."""
+
+    kinds: Counter[str]
+    tests: Counter[str]
+
+    @property
+    def total(self) -> int:
+        """Spark JVMs and Kafka brokers: every kind but short-lived tools."""
+        return sum(n for kind, n in self.kinds.items() if kind != TOOL)
 
 
 class JvmCensus:
-    """Counts Java processes born while it runs; `stop()` ends the sampling."""
+    """Samples the Java processes born while it runs, each with the test running then;
+    ``stop()`` ends the sampling and returns the census."""
 
     def __init__(self) -> None:
-        self.seen: dict[tuple[int, float], str] = {}
+        self.seen: dict[tuple[int, float], tuple[str, str]] = {}
+        self.current_test = "the session's start"
         self.already_running = set(self._java_processes())
         self._stop = threading.Event()
         self._thread = threading.Thread(
@@ -62,17 +82,12 @@ class JvmCensus:
     def sample(self) -> None:
         for key, cmdline in self._java_processes().items():
             if key not in self.already_running:
-                self.seen.setdefault(key, kind_of(cmdline))
+                self.seen.setdefault(key, (kind_of(cmdline), self.current_test))
 
-    def stop(self) -> dict[str, int]:
-        """Stops sampling; counts per kind, and the total of those the suite waits on."""
+    def stop(self) -> Census:
         self._stop.set()
         self._thread.join()
         self.sample()
-        counts: dict[str, int] = {}
-        for kind in self.seen.values():
-            counts[kind] = counts.get(kind, 0) + 1
-        counts["JVMs and brokers (without tools)"] = sum(
-            n for kind, n in counts.items() if kind != "other Java tool"
-        )
-        return counts
+        kinds = Counter(kind for kind, _ in self.seen.values())
+        tests = Counter(test for kind, test in self.seen.values() if kind != TOOL)
+        return Census(kinds, tests)
