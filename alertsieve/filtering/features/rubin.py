@@ -17,7 +17,12 @@ Like the features they are plain Spark SQL, so the filters that use them keep Re
 
 from __future__ import annotations
 
-from alertsieve.filtering.features.sql import finite, reduced_chi2_sql, weighted_mean_sql
+from alertsieve.filtering.features.sql import (
+    finite,
+    holds_history,
+    reduced_chi2_sql,
+    weighted_mean_sql,
+)
 
 BANDS = ("u", "g", "r", "i", "z", "y")
 
@@ -182,18 +187,8 @@ READS = ("midpointMjdTai", "band", "psfFlux", "psfFluxErr")
 
 
 def has_history(frame) -> bool:
-    """Whether ``frame`` holds a Rubin alert's detection and history with the fields the features
-    read (a frame cut down to fewer, as the analysis of a filter tries, has no features)."""
-    from pyspark.sql.types import ArrayType, StructType
-
-    fields = {f.name: f.dataType for f in frame.schema.fields}
-    source, history = fields.get("diaSource"), fields.get("prvDiaSources")
-    if not isinstance(source, StructType) or not isinstance(history, ArrayType):
-        return False
-    entry = history.elementType
-    return isinstance(entry, StructType) and all(
-        n in source.names and n in entry.names for n in READS
-    )
+    """Whether ``frame`` holds a Rubin alert's detection and history with the fields the features read."""
+    return holds_history(frame, "diaSource", "prvDiaSources", READS)
 
 
 def with_features(frame):

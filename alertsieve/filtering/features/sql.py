@@ -29,3 +29,17 @@ def reduced_chi2_sql(det: str, mean: str, value: str = "flux") -> str:
     """The reduced chi-square of ``d.<value>`` about ``mean`` (2 or more detections, else null)."""
     squares = total(det, f"try_divide((d.{value} - {mean}) * (d.{value} - {mean}), d.err * d.err)")
     return finite(f"CASE WHEN size({det}) >= 2 THEN try_divide({squares}, size({det}) - 1) END")
+
+
+def holds_history(frame, source: str, history: str, reads: tuple[str, ...]) -> bool:
+    """Whether ``frame`` holds the struct ``source`` (the alert's detection) and the array of
+    structs ``history`` (its earlier ones), both with every field in ``reads``: a frame cut down
+    to fewer, as the analysis of a filter tries, has no features."""
+    from pyspark.sql.types import ArrayType, StructType
+
+    fields = {f.name: f.dataType for f in frame.schema.fields}
+    now, before = fields.get(source), fields.get(history)
+    if not isinstance(now, StructType) or not isinstance(before, ArrayType):
+        return False
+    entry = before.elementType
+    return isinstance(entry, StructType) and all(n in now.names and n in entry.names for n in reads)

@@ -19,7 +19,12 @@ computed only when a filter names them, and a value that cannot be computed is n
 
 from __future__ import annotations
 
-from alertsieve.filtering.features.sql import finite, reduced_chi2_sql, weighted_mean_sql
+from alertsieve.filtering.features.sql import (
+    finite,
+    holds_history,
+    reduced_chi2_sql,
+    weighted_mean_sql,
+)
 
 #: ZTF's bands by ``fid``.
 BANDS = {"g": 1, "r": 2, "i": 3}
@@ -157,18 +162,8 @@ READS = ("jd", "fid", "magpsf", "sigmapsf", "isdiffpos", "candid", "diffmaglim")
 
 
 def has_history(frame) -> bool:
-    """Whether ``frame`` holds a ZTF alert's candidate and history with the fields the features
-    read (a frame cut down to fewer, as the analysis of a filter tries, has no features)."""
-    from pyspark.sql.types import ArrayType, StructType
-
-    fields = {f.name: f.dataType for f in frame.schema.fields}
-    source, history = fields.get("candidate"), fields.get("prv_candidates")
-    if not isinstance(source, StructType) or not isinstance(history, ArrayType):
-        return False
-    entry = history.elementType
-    return isinstance(entry, StructType) and all(
-        n in source.names and n in entry.names for n in READS
-    )
+    """Whether ``frame`` holds a ZTF alert's detection and history with the fields the features read."""
+    return holds_history(frame, "candidate", "prv_candidates", READS)
 
 
 def with_features(frame):
