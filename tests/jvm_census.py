@@ -4,9 +4,14 @@ Each Spark JVM costs ~10 s bare and a job process ~20-45 s before its first batc
 cores: the count is what the suite's time is made of, so every run shows it beside its slowest
 tests. A thread samples the machine's processes twice a second and keeps every Java process
 not already there when the run began (process birth times drift from the wall clock by a second
-or so, so the run's start is a set of processes, not a time) (a short-lived ``java -version`` probe counts as a tool, not a JVM the
-suite waits on). Sampling can miss a JVM that lives under half a second; none that the suite
-pays for does."""
+or so, so the run's start is a set of processes, not a time).
+
+Short-lived tools are counted apart, not as JVMs the suite waits on: a ``java -version`` probe,
+Kafka's storage formatter, and Spark's launcher (``spark-class`` first runs
+``org.apache.spark.launcher.Main`` to build the real command line, then execs it; the launcher's
+own command line names the main class it builds for, so it is told apart first). Sampling can
+miss a process that lives under half a second: a launcher sometimes, never a JVM the suite pays
+for."""
 
 from __future__ import annotations
 
@@ -16,8 +21,15 @@ from dataclasses import dataclass
 
 import psutil
 
+#: Spark's launcher: builds a JVM's command line and exits (see the module's doc).
+LAUNCHER = "Spark's launcher (a tool)"
+#: Any other Java process that is not a Spark or Kafka JVM (a ``java -version`` probe, Kafka's
+#: storage formatter).
+TOOL = "other Java tool"
+
 #: The main class (or a word of it) of each kind, in the order they are tried.
 KINDS = (
+    (LAUNCHER, "org.apache.spark.launcher.Main"),
     ("Kafka broker", "kafka.Kafka"),
     ("Spark cluster master/worker", "org.apache.spark.deploy.master.Master"),
     ("Spark cluster master/worker", "org.apache.spark.deploy.worker.Worker"),
@@ -26,8 +38,6 @@ KINDS = (
 )
 
 SAMPLE_EVERY_S = 0.5
-#: A Java process that is not a Spark or Kafka JVM (a ``java -version`` probe, Kafka's storage tool).
-TOOL = "other Java tool"
 
 
 def kind_of(cmdline: list[str]) -> str:
@@ -49,7 +59,7 @@ class Census:
     @property
     def total(self) -> int:
         """Spark JVMs and Kafka brokers: every kind but short-lived tools."""
-        return sum(n for kind, n in self.kinds.items() if kind != TOOL)
+        return sum(n for kind, n in self.kinds.items() if kind not in (TOOL, LAUNCHER))
 
 
 class JvmCensus:
@@ -89,5 +99,5 @@ class JvmCensus:
         self._thread.join()
         self.sample()
         kinds = Counter(kind for kind, _ in self.seen.values())
-        tests = Counter(test for kind, test in self.seen.values() if kind != TOOL)
+        tests = Counter(test for kind, test in self.seen.values() if kind not in (TOOL, LAUNCHER))
         return Census(kinds, tests)
