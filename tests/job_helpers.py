@@ -85,24 +85,21 @@ def archive_command(
 
 
 def drain_archive(
-    bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES
+    spark, bootstrap: str, topic: str, workdir: Path, *extra: str, names: tuple[str, ...] = NAMES
 ) -> None:
-    """Archive everything the job published so far (after the job was stopped or killed)."""
-    done = subprocess.run(
-        archive_command(
-            bootstrap,
-            topic,
-            workdir,
-            "--available-now",
-            *extra,
-            names=names,
-            per_batch=WHOLE_BACKLOG,
-        ),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    """Archive everything the job published so far (after the job was stopped or killed): the
+    ``alertsieve archive --available-now`` command line, run in this process on the tests'
+    session (the drain's checks are on Delta's rows; a process of its own would cost a JVM)."""
+    from pyspark.sql import SparkSession
+
+    from alertsieve.cli import main
+
+    args = archive_command(
+        bootstrap, topic, workdir, "--available-now", *extra, names=names, per_batch=WHOLE_BACKLOG
     )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # The command runs in the active session and leaves it running (command_session).
+    assert SparkSession.getActiveSession() is spark
+    assert main(args[args.index("archive") :]) == 0
 
 
 #: A frame of a Java stack trace, as log4j and py4j print them.

@@ -98,7 +98,9 @@ def test_a_broker_killed_mid_stream_loses_nothing(cluster3, spark, topic_name, t
     finally:
         os.killpg(job.pid, signal.SIGKILL)
         job.wait(30)
-    drain_archive(bootstrap, topic_name, tmp_path)  # the archive's own clock had not caught up
+    drain_archive(
+        spark, bootstrap, topic_name, tmp_path
+    )  # the archive's own clock had not caught up
     total, expected = expected_matches(bootstrap, topic_name, schema_dir)
     assert total == 900  # the idempotent producer wrote each alert once, broker death or not
     assert sum(b["quarantined_rows"] for b in batches(tmp_path)) == 0

@@ -3,9 +3,6 @@ against fastavro + plain Python over the same files."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import fastavro
 import pytest
 from crafted import REAL, REAL_FILES
@@ -63,8 +60,9 @@ def test_diff_names_the_alerts_a_change_adds_and_drops(spark, tmp_path):
 
 
 @pytest.mark.slow
-def test_diff_on_the_command_line(tmp_path):
-    """As people run it before a redeploy: the edited filter's folder against the deployed one."""
+def test_diff_on_the_command_line(tmp_path, spark, capsys):
+    """As people run it before a redeploy: the edited filter's folder against the deployed one
+    (in this process, on the tests' session: the check is what the command prints)."""
     deployed, edited, inputs = tmp_path / "deployed", tmp_path / "edited", tmp_path / "inputs"
     for folder in (deployed, edited, inputs):
         folder.mkdir()
@@ -79,11 +77,8 @@ def test_diff_on_the_command_line(tmp_path):
         for k, a in alerts.items()
         if a["diaSource"]["reliability"] > 0.9 or a["diaSource"]["snr"] > 6.5
     }
-    done = subprocess.run(
+    code = main(
         [
-            sys.executable,
-            "-m",
-            "alertsieve.cli",
             "filters",
             "diff",
             "doubt",
@@ -93,16 +88,14 @@ def test_diff_on_the_command_line(tmp_path):
             str(deployed),
             "--input",
             str(inputs),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+        ]
     )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    out = capsys.readouterr()
+    assert code == 0, out.out[-2000:] + out.err[-2000:]
     assert (
         f"over {len(alerts)} alerts: {len(was)} matches before, {len(now)} after: +{len(now - was)} added,"
         f" -{len(was - now)} dropped, {len(was & now)} in both"
-    ) in done.stdout.splitlines()
+    ) in out.out.splitlines()
 
 
 def test_diff_without_against_says_what_it_needs(capsys):

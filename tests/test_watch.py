@@ -138,7 +138,7 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
         h = {k: v.decode() for k, v in m.headers()}
         in_third = int(h["source_offset"]) >= third[int(h["source_partition"])]
         assert h["filter_version"] in versions and (h["filter_version"] == new) == in_third, h
-    drain_archive(bootstrap, topic_name, tmp_path, "--filter-path", str(folder), names=())
+    drain_archive(spark, bootstrap, topic_name, tmp_path, "--filter-path", str(folder), names=())
     rows = (
         spark.read.format("delta")
         .load(str(tmp_path / "delta" / "matches"))
