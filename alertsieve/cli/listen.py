@@ -113,7 +113,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from alertsieve.alerts.schemas import open_store
-    from alertsieve.subscribe.cutouts import save_cutouts
     from alertsieve.subscribe.subscriber import Subscriber, split_topics
     from alertsieve.subscribe.verify import summary_line, verify
     from alertsieve.subscribe.writers import open_writer
@@ -140,10 +139,38 @@ def _run(args: argparse.Namespace) -> int:
         counts_topic=counts_topic,
     )
     writer = open_writer(args.to) if args.to else None
+    started = time.monotonic()
+    received, per_filter, cutouts, interrupted = _receive(args, subscriber, topics, writer)
+    _print_summary(args, received, per_filter, cutouts, time.monotonic() - started)
+    if not args.verify:
+        return 0
+    if interrupted:
+        print("not verified: interrupted before the topics' end")
+        return 130
+    report = verify(received, subscriber.read_counts(), topics)
+    print(summary_line(report))
+    if not report["complete"]:
+        for name, versions in sorted(report["filters"].items()):
+            for version, s in sorted(versions.items()):
+                if s["missing"]:
+                    print(
+                        f"  {name}@{version}: {s['missing']} missing of {s['counted']} counted"
+                        f" ({s['distinct']} distinct received)"
+                    )
+    return 0 if report["complete"] else 1
+
+
+def _receive(
+    args: argparse.Namespace, subscriber, topics: list[str], writer
+) -> tuple[list[tuple], Counter[str], int, bool]:
+    """Every match printed (and written, its cutouts saved) as it comes, until the end or Ctrl-C:
+    (each match's filter, version and source, matches per filter@version, cutouts saved,
+    interrupted)."""
+    from alertsieve.subscribe.cutouts import save_cutouts
+
     received: list[tuple] = []
     per_filter: Counter[str] = Counter()
     cutouts = 0
-    started = time.monotonic()
     interrupted = False
     try:
         with subscriber:
@@ -179,30 +206,22 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if writer is not None:
             writer.close()
+    return received, per_filter, cutouts, interrupted
 
-    seconds = time.monotonic() - started
+
+def _print_summary(
+    args: argparse.Namespace,
+    received: list[tuple],
+    per_filter: Counter[str],
+    cutouts: int,
+    seconds: float,
+) -> None:
     by_filter = ", ".join(f"{name} {n}" for name, n in sorted(per_filter.items()))
     summary = f"{len(received)} matches in {seconds:.1f} s" + (
         f" ({by_filter})" if by_filter else ""
     )
-    if writer is not None:
+    if args.to:
         summary += f"; saved to {args.to}"
     if args.cutouts:
         summary += f"; {cutouts} cutouts in {args.cutouts}"
     print(summary)
-    if not args.verify:
-        return 0
-    if interrupted:
-        print("not verified: interrupted before the topics' end")
-        return 130
-    report = verify(received, subscriber.read_counts(), topics)
-    print(summary_line(report))
-    if not report["complete"]:
-        for name, versions in sorted(report["filters"].items()):
-            for version, s in sorted(versions.items()):
-                if s["missing"]:
-                    print(
-                        f"  {name}@{version}: {s['missing']} missing of {s['counted']} counted"
-                        f" ({s['distinct']} distinct received)"
-                    )
-    return 0 if report["complete"] else 1
