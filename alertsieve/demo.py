@@ -22,6 +22,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from alertsieve.bench.outputs import OutputReader, quantiles
 from alertsieve.filtering.model import FilterError
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, end_offsets
@@ -31,7 +32,6 @@ from alertsieve.settings import ConfigError
 from alertsieve.spark.session import get_session, stop_session
 from alertsieve.stream.config import JobConfig, load_config
 from alertsieve.stream.job import QUERY_NAME, FilterStream, check_realtime, run_archive
-from alertsieve.stream.latency import OutputReader, quantiles
 from alertsieve.stream.plan import select_filters
 from alertsieve.subscribe.verify import summary_line
 

@@ -185,7 +185,7 @@ def quick_results(kafka, tmp_path_factory):
 
     from job_helpers import run_command
 
-    from alertsieve.bench.experiments import load_experiment, results_file
+    from alertsieve.bench.experiments.matrix import load_experiment, results_file
 
     files = [
         Path(__file__).resolve().parents[1] / "conf" / "experiments" / f"{n}.yaml"

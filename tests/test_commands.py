@@ -287,14 +287,13 @@ RUN_BY: dict[str, str | None] = {
     "watch list": "test_commands.py::test_catalogs_and_watch_maps_are_added_and_listed",
     "listen": "test_faults.py::test_the_driver_killed_again_and_again",
     "demo": "test_front_door.py::test_demo_leaves_nothing_running_and_no_spark_log_lines",
-    # Not yet run through the command line by any test (their functions are, at small scale):
     "bench run": "conftest.py::quick_results",
     "bench soak": "test_soak.py::test_a_short_soak_with_a_kill_loses_nothing",
-    "bench stream": None,
-    "bench filters": None,
-    "bench payloads": None,
-    "bench xmatch": None,
-    "bench latency": None,
+    "bench stream": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
+    "bench filters": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
+    "bench payloads": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
+    "bench xmatch": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
+    "bench latency": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 from oracles import BROKER_LIKE_TEN
 
 from alertsieve.bench.broker_filters import bench_filters
-from alertsieve.bench.experiments import (
+from alertsieve.bench.experiments.matrix import (
     ExperimentError,
     Point,
     append_result,
@@ -21,10 +21,10 @@ from alertsieve.bench.experiments import (
     parse_experiment,
     results_file,
 )
-from alertsieve.bench.runner import VISIT_SEED, run_experiments
-from alertsieve.bench.scaling import comparison_table, fit_line, results_frame
+from alertsieve.bench.experiments.runner import VISIT_SEED, run_experiments
+from alertsieve.bench.experiments.scaling import comparison_table, fit_line, results_frame
+from alertsieve.bench.outputs import quantiles
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-from alertsieve.stream.latency import quantiles
 
 SPEC = {
     "name": "producers",

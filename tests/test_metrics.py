@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from alertsieve.bench.experiments import visit_done_times
+from alertsieve.bench.batches import visit_done_times
 from alertsieve.stream.metrics import (
     MetricsLog,
     latency_from_timestamps,

@@ -78,7 +78,7 @@ def test_a_short_soak_with_a_kill_loses_nothing(kafka, tmp_path):
     assert result["growth"]["sizes"]["delta_active_files"]["end"] >= 1
     assert sum(m["n"] for m in result["latency_per_minute"]) >= sample["matches"]
 
-    from alertsieve.bench.soak_plot import plot_soak
+    from alertsieve.bench.soak.plot import plot_soak
 
     figure = plot_soak(tmp_path / "soak", tmp_path / "soak.png")
     latency, memory, files = figure.axes
@@ -92,7 +92,7 @@ def test_a_short_soak_with_a_kill_loses_nothing(kafka, tmp_path):
 
 
 def test_growth_compares_the_first_window_after_warm_up_with_the_last():
-    from alertsieve.bench.soak import growth, per_minute, window, windows
+    from alertsieve.bench.soak.run import growth, per_minute, window, windows
 
     assert windows(3660.0) == (
         (60.0, 660.0),

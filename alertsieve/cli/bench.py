@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from alertsieve.bench.soak_plan import SoakPlan
+from alertsieve.bench.soak.plan import QUICK_SOAK, SoakPlan
 from alertsieve.sim import VISIT_CADENCE_S
 
 
@@ -71,6 +71,15 @@ def _live_interval(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _quick(parser: argparse.ArgumentParser, scale: str) -> None:
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a test's scale, in seconds to minutes, same JSON: {scale} (instead of the scale"
+        " flags)",
+    )
+
+
 def _print_json(result: dict) -> int:
     print(json.dumps(result, indent=2))
     return 0
@@ -84,15 +93,15 @@ def _add_produce(which: Any) -> None:
     _bootstrap(parser)
     _alerts(parser)
     _seeds_alerts(parser)
+    _quick(parser, "200 alerts a run, 20 the seeds' way")
     parser.set_defaults(handler=run_produce)
 
 
 def run_produce(args: argparse.Namespace) -> int:
-    from alertsieve.bench.produce import bench_produce
+    from alertsieve.bench.commands.produce import QUICK, bench_produce
 
-    return _print_json(
-        bench_produce(args.bootstrap, alerts=args.alerts, seeds_alerts=args.seeds_alerts)
-    )
+    scale = QUICK if args.quick else {"alerts": args.alerts, "seeds_alerts": args.seeds_alerts}
+    return _print_json(bench_produce(args.bootstrap, **scale))
 
 
 def _add_stream(which: Any) -> None:
@@ -123,26 +132,41 @@ def _add_stream(which: Any) -> None:
         help="triggers whose latency to measure at 250 alerts/s and in a"
         " 10,000-alert burst ('' to skip)",
     )
+    _quick(
+        parser,
+        "one visit of 300 alerts in batches of 100, 1 and 10 SQL filters, 1 Python filter,"
+        " 2 visits 3 s apart, 4 s at the latency's rate and a 400-alert burst",
+    )
     parser.set_defaults(handler=run_stream)
 
 
 def run_stream(args: argparse.Namespace) -> int:
-    from alertsieve.bench.stream import bench_stream
+    from alertsieve.bench.commands.stream import QUICK, LiveScale, bench_stream
 
+    triggers = tuple(t for t in args.latency.split(",") if t)
+    if args.quick:
+        return _print_json(bench_stream(args.bootstrap, latency_triggers=triggers, **QUICK))
+    live = (
+        LiveScale(args.live_visits, args.live_interval, args.alerts) if args.live_visits else None
+    )
     return _print_json(
         bench_stream(
             args.bootstrap,
             visits=args.visits,
             alerts_per_visit=args.alerts,
-            filter_counts=tuple(int(x) for x in args.filter_counts.split(",")),
-            python_filter_counts=tuple(int(x) for x in args.python_filter_counts.split(",") if x),
+            filter_counts=_counts(args.filter_counts),
+            python_filter_counts=_counts(args.python_filter_counts),
             batch=args.batch,
             seeds_alerts=args.seeds_alerts,
-            live_visits=args.live_visits,
-            live_interval_s=args.live_interval,
-            latency_triggers=tuple(t for t in args.latency.split(",") if t),
+            live=live,
+            latency_triggers=triggers,
         )
     )
+
+
+def _counts(text: str) -> tuple[int, ...]:
+    """``1,10,50`` as (1, 10, 50); empty for ``''``."""
+    return tuple(int(x) for x in text.split(",") if x)
 
 
 def _add_filters(which: Any) -> None:
@@ -152,20 +176,22 @@ def _add_filters(which: Any) -> None:
     _alerts(parser)
     _batch(parser)
     parser.add_argument("--figure", help="draw the results to this PNG")
+    _quick(
+        parser,
+        "300 alerts in batches of 50, 1 and 10 filters, for latency 4 s at 250 alerts/s"
+        " and a 400-alert burst",
+    )
     parser.set_defaults(handler=run_filters)
 
 
 def run_filters(args: argparse.Namespace) -> int:
-    from alertsieve.bench.filters import bench_filters_per_job
+    from alertsieve.bench.commands.filters import QUICK, bench_filters_per_job
 
-    result = bench_filters_per_job(
-        args.bootstrap,
-        counts=tuple(int(x) for x in args.filter_counts.split(",")),
-        alerts=args.alerts,
-        batch=args.batch,
-    )
+    flags = {"counts": _counts(args.filter_counts), "alerts": args.alerts, "batch": args.batch}
+    scale = QUICK if args.quick else flags
+    result = bench_filters_per_job(args.bootstrap, **scale)
     if args.figure:
-        from alertsieve.bench.filters import plot_filters_per_job
+        from alertsieve.bench.commands.filters import plot_filters_per_job
 
         plot_filters_per_job(result, args.figure)
     return _print_json(result)
@@ -178,13 +204,15 @@ def _add_payloads(which: Any) -> None:
     _bootstrap(parser)
     _alerts(parser)
     _batch(parser)
+    _quick(parser, "300 alerts in batches of 50, one round")
     parser.set_defaults(handler=run_payloads)
 
 
 def run_payloads(args: argparse.Namespace) -> int:
-    from alertsieve.bench.payloads import bench_payloads
+    from alertsieve.bench.commands.payloads import QUICK, bench_payloads
 
-    return _print_json(bench_payloads(args.bootstrap, alerts=args.alerts, batch=args.batch))
+    scale = QUICK if args.quick else {"alerts": args.alerts, "batch": args.batch}
+    return _print_json(bench_payloads(args.bootstrap, **scale))
 
 
 def _add_run(which: Any) -> None:
@@ -199,8 +227,8 @@ def _add_run(which: Any) -> None:
 
 
 def run_experiment_files(args: argparse.Namespace) -> int:
-    from alertsieve.bench.experiments import load_experiment
-    from alertsieve.bench.runner import run_experiments
+    from alertsieve.bench.experiments.matrix import load_experiment
+    from alertsieve.bench.experiments.runner import run_experiments
 
     if not args.experiments:
         raise SystemExit(
@@ -237,13 +265,23 @@ def _add_xmatch(which: Any) -> None:
     parser.add_argument(
         "--catalog-rows", default="1e5,1e6,1e7", help="catalog sizes (default 1e5,1e6,1e7)"
     )
+    _quick(
+        parser,
+        "300 alerts, catalogs of 1e4 and 1e5 rows, a 600-arcsec radius (some matches in a"
+        " catalog that small), one timed pass; no Kafka either way",
+    )
     parser.set_defaults(handler=run_xmatch)
 
 
 def run_xmatch(args: argparse.Namespace) -> int:
-    from alertsieve.bench.xmatch import bench_xmatch
+    from alertsieve.bench.commands.xmatch import QUICK, bench_xmatch
 
-    return _print_json(bench_xmatch(tuple(int(float(x)) for x in args.catalog_rows.split(","))))
+    scale = (
+        QUICK
+        if args.quick
+        else {"sizes": tuple(int(float(x)) for x in args.catalog_rows.split(","))}
+    )
+    return _print_json(bench_xmatch(**scale))
 
 
 def _add_latency(which: Any) -> None:
@@ -253,13 +291,14 @@ def _add_latency(which: Any) -> None:
         " with feature and crossmatch filters beside the measured ones",
     )
     _bootstrap(parser)
+    _quick(parser, "4 s at 250 alerts/s after 4 s of warm-up, then a 400-alert burst")
     parser.set_defaults(handler=run_latency)
 
 
 def run_latency(args: argparse.Namespace) -> int:
-    from alertsieve.bench.latency import bench_context_latency
+    from alertsieve.bench.commands.latency import QUICK, bench_context_latency
 
-    return _print_json(bench_context_latency(args.bootstrap))
+    return _print_json(bench_context_latency(args.bootstrap, **(QUICK if args.quick else {})))
 
 
 def _add_soak(which: Any) -> None:
@@ -319,12 +358,19 @@ def _add_soak(which: Any) -> None:
         default="results/soak",
         help="folder of its samples and files (default results/soak)",
     )
+    _quick(
+        parser,
+        "3 visits of 300 alerts 3 s apart, samples every second, heap every 10 s, every visit"
+        " checked",
+    )
     parser.set_defaults(handler=run_soak)
 
 
 def run_soak(args: argparse.Namespace) -> int:
-    from alertsieve.bench.soak import soak
+    from alertsieve.bench.soak.run import soak
 
+    if args.quick:
+        return _print_json(soak(QUICK_SOAK, args.out, args.bootstrap))
     plan = SoakPlan(
         alerts=args.alerts,
         trigger=args.trigger,

@@ -15,9 +15,9 @@ import time
 from dataclasses import replace
 
 from alertsieve.bench.broker_filters import bench_filters
-from alertsieve.bench.filters import micro_batch_run
+from alertsieve.bench.commands.filters import micro_batch_run
 from alertsieve.bench.noop import bytes_only_rate
-from alertsieve.bench.topic import bench_place, fill_topic
+from alertsieve.bench.place import bench_place, fill_topic, visits_of
 from alertsieve.publish import contract
 
 log = logging.getLogger(__name__)
@@ -57,18 +57,22 @@ def with_payload(filters: list, payload: str) -> list:
 
 def published_bytes(bootstrap: str, topics: list[str]) -> dict:
     """Records and bytes (values, keys and headers) on ``topics``, read back from the start."""
-    from alertsieve.stream.latency import OutputReader
+    from alertsieve.bench.outputs import OutputReader
 
     with OutputReader(bootstrap, topics) as reader:
         reader.read_to_end(300)
     return {"records": reader.read, "bytes": reader.bytes}
 
 
+#: ``--quick``: 300 alerts in batches of 50, one round.
+QUICK = {"alerts": 300, "batch": 50, "repeats": 1}
+
+
 def bench_payloads(
     bootstrap: str | None = None, alerts: int = 40_000, batch: int = 10_000, repeats: int = 2
 ) -> dict:
     with bench_place("payloads", bootstrap) as bench:
-        filled = fill_topic(bench, "payloads", alerts // 10_000)
+        filled = fill_topic(bench, "payloads", *visits_of(alerts))
         spark, produced = bench.spark, filled.produced
         filters = bench_filters(10)[0]
         runs: dict[str, dict] = {}
@@ -112,11 +116,7 @@ def bench_payloads(
         return {
             "benchmark": "payloads",
             "machine": bench.machine(),
-            "topic": {
-                "alerts": produced.acked,
-                "partitions": 4,
-                "mean_alert_kb": filled.mean_alert_kb,
-            },
+            "topic": filled.facts(),
             "filters": [f.name for f in filters],
             "fields": {k: v.get("fields") for k, v in PAYLOADS.items() if v},
             "max_offsets_per_trigger": batch,

@@ -68,7 +68,7 @@ def bench_xmatch(
     repeats: int = 3,
 ) -> dict:
     from alertsieve.alerts.schemas import load_rubin_schema
-    from alertsieve.bench.topic import bench_place
+    from alertsieve.bench.place import bench_place
     from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
     with bench_place("xmatch", kafka=False) as bench:
@@ -106,6 +106,11 @@ def bench_xmatch(
             spark.catalog.clearCache()
             raw.cache().count()
     return out
+
+
+#: ``--quick``: 300 alerts, catalogs of 10,000 and 100,000 rows, one timed pass; a radius of 10
+#: arcmin, so that a uniform catalog this small still gives some alerts a match.
+QUICK = {"sizes": (10_000, 100_000), "alerts": 300, "repeats": 1, "radius_arcsec": 600.0}
 
 
 def _catalog_point(

@@ -31,14 +31,14 @@ from pathlib import Path
 import yaml
 
 from alertsieve.bench.broker_filters import bench_filters, bench_job_settings
+from alertsieve.bench.outputs import OutputReader, quantiles
 from alertsieve.bench.process import JobProcess, children_except, wait_for
 from alertsieve.bench.resources import ResourceSampler
-from alertsieve.bench.soak_plan import SoakPlan
+from alertsieve.bench.soak.plan import SoakPlan
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.publish import contract
-from alertsieve.stream.latency import OutputReader, quantiles
 
 log = logging.getLogger(__name__)
 
@@ -228,36 +228,8 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     create_topic(bootstrap, TOPIC, 2, config=INPUT_CONFIG)
     settings = job_settings(plan, bootstrap, folder)
-    config = folder / "job.yaml"
-    config.write_text(yaml.safe_dump(settings, sort_keys=False))
-    cli = [sys.executable, "-m", "alertsieve.cli"]
-    job = JobProcess(
-        "job", [*cli, "filter", "--config", str(config), "--master", "local[2]"], folder / "job.log"
-    )
-    archive = JobProcess(
-        "archive",
-        [*cli, "archive", "--config", str(config), "--master", "local[1]", "--sink", "kafka,delta"],
-        folder / "archive.log",
-    )
+    job, archive = _parts(settings, folder)
     topics = [contract.filter_topic(f, PREFIX) for f in bench_filters(plan.filters)[0]]
-    produced: dict = {}
-
-    def send() -> None:
-        produced["summary"] = produce(
-            ProduceConfig(
-                bootstrap=bootstrap,
-                topic=TOPIC,
-                visits=plan.visits,
-                alerts_per_visit=plan.per_visit,
-                interval_s=plan.every_s,
-                producers=2,
-                partitions=2,
-                seed=SEED,
-                progress=False,
-                schema_dir=settings["schema_dir"],
-            )
-        )
-
     job.start()
     wait_for(
         lambda: (folder / "checkpoint" / "offsets").exists(),
@@ -269,62 +241,14 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     archive.start()
     started = time.time()
     latency = LatencyLog(bootstrap, topics, started, folder / "latency.txt")
-    producer = threading.Thread(target=send, daemon=True)
-    producer.start()
-    roles = {
-        "job": job.pids,
-        "archive": archive.pids,
-        "broker_and_producers": lambda: children_except([job, archive]),
-    }
-    sampler = ResourceSampler(roles, interval_s=plan.sample_s)
-    killed_at = None
-    last_heap = 0.0
+    producer, produced = _sending(plan, bootstrap, settings["schema_dir"])
     try:
-        while producer.is_alive():
-            for part in (job, archive):
-                if not part.alive():
-                    raise SoakFailed(f"the {part.name} exited ({part.returncode}):\n{part.tail()}")
-            now = time.time() - started
-            if plan.kill_after_s is not None and killed_at is None and now >= plan.kill_after_s:
-                job.kill()
-                killed_at = round(now, 1)
-                log.info("soak: the job killed -9 at %.0f s; restarting from its checkpoint", now)
-                job.start()
-            sampler.sample()
-            sample = {
-                "t_s": round(now, 1),
-                "at": round(started + now, 1),
-                **_sizes(folder),
-                "parts": sampler.last(),
-            }
-            if now - last_heap >= plan.heap_every_s:
-                last_heap = now
-                sample["heap_after_gc_mb"] = {
-                    p.name: heap_after_gc_mb(p.jvm()) for p in (job, archive) if p.jvm()
-                }
-            _append(folder / "samples.jsonl", sample)
-            time.sleep(plan.sample_s)
-        producer.join()
+        killed_at = _watch(plan, folder, job, archive, producer, started)
         sent_for_s = time.time() - started
         summary = produced["summary"]
         if not summary.ok:
             raise SoakFailed(f"producers lost alerts: {summary.as_dict()}")
-        wait_for(
-            lambda: _read_to(folder, end_offsets(bootstrap, TOPIC)),
-            "the job read every alert",
-            600,
-            [job],
-            SoakFailed,
-        )
-        job.stop(120)
-        archive.stop(120)
-        drain = subprocess.run(
-            [*archive.args, "--available-now"], capture_output=True, text=True, timeout=1800
-        )
-        if drain.returncode != 0:
-            raise SoakFailed(
-                f"draining the archive failed:\n{drain.stdout[-2000:]}{drain.stderr[-2000:]}"
-            )
+        _drain(bootstrap, folder, job, archive)
         latency.read_to_end(600)
         published = {
             f.name: latency.published().get(contract.filter_topic(f, PREFIX), set())
@@ -344,6 +268,112 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
         "delta": check_delta(plan, folder, published),
         "samples": str(folder / "samples.jsonl"),
     }
+
+
+def _parts(settings: dict, folder: Path) -> tuple[JobProcess, JobProcess]:
+    """The filter job and the archive, as processes of their own over the same settings file."""
+    config = folder / "job.yaml"
+    config.write_text(yaml.safe_dump(settings, sort_keys=False))
+    cli = [sys.executable, "-m", "alertsieve.cli"]
+    job = JobProcess(
+        "job", [*cli, "filter", "--config", str(config), "--master", "local[2]"], folder / "job.log"
+    )
+    archive = JobProcess(
+        "archive",
+        [*cli, "archive", "--config", str(config), "--master", "local[1]", "--sink", "kafka,delta"],
+        folder / "archive.log",
+    )
+    return job, archive
+
+
+def _sending(plan: SoakPlan, bootstrap: str, schema_dir: str) -> tuple[threading.Thread, dict]:
+    """The producers sending the plan's visits at its pace, on a thread (started); the dict gets
+    their summary (``"summary"``) when they are done."""
+    produced: dict = {}
+
+    def send() -> None:
+        produced["summary"] = produce(
+            ProduceConfig(
+                bootstrap=bootstrap,
+                topic=TOPIC,
+                visits=plan.visits,
+                alerts_per_visit=plan.per_visit,
+                interval_s=plan.every_s,
+                producers=2,
+                partitions=2,
+                seed=SEED,
+                progress=False,
+                schema_dir=schema_dir,
+            )
+        )
+
+    producer = threading.Thread(target=send, daemon=True)
+    producer.start()
+    return producer, produced
+
+
+def _watch(
+    plan: SoakPlan,
+    folder: Path,
+    job: JobProcess,
+    archive: JobProcess,
+    producer: threading.Thread,
+    started: float,
+) -> float | None:
+    """While the producers send: a sample every ``plan.sample_s`` (heaps every
+    ``plan.heap_every_s``), the job killed -9 and restarted at ``plan.kill_after_s``; a part that
+    exits fails the soak. Returns when the job was killed (seconds in), if it was."""
+    roles = {
+        "job": job.pids,
+        "archive": archive.pids,
+        "broker_and_producers": lambda: children_except([job, archive]),
+    }
+    sampler = ResourceSampler(roles, interval_s=plan.sample_s)
+    killed_at = None
+    last_heap = 0.0
+    while producer.is_alive():
+        for part in (job, archive):
+            if not part.alive():
+                raise SoakFailed(f"the {part.name} exited ({part.returncode}):\n{part.tail()}")
+        now = time.time() - started
+        if plan.kill_after_s is not None and killed_at is None and now >= plan.kill_after_s:
+            job.kill()
+            killed_at = round(now, 1)
+            log.info("soak: the job killed -9 at %.0f s; restarting from its checkpoint", now)
+            job.start()
+        sampler.sample()
+        sample = {"t_s": round(now, 1), "at": round(started + now, 1), **_sizes(folder)}
+        sample["parts"] = sampler.last()
+        if now - last_heap >= plan.heap_every_s:
+            last_heap = now
+            sample["heap_after_gc_mb"] = {
+                p.name: heap_after_gc_mb(p.jvm()) for p in (job, archive) if p.jvm()
+            }
+        _append(folder / "samples.jsonl", sample)
+        time.sleep(plan.sample_s)
+    producer.join()
+    return killed_at
+
+
+def _drain(bootstrap: str, folder: Path, job: JobProcess, archive: JobProcess) -> None:
+    """The job reads to the input's end and stops; the archive, stopped, drains what is left in
+    one available-now run."""
+    wait_for(
+        lambda: _read_to(folder, end_offsets(bootstrap, TOPIC)),
+        "the job read every alert",
+        600,
+        [job],
+        SoakFailed,
+    )
+    job.stop(120)
+    archive.stop(120)
+    drain = subprocess.run(
+        [*archive.args, "--available-now"], capture_output=True, text=True, timeout=1800
+    )
+    if drain.returncode != 0:
+        raise SoakFailed(
+            f"draining the archive failed:\n{drain.stdout[-2000:]}{drain.stderr[-2000:]}"
+        )
 
 
 #: The first minute is the job's warm-up (class loading, the JIT); growth is judged after it.
@@ -431,7 +461,7 @@ def growth(
 
 
 def _read_to(folder: Path, end: dict[int, int]) -> bool:
-    from alertsieve.bench.experiments import batch_reaching
+    from alertsieve.bench.batches import batch_reaching
     from alertsieve.stream.metrics import read_lines
 
     path = folder / "metrics.jsonl"
@@ -546,7 +576,7 @@ def soak(plan: SoakPlan, out: str, bootstrap: str | None = None) -> dict:
     and summary in ``out`` (a new run replaces an old one there)."""
     import shutil
 
-    from alertsieve.bench.topic import bench_place
+    from alertsieve.bench.place import bench_place
 
     folder = Path(out)
     shutil.rmtree(folder, ignore_errors=True)

@@ -32,3 +32,9 @@ class SoakPlan:
     @property
     def every_s(self) -> float:
         return 1.0 if self.rate else self.interval_s
+
+
+#: ``--quick``: three visits of 300 alerts, 3 s apart, sampled every second, each visit checked.
+QUICK_SOAK = SoakPlan(
+    alerts=900, visit_size=300, interval_s=3.0, sample_s=1.0, heap_every_s=10.0, oracle_visits=3
+)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from alertsieve.bench.experiments import load_results
+from alertsieve.bench.experiments.matrix import load_results
 from alertsieve.errors import AlertsieveError
 
 #: What each figure panel shows: (headline field, label)
@@ -222,7 +222,7 @@ def comparison_table(frame):
     10,000-alert points with stamps (this machine, ~98 KB alerts, 10 SQL filters)."""
     import pandas as pd
 
-    from alertsieve.bench.dmtn028 import summary_table
+    from alertsieve.bench.experiments.dmtn028 import summary_table
 
     theirs = summary_table().assign(source="DMTN-028 (AWS)")
     ours = frame[(frame["alerts_per_visit"] == 10_000) & frame["stamps"]]

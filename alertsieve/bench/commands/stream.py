@@ -12,15 +12,21 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from statistics import median
 
 from alertsieve.alerts.schemas import LocalSchemaStore
 from alertsieve.bench.baselines import plain_consume, seeds_way_consume
+from alertsieve.bench.batches import visit_done_times
 from alertsieve.bench.broker_filters import bench_filters, python_bench_filters
-from alertsieve.bench.experiments import visit_done_times
+from alertsieve.bench.commands.latency import (
+    FULL_LATENCY,
+    QUICK_LATENCY,
+    LatencyScale,
+    latency_run,
+)
+from alertsieve.bench.live_job import live_job
 from alertsieve.bench.noop import decode_over_bytes
-from alertsieve.bench.topic import MANY_QUERIES, BenchTopic, bench_place, fill_topic
+from alertsieve.bench.place import MANY_QUERIES, Bench, BenchTopic, bench_place, fill_topic
 from alertsieve.errors import AlertsieveError
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.sim import VISIT_CADENCE_S
@@ -61,83 +67,97 @@ def job_run(spark, cfg: JobConfig, warm: bool) -> dict:
     }
 
 
-def live_rate(
-    bootstrap: str,
-    spark,
-    store_dir: Path,
-    workdir: Path,
-    visits: int,
-    interval_s: float,
-    alerts_per_visit: int,
-    n_filters: int = 10,
-) -> dict:
+@dataclass(frozen=True)
+class LiveScale:
+    """Visits produced at a cadence while the job runs: ``visits`` of ``alerts_per_visit``, one
+    every ``interval_s``, after ``warmup_s`` for the query's first (empty) batch and the JIT."""
+
+    visits: int = 3
+    interval_s: float = VISIT_CADENCE_S
+    alerts_per_visit: int = 10_000
+    warmup_s: float = 15.0
+
+
+def live_rate(bench: Bench, scale: LiveScale, n_filters: int = 10) -> dict:
     """Visits produced at the survey's cadence while the job runs: how long after its first alert
     each visit is fully filtered, and the alert latency (output time - Kafka append time)."""
-    import threading
-
-    from alertsieve.kafka.topics import create_topic, end_offsets
-    from alertsieve.stream.job import FilterStream
+    from alertsieve.kafka.topics import create_topic
 
     topic = f"bench-live-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, topic, 4, config={"message.timestamp.type": "LogAppendTime"})
-    filters, _ = bench_filters(n_filters)
+    create_topic(bench.bootstrap, topic, 4, config={"message.timestamp.type": "LogAppendTime"})
     cfg = JobConfig(
-        bootstrap=bootstrap,
+        bootstrap=bench.bootstrap,
         topic=topic,
         starting_offsets="latest",
         trigger="0",
         max_offsets_per_trigger=20_000,
         discover_filters=False,
-        code_filters=filters,
+        code_filters=bench_filters(n_filters)[0],
         metrics_path=None,
         output_prefix=f"{topic}-",
         sinks=["kafka"],
-        checkpoint=str(workdir / "live" / "ckpt"),
-        schema_dir=str(store_dir),
+        checkpoint=str(bench.workdir / "live" / "ckpt"),
+        schema_dir=str(bench.workdir / "schemas"),
+        timeout_s=60 + scale.visits * scale.interval_s + 120,
     )
-    job = FilterStream(spark, cfg)
-    result: dict = {}
-    runner = threading.Thread(target=lambda: result.setdefault("lines", job.run()), daemon=True)
-    cfg.timeout_s = 60 + visits * interval_s + 120
-    runner.start()
-    time.sleep(15)  # the query's first (empty) batch and JIT warm-up
+    with live_job(bench.spark, cfg) as job:
+        _first_batch(bench.spark)  # its offsets resolved: from here every alert is read
+        time.sleep(scale.warmup_s)
+        firsts, ends = _visits_at_cadence(bench, topic, scale)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if visit_done_times(job.metrics.written, topic, ends[-1:])[0] is not None:
+                break
+            time.sleep(1)
+    return _live_result(scale, n_filters, job.metrics.written, topic, firsts, ends)
+
+
+def _first_batch(spark, timeout_s: float = 120.0) -> None:
+    """Wait for the running query's first (empty) batch: where "latest" starts is settled then."""
+    deadline = time.time() + timeout_s
+    while not any(q.recentProgress for q in spark.streams.active) and time.time() < deadline:
+        time.sleep(0.5)
+
+
+def _visits_at_cadence(
+    bench: Bench, topic: str, scale: LiveScale
+) -> tuple[list[float], list[dict[int, int]]]:
+    """Each visit produced at its time: (when its first alert was sent, the end offsets after it)."""
+    from alertsieve.kafka.topics import end_offsets
+
     firsts, ends = [], []
     t0 = time.time()
-    for v in range(visits):
-        time.sleep(max(0.0, t0 + v * interval_s - time.time()))
+    for v in range(scale.visits):
+        time.sleep(max(0.0, t0 + v * scale.interval_s - time.time()))
         summary = produce(
             ProduceConfig(
-                bootstrap=bootstrap,
+                bootstrap=bench.bootstrap,
                 topic=topic,
                 visits=1,
-                alerts_per_visit=alerts_per_visit,
+                alerts_per_visit=scale.alerts_per_visit,
                 interval_s=0,
                 producers=2,
                 progress=False,
                 seed=100 + v,
-                schema_dir=str(store_dir),
+                schema_dir=str(bench.workdir / "schemas"),
             )
         )
         if not summary.ok:
             raise AlertsieveError(f"live visit {v} lost alerts: {summary.as_dict()}")
         firsts.append(min(r.started_at for r in summary.reports))
-        ends.append(end_offsets(bootstrap, topic))
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        done = visit_done_times(job.metrics.written, topic, ends[-1:])
-        if done[0] is not None:
-            break
-        time.sleep(1)
-    for q in spark.streams.active:
-        q.stop()
-    runner.join(60)
-    lines = job.metrics.written
+        ends.append(end_offsets(bench.bootstrap, topic))
+    return firsts, ends
+
+
+def _live_result(
+    scale: LiveScale, n_filters: int, lines: list[dict], topic: str, firsts: list, ends: list
+) -> dict:
     done = visit_done_times(lines, topic, ends)
     busy = [x for x in lines if x["input_rows"]]
     return {
-        "visits": visits,
-        "interval_s": interval_s,
-        "alerts_per_visit": alerts_per_visit,
+        "visits": scale.visits,
+        "interval_s": scale.interval_s,
+        "alerts_per_visit": scale.alerts_per_visit,
         "filters": n_filters,
         "visit_filtered_after_first_alert_s": [
             round(d - f, 2) if d else None for d, f in zip(done, firsts, strict=True)
@@ -170,12 +190,13 @@ def bench_stream(
     python_filter_counts: tuple[int, ...] = (1, 10),
     batch: int = 20_000,
     seeds_alerts: int = 3_000,
-    live_visits: int = 3,
-    live_interval_s: float = VISIT_CADENCE_S,
+    live: LiveScale | None = LiveScale(),
     latency_triggers: tuple[str, ...] = ("realtime", "0"),
+    latency: LatencyScale = FULL_LATENCY,
 ) -> dict:
     """The benchmark of the module doc, as its JSON: a topic filled with ``visits``, the baselines,
-    the job's SQL and Python runs, visits at the survey's cadence and the latency per trigger."""
+    the job's SQL and Python runs, visits at the survey's cadence (``live``; None: skipped) and the
+    latency per trigger."""
     with bench_place("stream", bootstrap, spark_conf=MANY_QUERIES) as bench:
         filled = fill_topic(bench, "stream", visits, alerts_per_visit)
         baselines = _baselines(filled, batch, seeds_alerts)
@@ -187,31 +208,16 @@ def bench_stream(
         python_runs = [
             _job_run(filled, batch, f"py{n}", python_bench_filters(n)) for n in python_filter_counts
         ]
-        live = (
-            live_rate(
-                bench.bootstrap,
-                bench.spark,
-                bench.workdir / "schemas",
-                bench.workdir,
-                live_visits,
-                live_interval_s,
-                alerts_per_visit,
-            )
-            if live_visits
-            else None
-        )
-        from alertsieve.bench.latency import latency_run
-
-        latency = [
-            latency_run(bench.bootstrap, bench.spark, bench.workdir, t) for t in latency_triggers
+        live_run = live_rate(bench, live) if live else None
+        latencies = [
+            latency_run(bench.bootstrap, bench.spark, bench.workdir, t, latency)
+            for t in latency_triggers
         ]
         return {
             "benchmark": "stream",
             "machine": bench.machine(),
             "topic": {
-                "alerts": filled.produced.acked,
-                "partitions": 4,
-                "mean_alert_kb": round(filled.mean_alert_kb, 1),
+                **filled.facts(),
                 "visits": visits,
                 "alerts_per_visit": alerts_per_visit,
             },
@@ -219,10 +225,24 @@ def bench_stream(
             **_against_baselines(baselines, runs),
             "ours_python_filters": python_runs,
             "python_time_over_sql_time": _python_over_sql(runs, python_runs),
-            "live_at_survey_cadence": live,
-            "latency_input_append_to_output_append": latency,
+            "live_at_survey_cadence": live_run,
+            "latency_input_append_to_output_append": latencies,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+
+
+#: ``--quick``: one visit of 300 alerts in batches of 100, two SQL filter counts and one Python,
+#: two visits 3 s apart while the job runs, seconds at the latency's rate.
+QUICK = {
+    "visits": 1,
+    "alerts_per_visit": 300,
+    "filter_counts": (1, 10),
+    "python_filter_counts": (1,),
+    "batch": 100,
+    "seeds_alerts": 100,
+    "live": LiveScale(visits=2, interval_s=3.0, alerts_per_visit=300, warmup_s=3.0),
+    "latency": QUICK_LATENCY,
+}
 
 
 @dataclass(frozen=True)
@@ -250,21 +270,8 @@ def _baselines(filled: BenchTopic, batch: int, seeds_alerts: int) -> _Baselines:
 def _job_run(filled: BenchTopic, batch: int, label: str, filters: list, warm: bool = True) -> dict:
     """``job_run`` of ``filters`` over the filled topic, with its own output topics and checkpoint
     (``label``), and its steady rate in MB/s."""
-    bench, topic, store_dir = filled.bench, filled.topic, filled.bench.workdir / "schemas"
-    cfg = JobConfig(
-        bootstrap=bench.bootstrap,
-        topic=topic,
-        available_now=True,
-        max_offsets_per_trigger=batch,
-        discover_filters=False,
-        code_filters=filters,
-        metrics_path=None,
-        output_prefix=f"{topic}-{label}-",
-        sinks=["kafka"],
-        checkpoint=str(bench.workdir / f"job-{label}" / "ckpt"),
-        schema_dir=str(store_dir),
-    )
-    out = job_run(bench.spark, cfg, warm)
+    cfg = filled.job_config(label, filters, batch, output_partitions=4)
+    out = job_run(filled.bench.spark, cfg, warm)
     out["mb_per_s"] = round(out["steady_alerts_per_s"] * filled.mean_alert_kb / 1e3, 1)
     return out
 

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from alertsieve.bench.baselines import plain_consume, republish_consume
 from alertsieve.bench.broker_filters import bench_filters
+from alertsieve.bench.commands.latency import QUICK_LATENCY, LatencyScale, latency_run
 from alertsieve.bench.noop import bytes_only_rate
-from alertsieve.bench.topic import MANY_QUERIES, bench_place, fill_topic
+from alertsieve.bench.place import MANY_QUERIES, bench_place, fill_topic, visits_of
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.publish import contract
 from alertsieve.stream.config import JobConfig
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 
 SNR_CUTS = (5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0)
 RELIABILITY_CUTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+#: Real-Time Mode at 250 alerts/s after a minute at that rate (see the module), then a burst.
+FILTERS_LATENCY = LatencyScale(steady_s=30.0, burst=2_000, warmup_s=60.0)
 
 
 def user_filters(n: int, per_filter: int = 5) -> tuple[list[AlertFilter], list]:
@@ -64,7 +67,7 @@ def _twin(modulus: int, k: int, snr: float, rel: float):
 def routes_of(bootstrap: str, topics: list[str]) -> dict[tuple[int, int], list[str]]:
     """(source partition, offset) -> the output topics its alert was published to, read back
     from the job's outputs (their headers)."""
-    from alertsieve.stream.latency import OutputReader
+    from alertsieve.bench.outputs import OutputReader
 
     with OutputReader(bootstrap, topics) as reader:
         reader.read_to_end(300)
@@ -121,15 +124,11 @@ def bench_filters_per_job(
     alerts: int = 60_000,
     batch: int = 10_000,
     latency_counts: tuple[int, ...] = (10, 1000),
-    steady_s: float = 30.0,
-    burst: int = 2_000,
-    warmup_s: float = 60.0,
+    latency: LatencyScale = FILTERS_LATENCY,
 ) -> dict:
-    from alertsieve.bench.latency import latency_run
-
     # A thousand output topics per run, three runs: more than the default 512 MB broker holds.
     with bench_place("filters", bootstrap, heap="2g", spark_conf=MANY_QUERIES) as bench:
-        filled = fill_topic(bench, "filters", alerts // 10_000)
+        filled = fill_topic(bench, "filters", *visits_of(alerts))
         spark, bootstrap, topic, produced = (
             bench.spark,
             bench.bootstrap,
@@ -155,16 +154,14 @@ def bench_filters_per_job(
             )
             runs.append(run)
             log.info("bench filters: %s done", label)
-        latency = [
+        latencies = [
             latency_run(
                 bootstrap,
                 spark,
                 bench.workdir,
                 "realtime",
-                steady_s=steady_s,
-                burst=burst,
+                latency,
                 filters=user_filters(n),
-                warmup_s=warmup_s,
                 output_partitions=1,
             )
             for n in latency_counts
@@ -174,11 +171,7 @@ def bench_filters_per_job(
         return {
             "benchmark": "filters per job",
             "machine": bench.machine(),
-            "topic": {
-                "alerts": produced.acked,
-                "partitions": 4,
-                "mean_alert_kb": filled.mean_alert_kb,
-            },
+            "topic": filled.facts(),
             "max_offsets_per_trigger": batch,
             "plain_read": {"alerts_per_s": round(plain["alerts"] / plain["seconds"], 1)},
             "spark_bytes_only": bytes_only,
@@ -186,9 +179,19 @@ def bench_filters_per_job(
             "time_per_alert_over_10_filters": {
                 str(n): round(t / per_alert[min(per_alert)], 2) for n, t in per_alert.items()
             },
-            "realtime_250_per_s": latency,
+            "realtime_250_per_s": latencies,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+
+
+#: ``--quick``: 300 alerts in batches of 50, 1 and 10 users' filters, seconds at the rate.
+QUICK = {
+    "counts": (1, 10),
+    "alerts": 300,
+    "batch": 50,
+    "latency_counts": (1, 10),
+    "latency": QUICK_LATENCY,
+}
 
 
 def plot_filters_per_job(result: dict, path: str | Path) -> None:

@@ -80,7 +80,9 @@ class BenchTopic:
     topic: str
     produced: ProduceSummary
 
-    def job_config(self, label: str, filters: list, batch: int) -> JobConfig:
+    def job_config(
+        self, label: str, filters: list, batch: int, output_partitions: int = 1
+    ) -> JobConfig:
         """An available-now job over the topic, Kafka outputs only, its own prefix and checkpoint."""
         workdir = self.bench.workdir
         return JobConfig(
@@ -91,7 +93,7 @@ class BenchTopic:
             discover_filters=False,
             code_filters=filters,
             metrics_path=None,
-            output_partitions=1,
+            output_partitions=output_partitions,
             output_prefix=f"{self.topic}-{label}-",
             sinks=["kafka"],
             survey="rubin",
@@ -102,6 +104,16 @@ class BenchTopic:
     @property
     def mean_alert_kb(self) -> float:
         return round(self.produced.bytes / self.produced.acked / 1e3, 1)
+
+    def facts(self) -> dict:
+        """The topic as a benchmark's JSON describes it."""
+        return {"alerts": self.produced.acked, "partitions": 4, "mean_alert_kb": self.mean_alert_kb}
+
+
+def visits_of(alerts: int) -> tuple[int, int]:
+    """(visits, alerts per visit) holding ``alerts``: visits of 10,000 (whole ones: the rest is
+    left out), or one visit of them all below that (a quick run)."""
+    return (alerts // 10_000, 10_000) if alerts >= 10_000 else (1, alerts)
 
 
 def fill_topic(bench: Bench, name: str, visits: int, alerts_per_visit: int = 10_000) -> BenchTopic:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from alertsieve.bench.soak import (
+from alertsieve.bench.soak.run import (
     delta_active_files,
     per_minute,
     read_latencies,

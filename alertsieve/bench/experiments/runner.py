@@ -23,12 +23,12 @@ from pathlib import Path
 import yaml
 from tqdm import tqdm
 
+from alertsieve.bench.batches import batch_reaching
 from alertsieve.bench.broker_filters import bench_filters, bench_job_settings
-from alertsieve.bench.experiments import (
+from alertsieve.bench.experiments.matrix import (
     Experiment,
     Point,
     append_result,
-    batch_reaching,
     consumer_summary,
     done_keys,
     headline,
@@ -36,14 +36,15 @@ from alertsieve.bench.experiments import (
     results_file,
 )
 from alertsieve.bench.machine import describe
+from alertsieve.bench.outputs import OutputReader, quantiles
 from alertsieve.bench.process import JobProcess, children_except, wait_for
+from alertsieve.bench.rate import APPEND_TIME, alert_pool, at_rate, send_at_rate
 from alertsieve.bench.resources import ResourceSampler
 from alertsieve.errors import AlertsieveError
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, delete_topics, end_offsets, topics_with_prefix
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.publish import contract
-from alertsieve.stream.latency import quantiles
 from alertsieve.stream.metrics import read_lines
 
 log = logging.getLogger(__name__)
@@ -115,8 +116,6 @@ def output_latencies(bootstrap: str, topics: list[str], warm_end: dict[int, int]
     """Seconds from the alert's append to the input topic (a header the job writes) to its
     publication on a filter's output topic, for every published match of the measured visits
     (source offsets below ``warm_end`` are the warm-up's)."""
-    from alertsieve.stream.latency import OutputReader
-
     with OutputReader(bootstrap, topics) as reader:
         if not reader.read_to_end(60):
             raise PointFailed(
@@ -249,9 +248,6 @@ def run_rate_point(
     seconds while the job runs (its trigger: micro-batch or Real-Time Mode), and the latency of
     every match they produce, read back from the output topics as they fill. Past the rate the
     job can sustain, a backlog grows and so does the latency: the knee of the curve."""
-    from alertsieve.bench.latency import APPEND_TIME, alert_pool, send_at_rate
-    from alertsieve.stream.latency import OutputReader
-
     topic = f"exp-{experiment}-{point.key}-{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic, point.partitions, config=APPEND_TIME)
     filters, tests = bench_filters(point.filters)
@@ -271,29 +267,26 @@ def run_rate_point(
         if len(reader.wait_for({}, warm_end, sum(matches), 180)) < sum(matches):
             raise PointFailed(f"the warm-up's matches were not all published:\n{job.tail(15)}")
         count = int(point.rate * point.steady_s)
-        want = sum(matches[i % len(pool)] for i in range(count))
         roles = {"broker": broker_pids, "filter_jobs": job.pids, "producers": lambda: [os.getpid()]}
         with ResourceSampler(roles) as sampler:
-            started = time.time()
-            last_ack = send_at_rate(bootstrap, topic, pool, count, point.rate)
-            sent_s = time.time() - started
-            end = end_offsets(bootstrap, topic)
-            seen = reader.wait_for(warm_end, end, want, 120 + count / 200)
-        if len(seen) < want:
-            raise PointFailed(f"{len(seen)} of {want} matches published:\n{job.tail(15)}")
+            run = at_rate(
+                bootstrap, topic, (pool, matches), reader, count, point.rate, 120 + count / 200
+            )
+        if len(run.seen) < run.expected:
+            raise PointFailed(
+                f"{len(run.seen)} of {run.expected} matches published:\n{job.tail(15)}"
+            )
         return {
             "topic": topic,
             "sent": {
                 "alerts": count,
-                "seconds": round(sent_s, 3),
-                "alerts_per_s": round(count / sent_s, 1),
+                "seconds": round(run.sent_s, 3),
+                "alerts_per_s": round(count / run.sent_s, 1),
             },
             "mean_alert_kb": round(sum(map(len, pool)) / len(pool) / 1e3, 1),
-            "matches": want,
-            "latency_s": quantiles([r.latency_ms / 1e3 for r in seen]),
-            "caught_up_after_last_ack_s": round(max(r.output_ms for r in seen) / 1e3 - last_ack, 3)
-            if seen
-            else None,
+            "matches": run.expected,
+            "latency_s": run.latency_s(),
+            "caught_up_after_last_ack_s": run.caught_up_after_last_ack_s(),
             "resources": sampler.summary(),
             "warmup_end_offsets": warm_end,
         }

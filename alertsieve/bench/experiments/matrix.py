@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from alertsieve.bench.batches import batch_reaching, visit_done_times
 from alertsieve.settings import SettingsError, explain, read_yaml
 
 
@@ -221,21 +222,6 @@ def load_results(root: str | Path) -> list[dict]:
 
 
 # -- reducing a point's measurements ----------------------------------------------------------
-
-
-def batch_reaching(lines: list[dict], topic: str, end: dict) -> dict | None:
-    """The first batch that had read ``topic`` up to ``end`` ({partition: offset})."""
-    for line in sorted(lines, key=lambda x: x["batch_id"]):
-        reached = line.get("spark", {}).get("endOffset", {}).get(topic, {})
-        if reached and all(reached.get(str(p), -1) >= o for p, o in end.items()):
-            return line
-    return None
-
-
-def visit_done_times(lines: list[dict], topic: str, ends: list[dict]) -> list[float | None]:
-    """Per visit: the output time of the first batch that had read past all its alerts."""
-    done = [batch_reaching(lines, topic, end) for end in ends]
-    return [line["output_time"] if line else None for line in done]
 
 
 def typical(values: list[float | None]) -> float | None:

@@ -1,0 +1,291 @@
+"""Every benchmark's ``--quick`` run, as the command a user types, against the session's broker:
+the counts in its JSON (alerts read, matches per filter, records published) are checked against
+the test's own view: the topics' offsets, and the filters' conditions evaluated in plain Python
+over the alerts fastavro decodes from those topics. Rates and times are measured, not asserted:
+only that they are there and positive."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from job_helpers import run_command
+from kafka_helpers import consume_all
+
+from alertsieve.alerts.schemas import LocalSchemaStore, unframe
+from alertsieve.bench.broker_filters import bench_filters
+from alertsieve.bench.commands.filters import user_filters
+from alertsieve.kafka.topics import end_offsets, topics_with_prefix
+from alertsieve.publish.contract import SOURCE_OFFSET, SOURCE_PARTITION
+
+pytestmark = pytest.mark.integration
+
+# -- the filters' conditions in plain Python --------------------------------------------------------
+
+
+def _field(alert: dict, path: str):
+    value = alert
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _term(text: str) -> Callable[[dict], bool]:
+    """One term of the benchmarks' SQL, as SQL reads it: a comparison with a null is not true."""
+    if m := re.fullmatch(r"size\(([\w.]+)\) = 0", text):
+        return lambda a, p=m[1]: _field(a, p) is not None and len(_field(a, p)) == 0
+    if m := re.fullmatch(r"([\w.]+) IS NOT NULL", text):
+        return lambda a, p=m[1]: _field(a, p) is not None
+    if m := re.fullmatch(r"pmod\(([\w.]+), (\d+)\) = (\d+)", text):
+        p, modulus, k = m[1], int(m[2]), int(m[3])
+        return lambda a: _field(a, p) is not None and _field(a, p) % modulus == k
+    m = re.fullmatch(r"([\w.]+) ([<>]) ([-+.\w]+)", text)
+    assert m, f"a term this test does not read: {text}"
+    p, op, v = m[1], m[2], float(m[3])
+
+    def compare(a: dict) -> bool:
+        x = _field(a, p)
+        return x is not None and not math.isnan(x) and (x > v if op == ">" else x < v)
+
+    return compare
+
+
+def condition(sql: str) -> Callable[[dict], bool]:
+    """A conjunction of the benchmarks' filters (``a AND b AND ...``) in plain Python."""
+    terms = [_term(t.strip()) for t in sql.split(" AND ")]
+    return lambda a: all(t(a) for t in terms)
+
+
+def matches(filters: list, alerts: list[dict]) -> dict[str, int]:
+    """{filter name: how many of ``alerts`` its condition passes}."""
+    return {f.name: sum(condition(f.sql)(a) for a in alerts) for f in filters}
+
+
+# -- the test's view of the broker ------------------------------------------------------------------
+
+
+def offsets(bootstrap: str, topic: str) -> int:
+    return sum(end_offsets(bootstrap, topic).values())
+
+
+def decode(store: LocalSchemaStore, message) -> dict:
+    """A message's alert, unframed and decoded with fastavro (Rubin's schema ids)."""
+    schema_id, body = unframe(message.value())
+    return store.get(schema_id).decode(body)
+
+
+def decoded(bootstrap: str, topic: str, store: LocalSchemaStore) -> list[dict]:
+    """Every alert of ``topic``."""
+    return [decode(store, m) for m in consume_all(bootstrap, topic)]
+
+
+def quick_run(command: list[str], bootstrap: str | None) -> tuple[dict, list[str]]:
+    """``alertsieve COMMAND --quick`` (against ``bootstrap`` if given): its JSON and the topics
+    it made."""
+    before = set(topics_with_prefix(bootstrap, "bench-")) if bootstrap else set()
+    args = [sys.executable, "-m", "alertsieve.cli", *command, "--quick", "-q"]
+    done = run_command(args + (["--bootstrap", bootstrap] if bootstrap else []), timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    made = set(topics_with_prefix(bootstrap, "bench-")) - before if bootstrap else set()
+    return json.loads(done.stdout), sorted(made)
+
+
+def inputs(made: list[str], kind: str) -> list[str]:
+    """The input topics a benchmark made (``bench-KIND-<8 hex>``), not its outputs."""
+    return [t for t in made if re.fullmatch(rf"bench-{kind}-[0-9a-f]{{8}}", t)]
+
+
+def positive(*rates) -> None:
+    assert all(r is not None and r > 0 for r in rates), rates
+
+
+def assert_published(bootstrap: str, prefix: str, filters: list, want: dict[str, int]) -> None:
+    """Each filter's output topic ``PREFIX<name>`` holds exactly ``want[name]`` records."""
+    got = {f.name: offsets(bootstrap, f"{prefix}{f.name}") for f in filters}
+    assert got == want, (prefix, got, want)
+
+
+def assert_latency_runs(bootstrap, made, store, runs, filters_of: Callable[[set], list]) -> None:
+    """Latency runs (``bench.rate.at_rate``) cycle through a pool of distinct alerts, each phase a
+    whole number of pools: each phase saw the matches it expected, and expected what plain Python
+    finds in the pool times the pools sent; the input topics hold every alert sent; every record
+    published is of an alert its filter's condition passes, once. (The job reads from the latest
+    offset, so the warm-up's first alerts may come before it starts: they are not counted.)
+    ``filters_of``: the measured filters, from a run's output names."""
+    from kafka_helpers import consume_topics
+
+    from alertsieve.bench.commands.latency import QUICK_LATENCY
+
+    per_pool: dict[int, int] = {}  # filters measured -> matches in one pool
+    latency_inputs = inputs(made, "latency")
+    for topic in latency_inputs:
+        messages = consume_all(bootstrap, topic)
+        alerts = {(m.partition(), m.offset()): decode(store, m) for m in messages}
+        pool = {a["diaSource"]["diaSourceId"]: a for a in alerts.values()}
+        assert len(pool) == QUICK_LATENCY.pool
+        filters = filters_of({t[len(topic) + 1 :] for t in made if t.startswith(f"{topic}-")})
+        per_pool[len(filters)] = sum(matches(filters, list(pool.values())).values())
+        by_topic = {f"{topic}-{f.name}": condition(f.sql) for f in filters}
+        published = consume_topics(bootstrap, list(by_topic))
+        sources = [(m.topic(), dict(m.headers())) for m in published]
+        keys = [(t, int(h[SOURCE_PARTITION]), int(h[SOURCE_OFFSET])) for t, h in sources]
+        assert len(set(keys)) == len(keys), "a match published twice"
+        assert all(by_topic[t](alerts[(p, o)]) for t, p, o in keys), "a record its filter fails"
+    assert sum(offsets(bootstrap, t) for t in latency_inputs) == sum(
+        int(r["steady"]["alerts_per_s"] * r["warmup_s"])
+        + r["steady"]["alerts"]
+        + r["burst"]["alerts"]
+        for r in runs
+    )
+    assert len(latency_inputs) == len(runs), latency_inputs
+    for run in runs:
+        for phase in (run["steady"], run["burst"]):
+            pools, rest = divmod(phase["alerts"], QUICK_LATENCY.pool)
+            assert rest == 0 and phase["matches_expected"] == pools * per_pool[run["filters"]], run
+            assert phase["matches_seen"] == phase["matches_expected"], phase
+            assert phase["latency_ms"]["n"] == phase["matches_seen"], phase
+        positive(run["steady"]["alerts_per_s"])
+
+
+# -- each benchmark's checks -------------------------------------------------------------------------
+
+
+def check_stream(result: dict, made: list[str], bootstrap: str, store: LocalSchemaStore) -> None:
+    from alertsieve.bench.commands.stream import QUICK
+
+    (topic,) = inputs(made, "stream")
+    alerts = decoded(bootstrap, topic, store)
+    shape = result["topic"]
+    assert len(alerts) == shape["alerts"] == shape["visits"] * shape["alerts_per_visit"] == 300
+    assert result["ceiling_plain_consumer"]["alerts"] == len(alerts)
+    assert result["seeds_way_fastavro_python_10_filters"]["alerts"] == QUICK["seeds_alerts"]
+    positive(
+        result["ceiling_plain_consumer"]["alerts_per_s"],
+        result["seeds_way_fastavro_python_10_filters"]["alerts_per_s"],
+    )
+    assert [r["filters"] for r in result["ours"]] == list(QUICK["filter_counts"])
+    for run, label in [(r, f"sql{r['filters']}") for r in result["ours"]] + [
+        (r, f"py{r['filters']}") for r in result["ours_python_filters"]
+    ]:
+        sql = bench_filters(run["filters"])[0]
+        want = matches(sql, alerts)
+        assert run["alerts"] == len(alerts) and run["matches"] == sum(want.values()), run
+        positive(run["steady_alerts_per_s"], run["mb_per_s"])
+        # a Python filter is named py_<its SQL twin's name>
+        prefix = f"{topic}-{label}-" + ("py_" if label.startswith("py") else "")
+        assert_published(bootstrap, prefix, sql, want)
+    live, (live_topic,) = result["live_at_survey_cadence"], inputs(made, "live")
+    assert offsets(bootstrap, live_topic) == live["visits"] * live["alerts_per_visit"] == 600
+    assert None not in live["visit_filtered_after_first_alert_s"], live
+    ten = bench_filters(10)[0]
+    assert_published(
+        bootstrap, f"{live_topic}-", ten, matches(ten, decoded(bootstrap, live_topic, store))
+    )
+    runs = result["latency_input_append_to_output_append"]
+    assert len(runs) == 2  # the triggers realtime and 0
+    assert_latency_runs(bootstrap, made, store, runs, lambda _: bench_filters(10)[0])
+
+
+def check_filters(result: dict, made: list[str], bootstrap: str, store: LocalSchemaStore) -> None:
+    (topic,) = inputs(made, "filters")
+    alerts = decoded(bootstrap, topic, store)
+    assert len(alerts) == result["topic"]["alerts"] == 300
+    assert result["spark_bytes_only"]["alerts"] == len(alerts)
+    positive(result["plain_read"]["alerts_per_s"], result["spark_bytes_only"]["alerts_per_s"])
+    assert [r["filters"] for r in result["runs"]] == [10, 1, 10]
+    for run in result["runs"]:
+        broker_like = run["kind"] == "broker-like templates"
+        label = "broker10" if broker_like else f"users{run['filters']}"
+        filters = bench_filters(10)[0] if broker_like else user_filters(run["filters"])[0]
+        want = matches(filters, alerts)
+        assert run["alerts"] == len(alerts) and run["published"] == sum(want.values()), run
+        assert run["republish"]["alerts"] == len(alerts), run["republish"]
+        assert run["republish"]["published"] == run["published"], run["republish"]
+        # the republish baseline writes its copy of each record to the same topics
+        twice = {name: 2 * n for name, n in want.items()}
+        assert_published(bootstrap, f"{topic}-{label}-", filters, twice)
+        positive(run["marginal_alerts_per_s"], run["republish"]["alerts_per_s"])
+    runs = result["realtime_250_per_s"]
+    assert [r["filters"] for r in runs] == [1, 10]
+    assert_latency_runs(
+        bootstrap,
+        made,
+        store,
+        runs,
+        lambda names: user_filters(sum(n.startswith("user_") for n in names))[0],
+    )
+
+
+def check_payloads(result: dict, made: list[str], bootstrap: str, store: LocalSchemaStore) -> None:
+    (topic,) = inputs(made, "payloads")
+    alerts = decoded(bootstrap, topic, store)
+    assert len(alerts) == result["topic"]["alerts"] == 300
+    ten = bench_filters(10)[0]
+    assert result["filters"] == [f.name for f in ten]
+    want = matches(ten, alerts)
+    assert set(result["payloads"]) == {"alert", "fields-avro", "fields-json", "fields-avro-history"}
+    for payload, run in result["payloads"].items():
+        assert run["records_published"] == sum(want.values()), (payload, run, want)
+        assert_published(bootstrap, f"{topic}-{payload}-0-", ten, want)
+        positive(run["marginal_alerts_per_s"], run["bytes_published"] or None)
+    positive(result["spark_bytes_only"]["alerts_per_s"])
+
+
+def check_xmatch(result: dict, tmp_path) -> None:
+    """No broker: one simulated visit against uniform catalogs; the matches are the alerts with a
+    catalog row within the radius, found here by brute force over unit vectors."""
+    import pandas as pd
+
+    from alertsieve.bench.commands.xmatch import _uniform_catalog
+    from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
+
+    assert result["alerts"] == 300
+    sim = AlertSimulator(SimulationConfig(schema_version="11.1", stamp_size=0, seed=5))
+    alerts = [a["diaSource"] for a in sim.visit_alerts(0, count=300)]
+    sources = unit_vectors(
+        np.array([a["ra"] for a in alerts]), np.array([a["dec"] for a in alerts])
+    )
+    positive(result["baseline_visit_s"])
+    assert [p["rows"] for p in result["catalogs"]] == [10_000, 100_000]
+    for point in result["catalogs"]:
+        assert "error" not in point, point
+        _uniform_catalog(tmp_path / "cat.parquet", point["rows"])
+        table = pd.read_parquet(tmp_path / "cat.parquet")
+        catalog = unit_vectors(table["ra"].to_numpy(), table["dec"].to_numpy())
+        nearest = np.degrees(np.arccos(np.clip((sources @ catalog.T).max(axis=1), -1, 1)))
+        want = int(np.sum(nearest * 3600 < result["radius_arcsec"]))
+        assert point["matches"] == want > 0, (point, want)
+        positive(point["visit_s"])
+
+
+def unit_vectors(ra_deg: np.ndarray, dec_deg: np.ndarray) -> np.ndarray:
+    ra, dec = np.radians(ra_deg), np.radians(dec_deg)
+    return np.stack([np.cos(dec) * np.cos(ra), np.cos(dec) * np.sin(ra), np.sin(dec)], axis=1)
+
+
+def check_latency(result: dict, made: list[str], bootstrap: str, store: LocalSchemaStore) -> None:
+    runs = result["runs"]
+    assert [len(r["context_filters"]) for r in runs] == [0, 2]
+    assert_latency_runs(bootstrap, made, store, runs, lambda _: bench_filters(10)[0])
+
+
+def test_each_bench_command_quick_counts_what_plain_python_counts(kafka, tmp_path):
+    bootstrap, store = kafka.bootstrap_servers, LocalSchemaStore(tmp_path / "schemas")
+    took = {}
+    for what, broker, check in [
+        ("xmatch", None, lambda result, _: check_xmatch(result, tmp_path)),
+        ("payloads", bootstrap, lambda *run: check_payloads(*run, bootstrap, store)),
+        ("filters", bootstrap, lambda *run: check_filters(*run, bootstrap, store)),
+        ("latency", bootstrap, lambda *run: check_latency(*run, bootstrap, store)),
+        ("stream", bootstrap, lambda *run: check_stream(*run, bootstrap, store)),
+    ]:
+        start = time.monotonic()
+        check(*quick_run(["bench", what], broker))
+        took[what] = round(time.monotonic() - start)
+    print(f"bench --quick runs and their checks took (s): {took}")
