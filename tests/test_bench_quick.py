@@ -1,4 +1,5 @@
-"""Every benchmark's ``--quick`` run, as the command a user types, against the session's broker:
+"""Every benchmark's ``--quick`` run, as the command a user types (run in this process, on the
+tests' session: a Spark JVM less per command), against the session's broker:
 the counts in its JSON (alerts read, matches per filter, records published) are checked against
 the test's own view: the topics' offsets, and the filters' conditions evaluated in plain Python
 over the alerts fastavro decodes from those topics. Rates and times are measured, not asserted:
@@ -9,18 +10,17 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 import pytest
-from job_helpers import run_command
 from kafka_helpers import consume_all
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.commands.filters import user_filters
+from alertsieve.cli import main
 from alertsieve.kafka.topics import end_offsets, topics_with_prefix
 from alertsieve.publish.contract import SOURCE_OFFSET, SOURCE_PARTITION
 
@@ -85,15 +85,17 @@ def decoded(bootstrap: str, topic: str, store: LocalSchemaStore) -> list[dict]:
     return [decode(store, m) for m in consume_all(bootstrap, topic)]
 
 
-def quick_run(command: list[str], bootstrap: str | None) -> tuple[dict, list[str]]:
-    """``alertsieve COMMAND --quick`` (against ``bootstrap`` if given): its JSON and the topics
-    it made."""
+def quick_run(command: list[str], bootstrap: str | None, capsys) -> tuple[dict, list[str]]:
+    """``alertsieve COMMAND --quick`` (against ``bootstrap`` if given), in this process on the
+    tests' session (a benchmark's command uses the session running, as in a notebook): its JSON
+    and the topics it made."""
     before = set(topics_with_prefix(bootstrap, "bench-")) if bootstrap else set()
-    args = [sys.executable, "-m", "alertsieve.cli", *command, "--quick", "-q"]
-    done = run_command(args + (["--bootstrap", bootstrap] if bootstrap else []), timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+    args = [*command, "--quick", "-q", *(["--bootstrap", bootstrap] if bootstrap else [])]
+    code = main(args)
+    out = capsys.readouterr()
+    assert code == 0, out.err[-3000:]
     made = set(topics_with_prefix(bootstrap, "bench-")) - before if bootstrap else set()
-    return json.loads(done.stdout), sorted(made)
+    return json.loads(out.out), sorted(made)
 
 
 def inputs(made: list[str], kind: str) -> list[str]:
@@ -275,7 +277,7 @@ def check_latency(result: dict, made: list[str], bootstrap: str, store: LocalSch
     assert_latency_runs(bootstrap, made, store, runs, lambda _: bench_filters(10)[0])
 
 
-def test_each_bench_command_quick_counts_what_plain_python_counts(kafka, tmp_path):
+def test_each_bench_command_quick_counts_what_plain_python_counts(kafka, spark, tmp_path, capsys):
     bootstrap, store = kafka.bootstrap_servers, LocalSchemaStore(tmp_path / "schemas")
     took = {}
     for what, broker, check in [
@@ -286,6 +288,7 @@ def test_each_bench_command_quick_counts_what_plain_python_counts(kafka, tmp_pat
         ("stream", bootstrap, lambda *run: check_stream(*run, bootstrap, store)),
     ]:
         start = time.monotonic()
-        check(*quick_run(["bench", what], broker))
+        check(*quick_run(["bench", what], broker, capsys))
+        assert spark.range(3).count() == 3, f"bench {what} left the session it was given stopped"
         took[what] = round(time.monotonic() - start)
     print(f"bench --quick runs and their checks took (s): {took}")

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,23 +52,24 @@ def bench_place(
 ) -> Iterator[Bench]:
     """The broker (started here unless ``bootstrap`` is given; none without ``kafka``), a work
     folder and (unless not ``session``: the benchmark runs Spark in processes of its own) a
-    session named ``alertsieve-bench-NAME``."""
-    from alertsieve.spark.session import get_session, stop_session
+    session named ``alertsieve-bench-NAME``; a session already running (a notebook's, a test's)
+    is used and left running, as every command does (``command_session``)."""
+    from alertsieve.spark.session import command_session
 
     workdir = Path(tempfile.mkdtemp(prefix=f"alertsieve-bench-{name}-"))
     own_broker = kafka and bootstrap is None
-    spark = None
+    conf = {"spark.ui.enabled": "false", **(spark_conf or {})}
     try:
         if own_broker:
             bootstrap = embedded.start(workdir / "kafka", heap=heap).bootstrap_servers
-        if session:
-            spark = get_session(
-                f"alertsieve-bench-{name}", conf={"spark.ui.enabled": "false", **(spark_conf or {})}
-            )
-        yield Bench(bootstrap, workdir, own_broker, spark)
+        # Spark stops first: its Kafka clients would complain of a broker gone.
+        with (
+            command_session(f"alertsieve-bench-{name}", conf=conf)
+            if session
+            else nullcontext() as spark
+        ):
+            yield Bench(bootstrap, workdir, own_broker, spark)
     finally:
-        if spark is not None:
-            stop_session(spark)
         if own_broker:
             embedded.stop(workdir / "kafka")
         shutil.rmtree(workdir, ignore_errors=True)
