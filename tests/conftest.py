@@ -45,8 +45,8 @@ def pytest_terminal_summary(terminalreporter, config):
     )
     for kind, n in census.kinds.most_common():
         terminalreporter.write_line(f"{n:5d}  {kind}")
-    terminalreporter.write_line("the tests that started the most:")
-    for test, n in census.tests.most_common(15):
+    terminalreporter.write_line("every test that started one, most first:")
+    for test, n in census.tests.most_common():
         terminalreporter.write_line(f"{n:5d}  {test}")
 
 
@@ -125,8 +125,15 @@ def fast_tests_start_nothing(request, monkeypatch):
 
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory):
+    """The session's broker: plaintext for every test, and a SASL/SCRAM-over-TLS listener beside
+    it (``cluster.secure_bootstrap_servers``) for the tests of secured settings, so they need no
+    broker of their own."""
+    from kafka_helpers import SCRAM_PASSWORD, SCRAM_USER
+
+    from alertsieve.kafka.broker_security import SecureListener
+
     data_dir = tmp_path_factory.mktemp("kafka")
-    cluster = embedded.start(data_dir)
+    cluster = embedded.start(data_dir, secure=SecureListener(SCRAM_USER, SCRAM_PASSWORD))
     yield cluster
     # Spark first: its cached Kafka producers would otherwise complain about a broker gone away.
     from pyspark.sql import SparkSession

@@ -6,6 +6,10 @@ from confluent_kafka import Consumer, TopicPartition
 
 from alertsieve.kafka.topics import end_offsets
 
+#: The session broker's SCRAM user (conftest's ``kafka``): the secret the security tests look for
+#: in everything a job prints and writes.
+SCRAM_USER, SCRAM_PASSWORD = "alice", "s3cr3t-Pa55-for-the-test"
+
 
 def consume_all(bootstrap: str, topic: str) -> list:
     """Every message of ``topic`` from the beginning (the test's own view, no Spark)."""

@@ -1,7 +1,7 @@
 """The commands on their success paths where no other test runs them, each against an oracle of
 its own: the installed packages' versions for the jars, the schema files for the view, astropy for
 HEALPix orders, Kafka's own record-batch format on disk for what the producer sent, the admin API
-for a cluster. Then: every subcommand (and action) is run by some test, named in RUN_BY."""
+for a cluster (test_faults' three brokers). Then: every subcommand (and action) is run by some test, named in RUN_BY."""
 
 from __future__ import annotations
 
@@ -204,22 +204,6 @@ def test_produce_with_its_options_sends_what_they_say(kafka, topic_name, tmp_pat
 
 
 @pytest.mark.integration
-def test_kafka_starts_two_brokers_and_stop_purges_them(tmp_path):
-    from alertsieve.kafka.topics import admin
-
-    data = tmp_path / "two"
-    bootstrap = cli("kafka", "start", "--brokers", "2", "--data-dir", str(data)).strip()
-    try:
-        assert len(bootstrap.split(",")) == 2
-        assert len(admin(bootstrap).list_topics(timeout=30).brokers) == 2
-        status = json.loads(cli("kafka", "status", "--data-dir", str(data)))
-        assert status["running"] is True
-    finally:
-        stopped = cli("kafka", "stop", "--purge", "--data-dir", str(data))
-    assert stopped.startswith("stopped 2 broker(s)") and not data.exists()
-
-
-@pytest.mark.integration
 def test_bench_produce_sends_the_alerts_each_run_reports(kafka):
     from alertsieve.kafka.topics import end_offsets, topics_with_prefix
 
@@ -269,9 +253,9 @@ def commands() -> set[str]:
 RUN_BY: dict[str, str | None] = {
     "setup": "test_commands.py::test_setup_and_jars_name_the_connectors_of_the_installed_spark_and_delta",
     "jars": "test_commands.py::test_setup_and_jars_name_the_connectors_of_the_installed_spark_and_delta",
-    "kafka start": "test_commands.py::test_kafka_starts_two_brokers_and_stop_purges_them",
-    "kafka stop": "test_commands.py::test_kafka_starts_two_brokers_and_stop_purges_them",
-    "kafka status": "test_commands.py::test_kafka_starts_two_brokers_and_stop_purges_them",
+    "kafka start": "test_faults.py::cluster3",
+    "kafka stop": "test_faults.py::cluster3",
+    "kafka status": "test_faults.py::cluster3",
     "produce": "test_commands.py::test_produce_with_its_options_sends_what_they_say",
     "filter": "test_faults.py::test_the_driver_killed_again_and_again",
     "archive": "test_archive.py::test_the_archive_killed_mid_way_then_run_again_holds_every_match_once",

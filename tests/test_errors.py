@@ -80,6 +80,12 @@ def test_filters_check_answers_a_misspelled_field_in_a_few_lines(spark, tmp_path
         ),
         (["catalog", "add", "stars"], "alertsieve catalog: error: catalog add needs NAME and FILE"),
         (["watch", "add"], "alertsieve watch: error: watch add needs NAME and FILE"),
+        (
+            ["bench", "filters", "--alerts", "100", "--batch", "100"],
+            "alertsieve bench: error: bench filters: --alerts 100 in batches of --batch 100 leave no"
+            " full batch after the first (warm-up) to measure the marginal rate on: give --alerts"
+            " at least 200 or a smaller --batch",
+        ),
     ],
 )
 def test_a_command_refuses_bad_arguments_in_one_line(args, message, capsys):

@@ -29,17 +29,45 @@ from job_helpers import (
 from kafka_helpers import consume_all
 
 from alertsieve.kafka import embedded
-from alertsieve.kafka.topics import admin, end_offsets
+from alertsieve.kafka.topics import admin, create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce
+
+CLI = [sys.executable, "-m", "alertsieve.cli"]
+
+
+def _cli(*args: str, code: int = 0) -> subprocess.CompletedProcess:
+    done = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=180)
+    assert done.returncode == code, done.stdout[-2000:] + done.stderr[-2000:]
+    return done
 
 
 @pytest.fixture(scope="module")
-def cluster3(tmp_path_factory):
-    """Three brokers, replication factor 3, min.insync.replicas 2: one may die."""
+def cluster3(tmp_path_factory, kafka):
+    """Three brokers, replication factor 3, min.insync.replicas 2: one may die. Started as a user
+    does, by ``alertsieve kafka start --brokers 3`` in a process of its own, beside the session's
+    broker (started by this process): the command's own checks are made on this cluster at its
+    start and its stop, so one cluster serves them and the faults (three brokers, not seven)."""
     data_dir = tmp_path_factory.mktemp("kafka3")
-    cluster = embedded.start(data_dir, brokers=3)
-    yield data_dir, cluster
-    embedded.stop(data_dir)
+    bootstrap = _cli("kafka", "start", "--brokers", "3", "--data-dir", str(data_dir)).stdout.strip()
+    try:
+        assert len(bootstrap.split(",")) == 3
+        assert len(admin(bootstrap).list_topics(timeout=30).brokers) == 3
+        status = json.loads(_cli("kafka", "status", "--data-dir", str(data_dir)).stdout)
+        assert status["running"] is True and status["bootstrap_servers"] == bootstrap
+        # Clusters started by different processes do not collide: their own ports, their topics.
+        assert not set(bootstrap.split(",")) & set(kafka.bootstrap_servers.split(","))
+        assert embedded.status(kafka.data_dir)["running"] is True
+        own = f"own-{data_dir.name}"
+        for each in (bootstrap, kafka.bootstrap_servers):
+            create_topic(each, own, partitions=1)
+        # A second start from a running cluster's directory refuses, naming the way out.
+        again = _cli("kafka", "start", "--brokers", "3", "--data-dir", str(data_dir), code=2)
+        assert f"already running from {data_dir}" in again.stderr and "--data-dir" in again.stderr
+        yield data_dir, embedded.Cluster.load(data_dir)
+    finally:
+        stopped = _cli("kafka", "stop", "--purge", "--data-dir", str(data_dir)).stdout
+    assert stopped.startswith("stopped 3 broker(s)") and not data_dir.exists()
+    assert embedded.status(data_dir)["running"] is False
 
 
 def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str, alerts: int = 300):

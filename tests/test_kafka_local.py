@@ -1,4 +1,6 @@
-"""The embedded Kafka cluster: start, stop, restart with data kept, isolation, clear errors."""
+"""The embedded Kafka cluster: start, stop, restart with data kept, clear errors. (Clusters
+started by different processes, and ``kafka start/status/stop`` with several brokers: test_faults'
+three-broker cluster, started by the command beside the session's broker.)"""
 
 from __future__ import annotations
 
@@ -44,47 +46,6 @@ def test_restart_keeps_topics_messages_and_ports(tmp_path):
         )
     finally:
         embedded.stop(tmp_path / "k")
-
-
-@pytest.mark.integration
-def test_clusters_started_by_different_processes_do_not_collide(tmp_path):
-    dirs = [tmp_path / "a", tmp_path / "b"]
-    try:
-        outs = [
-            subprocess.run(
-                [*CLI, "kafka", "start", "--data-dir", str(d)],
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            for d in dirs
-        ]
-        assert [o.returncode for o in outs] == [0, 0], [o.stderr for o in outs]
-        bootstraps = [o.stdout.strip() for o in outs]
-        assert bootstraps[0] != bootstraps[1]
-        for d, b in zip(dirs, bootstraps, strict=True):
-            state = json.loads(
-                subprocess.run(
-                    [*CLI, "kafka", "status", "--data-dir", str(d)], capture_output=True, text=True
-                ).stdout
-            )
-            assert state["running"] is True and state["bootstrap_servers"] == b
-            create_topic(b, "own", partitions=1)
-        # A second start from a running cluster's directory refuses, naming the way out.
-        again = subprocess.run(
-            [*CLI, "kafka", "start", "--data-dir", str(dirs[0])],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert again.returncode == 2
-        assert f"already running from {dirs[0]}" in again.stderr
-        assert "--data-dir" in again.stderr
-    finally:
-        for d in dirs:
-            subprocess.run([*CLI, "kafka", "stop", "--data-dir", str(d)], timeout=60)
-    for d in dirs:
-        assert embedded.status(d)["running"] is False
 
 
 @pytest.mark.integration

@@ -16,12 +16,41 @@ from nbclient import NotebookClient
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
-def execute(name: str) -> nbformat.NotebookNode:
+@pytest.fixture(scope="module")
+def kernel():
+    """One Python kernel runs every notebook, as a user's JupyterLab would run them one after
+    another: a notebook's ``spark.stop()`` leaves the kernel's JVM up and the next notebook's
+    session starts in it (three notebooks, one Spark JVM). Each notebook still starts from an
+    empty namespace (``FRESH``), so none passes on a name another one defined."""
+    from jupyter_client.manager import KernelManager
+
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(cwd=str(NOTEBOOKS))
+    yield manager
+    manager.shutdown_kernel(now=True)
+
+
+#: The first cell ``execute`` adds: every name a notebook run before defined is dropped (IPython's
+#: own names and the module's dunders stay: ``%reset -f`` would drop ``__spec__`` too, which
+#: multiprocessing needs), then the notebook's environment is set.
+FRESH = """def _fresh(ns, kept):
+    for name in [n for n in ns if n not in kept and not (n.startswith("__") and n.endswith("__"))]:
+        del ns[name]
+_fresh(get_ipython().user_ns, get_ipython().user_ns_hidden)
+import os
+os.environ.update({env!r})"""
+
+
+def execute(name: str, kernel, **env: str) -> nbformat.NotebookNode:
+    """Run notebook ``name`` in ``kernel``, with ``env`` set, from an empty namespace (``FRESH``)."""
     book = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    client = NotebookClient(
-        book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
-    )
-    client.execute()
+    book.cells.insert(0, nbformat.v4.new_code_cell(FRESH.format(env=env)))
+    client = NotebookClient(book, km=kernel, timeout=600, kernel_name="python3")
+    try:
+        client.execute()
+    finally:
+        if client.kc is not None:
+            client.kc.stop_channels()
     return book
 
 
@@ -50,19 +79,17 @@ def test_every_notebook_is_tested():
 
 
 @pytest.mark.slow
-@pytest.mark.integration  # a kernel of its own, with its own Spark (01: and a broker)
-def test_01_quickstart(monkeypatch):
-    monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "300")
-    book = execute("01_quickstart")
+@pytest.mark.integration  # the notebooks' kernel, with its Spark (01: and a broker)
+def test_01_quickstart(kernel):
+    book = execute("01_quickstart", kernel, ALERTSIEVE_NB_ALERTS="300")
     assert "300 alerts" in text_of(book)  # the produce summary line
     assert images_in(book) == 1  # matches per filter
 
 
 @pytest.mark.slow
-@pytest.mark.integration  # a kernel of its own, with its own Spark (01: and a broker)
-def test_02_explore_alerts(monkeypatch):
-    monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "300")
-    book = execute("02_explore_alerts")
+@pytest.mark.integration  # the notebooks' kernel, with its Spark (01: and a broker)
+def test_02_explore_alerts(kernel):
+    book = execute("02_explore_alerts", kernel, ALERTSIEVE_NB_ALERTS="300")
     out = text_of(book)
     assert "6 real alerts, LSSTCam v10.0" in out and "300 alerts of schema" in out
     assert (
@@ -99,10 +126,9 @@ def _real_alerts_inside_a_galaxy(name: str) -> tuple[int, int]:
 
 
 @pytest.mark.slow
-@pytest.mark.integration  # a kernel of its own, with its own Spark (01: and a broker)
-def test_03_write_a_filter(monkeypatch):
-    monkeypatch.setenv("ALERTSIEVE_NB_ALERTS", "2000")
-    book = execute("03_write_a_filter")
+@pytest.mark.integration  # the notebooks' kernel, with its Spark (01: and a broker)
+def test_03_write_a_filter(kernel):
+    book = execute("03_write_a_filter", kernel, ALERTSIEVE_NB_ALERTS="2000")
     out = text_of(book)
     assert "galaxies of 14,026 OpenNGC objects" in out
     assert re.search(
@@ -118,12 +144,15 @@ def test_03_write_a_filter(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.integration  # a kernel of its own, with its own Spark (01: and a broker)
-def test_04_scaling_analysis(monkeypatch, quick_results, tmp_path):
+@pytest.mark.integration  # the notebooks' kernel, with its Spark (01: and a broker)
+def test_04_scaling_analysis(kernel, quick_results, tmp_path):
     root, experiments, _ = quick_results
-    monkeypatch.setenv("ALERTSIEVE_RESULTS", str(root))
-    monkeypatch.setenv("ALERTSIEVE_FIGURES", str(tmp_path))
-    book = execute("04_scaling_analysis")
+    book = execute(
+        "04_scaling_analysis",
+        kernel,
+        ALERTSIEVE_RESULTS=str(root),
+        ALERTSIEVE_FIGURES=str(tmp_path),
+    )
     names = [e.name for e in experiments]
     visits = [n for n in names if n != "rate"]  # the rate study: one figure, no CPU bars
     assert sorted(p.name for p in tmp_path.glob("*.png")) == sorted(

@@ -10,13 +10,10 @@ from pathlib import Path
 
 import pytest
 from job_helpers import assert_outputs, batches, expected_matches, job_command
+from kafka_helpers import SCRAM_PASSWORD
 
-from alertsieve.kafka import embedded
-from alertsieve.kafka.broker_security import SecureListener
 from alertsieve.kafka.client_security import SecurityConfigError, java_conf, librdkafka_conf
 from alertsieve.produce.producer import ProduceConfig, ProduceError, produce
-
-PASSWORD = "s3cr3t-Pa55-for-the-test"
 
 
 def test_one_spelling_becomes_each_clients_own():
@@ -62,21 +59,13 @@ def test_impossible_security_settings_are_refused(conf, message):
         java_conf(conf)
 
 
-@pytest.fixture(scope="module")
-def secured(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("kafka-scram")
-    cluster = embedded.start(data_dir, secure=SecureListener("alice", PASSWORD))
-    yield cluster
-    embedded.stop(data_dir)
-
-
 @pytest.mark.slow
-@pytest.mark.integration  # a TLS broker of its own
+@pytest.mark.integration  # the session broker's TLS listener
 def test_scram_over_tls_end_to_end_and_the_password_stays_secret(
-    secured, spark, topic_name, tmp_path
+    kafka, spark, topic_name, tmp_path
 ):
-    bootstrap = secured.secure_bootstrap_servers
-    conf = secured.client_conf()
+    bootstrap = kafka.secure_bootstrap_servers
+    conf = kafka.client_conf()
     schema_dir = str(tmp_path / "schemas")
     summary = produce(
         ProduceConfig(
@@ -109,22 +98,22 @@ def test_scram_over_tls_end_to_end_and_the_password_stays_secret(
 
     flags = []
     for key, value in conf.items():
-        value = "env:ALERTSIEVE_TEST_KAFKA_PASSWORD" if key == "sasl.password" else value
+        value = "env:ALERTSIEVE_TEST_KAFKA_SCRAM_PASSWORD" if key == "sasl.password" else value
         flags += ["--kafka-conf", f"{key}={value}"]
     job = subprocess.run(
         job_command(bootstrap, topic_name, tmp_path, "--available-now", *flags),
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "ALERTSIEVE_TEST_KAFKA_PASSWORD": PASSWORD},
+        env={**os.environ, "ALERTSIEVE_TEST_KAFKA_SCRAM_PASSWORD": SCRAM_PASSWORD},
     )
     assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
     assert sum(b["input_rows"] for b in batches(tmp_path)) == 200
 
     # Checks read through the plaintext listener of the same brokers.
-    total, expected = expected_matches(secured.bootstrap_servers, topic_name, schema_dir)
+    total, expected = expected_matches(kafka.bootstrap_servers, topic_name, schema_dir)
     assert total == 200
-    assert_outputs(spark, secured.bootstrap_servers, topic_name, tmp_path, expected)
+    assert_outputs(spark, kafka.bootstrap_servers, topic_name, tmp_path, expected)
 
     written = [job.stdout, job.stderr] + [
         p.read_text(errors="replace")
@@ -134,4 +123,4 @@ def test_scram_over_tls_end_to_end_and_the_password_stays_secret(
         and "delta" not in p.parts
     ]
     assert "***" in job.stdout + job.stderr  # the settings line shows the password masked
-    assert not [w for w in written if PASSWORD in w]
+    assert not [w for w in written if SCRAM_PASSWORD in w]

@@ -36,6 +36,17 @@ DEFAULTS: dict[str, str] = {
     # (the alert's ~100 KB bytes with it) until Python answers: 1,000 rows an Arrow batch keep
     # that queue near 100 MB a task, not the default 10,000's gigabyte.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
+    # Spark keeps each Kafka consumer's last fetch (up to max.partition.fetch.bytes, 16 MB, of
+    # alerts per partition) and each producer's buffer pool for the next batch, for 5 minutes by
+    # default: a driver that runs several queries in a row (a notebook, `alertsieve bench`, the
+    # tests' session) held 1.5 GB of a 3 GB heap in them after five benchmarks, and the next
+    # job's broadcast then failed. A minute still serves a running job's every batch.
+    "spark.kafka.consumer.cache.timeout": "60s",
+    "spark.kafka.consumer.fetchedData.cache.timeout": "60s",
+    "spark.kafka.consumer.cache.evictorThreadRunInterval": "10s",
+    "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "10s",
+    "spark.kafka.producer.cache.timeout": "60s",
+    "spark.kafka.producer.cache.evictorThreadRunInterval": "10s",
     "spark.ui.showConsoleProgress": "false",
     # Spark keeps the last 1,000 jobs, stages and SQL executions in the driver's status store, UI
     # or not, and a streaming job adds a few a minute: its heap would fill with them for hours. A

@@ -29,6 +29,7 @@ from alertsieve.bench.noop import bytes_only_rate
 from alertsieve.bench.place import MANY_QUERIES, bench_place, fill_topic, visits_of
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.publish import contract
+from alertsieve.settings import SettingsError
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import FilterStream
 
@@ -126,6 +127,12 @@ def bench_filters_per_job(
     latency_counts: tuple[int, ...] = (10, 1000),
     latency: LatencyScale = FILTERS_LATENCY,
 ) -> dict:
+    if alerts < 2 * batch:  # the marginal rate is of the full batches after the first
+        raise SettingsError(
+            f"bench filters: --alerts {alerts} in batches of --batch {batch} leave no full batch"
+            f" after the first (warm-up) to measure the marginal rate on: give --alerts at least"
+            f" {2 * batch} or a smaller --batch"
+        )
     # A thousand output topics per run, three runs: more than the default 512 MB broker holds.
     with bench_place("filters", bootstrap, heap="2g", spark_conf=MANY_QUERIES) as bench:
         filled = fill_topic(bench, "filters", *visits_of(alerts))

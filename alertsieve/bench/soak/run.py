@@ -9,7 +9,8 @@ processes, so one can be killed -9 and restarted from its checkpoint (``kill_aft
 seconds a sample: CPU and resident memory per part (job, archive, broker, producers), the sizes and
 file counts of the checkpoints and the Delta tables; every few minutes the heap of each JVM after a
 full GC; and, read back from the output topics as they fill, the latency of every match (input
-append to output append), summarised per minute. At the end, after the archive has drained:
+append to output append), summarised per minute. At the end, after the archive has drained (in
+the one Spark session of the checks):
 ``alertsieve listen --verify`` over every output topic against the counts topic, and the Delta
 ``matches`` table against plain Python over the simulated alerts of a sample of visits
 (regenerated from their seeds, decoded by nothing but the simulator).
@@ -39,6 +40,7 @@ from alertsieve.errors import AlertsieveError
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.publish import contract
+from alertsieve.spark.session import command_session
 
 log = logging.getLogger(__name__)
 
@@ -243,31 +245,36 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
     latency = LatencyLog(bootstrap, topics, started, folder / "latency.txt")
     producer, produced = _sending(plan, bootstrap, settings["schema_dir"])
     try:
-        killed_at = _watch(plan, folder, job, archive, producer, started)
-        sent_for_s = time.time() - started
-        summary = produced["summary"]
-        if not summary.ok:
-            raise SoakFailed(f"producers lost alerts: {summary.as_dict()}")
-        _drain(bootstrap, folder, job, archive)
-        latency.read_to_end(600)
-        published = {
-            f.name: latency.published().get(contract.filter_topic(f, PREFIX), set())
-            for f in bench_filters(plan.filters)[0]
-        }
+        try:
+            killed_at = _watch(plan, folder, job, archive, producer, started)
+            sent_for_s = time.time() - started
+            summary = produced["summary"]
+            if not summary.ok:
+                raise SoakFailed(f"producers lost alerts: {summary.as_dict()}")
+            _stop_at_the_end(bootstrap, folder, job, archive)
+        finally:
+            job.kill()
+            archive.kill()
+        # One Spark session for the checks at the end: the archive's drain, then Delta's rows.
+        with command_session("alertsieve-soak-check", conf={"spark.ui.enabled": "false"}) as spark:
+            _drain(spark, folder)
+            latency.read_to_end(600)
+            published = {
+                f.name: latency.published().get(contract.filter_topic(f, PREFIX), set())
+                for f in bench_filters(plan.filters)[0]
+            }
+            return {
+                "plan": asdict(plan),
+                "produced": summary.acked,
+                "killed_at_s": killed_at,
+                "sent_for_s": round(sent_for_s, 1),
+                **summarize(folder, sent_for_s, killed_at),
+                "verify": verify_topics(bootstrap, topics, settings["schema_dir"]),
+                "delta": check_delta(plan, folder, published, spark),
+                "samples": str(folder / "samples.jsonl"),
+            }
     finally:
         latency.close()
-        job.kill()
-        archive.kill()
-    return {
-        "plan": asdict(plan),
-        "produced": summary.acked,
-        "killed_at_s": killed_at,
-        "sent_for_s": round(sent_for_s, 1),
-        **summarize(folder, sent_for_s, killed_at),
-        "verify": verify_topics(bootstrap, topics, settings["schema_dir"]),
-        "delta": check_delta(plan, folder, published),
-        "samples": str(folder / "samples.jsonl"),
-    }
 
 
 def _parts(settings: dict, folder: Path) -> tuple[JobProcess, JobProcess]:
@@ -355,9 +362,8 @@ def _watch(
     return killed_at
 
 
-def _drain(bootstrap: str, folder: Path, job: JobProcess, archive: JobProcess) -> None:
-    """The job reads to the input's end and stops; the archive, stopped, drains what is left in
-    one available-now run."""
+def _stop_at_the_end(bootstrap: str, folder: Path, job: JobProcess, archive: JobProcess) -> None:
+    """The job reads to the input's end and stops; the archive stops where it is."""
     wait_for(
         lambda: _read_to(folder, end_offsets(bootstrap, TOPIC)),
         "the job read every alert",
@@ -367,13 +373,19 @@ def _drain(bootstrap: str, folder: Path, job: JobProcess, archive: JobProcess) -
     )
     job.stop(120)
     archive.stop(120)
-    drain = subprocess.run(
-        [*archive.args, "--available-now"], capture_output=True, text=True, timeout=1800
-    )
-    if drain.returncode != 0:
-        raise SoakFailed(
-            f"draining the archive failed:\n{drain.stdout[-2000:]}{drain.stderr[-2000:]}"
-        )
+
+
+def _drain(spark, folder: Path) -> None:
+    """What the stopped archive had not yet archived, in one available-now run of the archive in
+    ``spark`` (the session of the checks that follow; a process of its own would start a JVM)."""
+    from alertsieve.stream.config import load_config
+    from alertsieve.stream.job import run_archive
+
+    cfg = load_config(folder / "job.yaml", {"sinks": ["kafka", "delta"], "available_now": True})
+    try:
+        run_archive(cfg, spark)
+    except AlertsieveError as e:
+        raise SoakFailed(f"draining the archive failed: {e}") from e
 
 
 #: The first minute is the job's warm-up (class loading, the JIT); growth is judged after it.
@@ -511,7 +523,9 @@ def verify_topics(bootstrap: str, topics: list[str], schema_dir: str) -> dict:
     return {"exit_code": done.returncode, "verdict": lines[-1] if lines else done.stderr[-500:]}
 
 
-def check_delta(plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int, int]]]) -> dict:
+def check_delta(
+    plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int, int]]], spark
+) -> dict:
     """The Delta ``matches`` table, two ways. Over the whole run, against what the job published
     (``published``: per filter, the input (partition, offset) of each match read back from its
     topic, which ``listen --verify`` checks against the counts): every match archived, once, under
@@ -519,7 +533,6 @@ def check_delta(plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int
     (regenerated from their seeds): for each filter exactly the alerts its Python twin selects."""
     from alertsieve.alerts.replay import alert_key
     from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
-    from alertsieve.spark.session import command_session
 
     filters, tests = bench_filters(plan.filters)
     step = max(1, plan.visits // plan.oracle_visits)
@@ -542,9 +555,8 @@ def check_delta(plan: SoakPlan, folder: Path, published: dict[str, set[tuple[int
             for f, test in zip(filters, tests, strict=True):
                 if test(alert):
                     expected[f.name].add(key)
-    with command_session("alertsieve-soak-check", conf={"spark.ui.enabled": "false"}) as spark:
-        table = spark.read.format("delta").load(str(folder / "delta" / "matches"))
-        rows = table.select("alert_id", "partition", "offset", "filters").collect()
+    table = spark.read.format("delta").load(str(folder / "delta" / "matches"))
+    rows = table.select("alert_id", "partition", "offset", "filters").collect()
     counts: dict[str, int] = {}
     got: dict[str, set[str]] = {f.name: set() for f in filters}
     archived: dict[str, set[tuple[int, int]]] = {f.name: set() for f in filters}
