@@ -11,8 +11,8 @@ from oracles import dayobs
 
 from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.backtest.report import report
-from alertsieve.backtest.run import BacktestRow, backtest, for_survey
-from alertsieve.backtest.sources import load_alerts
+from alertsieve.backtest.run import BacktestRow, NothingToBacktest, backtest, for_survey
+from alertsieve.backtest.sources import load_alerts, messages_source
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import AlertFilter, FilterError
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
@@ -181,3 +181,68 @@ def test_the_backtest_command_counts_the_nights_it_is_given_and_exits_on_the_rat
     assert row[:3] == ["significant", str(matches), str(alerts)]
     assert cli.main([*args, "--max-rate", str(rate - 0.01)]) == 1
     assert capsys.readouterr().out.splitlines()[1].endswith(f"WARNING: above {rate - 0.01:.1%}")
+
+
+def _real_v10() -> list[dict]:
+    with open(REAL / "rubin-lsstcam-v10_0.avro", "rb") as f:
+        return list(fastavro.reader(f))
+
+
+#: Messages no decoder can read, each with the reason the stream job quarantines it for.
+JUNK = [
+    (b"", "empty message"),
+    (b"\x01garbage", "magic byte is 0x01, expected 0x00"),
+    (b"\x01more garbage", "magic byte is 0x01, expected 0x00"),
+    (b"\x00\x00\x00", "message of 3 bytes is shorter than the 5-byte header"),
+    (b"\x00\x00\x00\x03\xe7" + b"\x02" * 40, "unknown schema id 999"),
+]
+
+
+def _said(reasons: list[str]) -> str:
+    """What a backtest says of undecodable alerts: per reason, most common first (then by name)."""
+    counts = sorted({r: reasons.count(r) for r in reasons}.items(), key=lambda kv: (-kv[1], kv[0]))
+    return "; ".join(f"{n} x {r}" for r, n in counts)
+
+
+def test_a_partial_read_says_how_many_alerts_were_not_decoded_and_why(spark, caplog):
+    """Six real LSSTCam alerts among five undecodable messages: the counts are over the six, as
+    plain Python over fastavro finds them, and a warning names the five, per reason."""
+    records = _real_v10()
+    schema = load_rubin_schema("10.0")
+    messages = [(str(i), schema.encode_framed(r)) for i, r in enumerate(records)]
+    messages += [(f"junk{i}", m) for i, (m, _) in enumerate(JUNK)]
+    positive = AlertFilter(name="positive", sql="diaSource.psfFlux > 0")
+    with caplog.at_level("WARNING", logger="alertsieve.backtest.run"):
+        (row,) = backtest(spark, [positive], messages_source(spark, "mixed", messages))
+    assert (row.alerts, row.matches) == (
+        len(records),
+        sum(r["diaSource"]["psfFlux"] > 0 for r in records),
+    )
+    assert caplog.messages == [
+        f"{len(JUNK)} of {len(messages)} alerts could not be decoded"
+        f" ({_said([why for _, why in JUNK])}); rates are over the {len(records)} decoded"
+    ]
+
+
+def test_an_input_of_which_nothing_decodes_is_refused_naming_why(spark):
+    messages = [(f"junk{i}", m) for i, (m, _) in enumerate(JUNK)]
+    with pytest.raises(NothingToBacktest) as refused:
+        backtest(spark, [BRIGHT], messages_source(spark, "junk", messages))
+    assert str(refused.value) == (
+        f"none of the {len(JUNK)} alerts read could be decoded:"
+        f" {_said([why for _, why in JUNK])} (the stream job's quarantine reasons)"
+    )
+
+
+def test_the_backtest_command_exits_non_zero_when_no_alert_is_in_the_nights(spark, capsys):
+    """Real alerts, none of them observed in 2030: the command says so and exits 2, with no table
+    of zeros."""
+    from alertsieve import cli
+
+    path = str(REAL / "rubin-lsstcam-v10_0.avro")
+    code = cli.main(["backtest", "--input", path, "--since", "2030-01-01", "--filter", BRIGHT.name])
+    out = capsys.readouterr()
+    assert code == 2 and out.out == ""
+    assert out.err.strip() == (
+        "alertsieve backtest: error: no alert of the input decodes in the nights 2030-01-01 to ..."
+    )

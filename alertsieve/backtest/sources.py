@@ -187,6 +187,7 @@ def records_source(spark, schema, records: list[dict]) -> AlertSource:
 def _rubin_versions_in(messages: list[bytes]) -> tuple[str, ...] | None:
     """The Rubin versions among framed messages (None when none is): a decoder for just those."""
     from alertsieve.alerts.schemas import (
+        SchemaError,
         WireFormatError,
         load_rubin_schema,
         rubin_version_of,
@@ -199,7 +200,10 @@ def _rubin_versions_in(messages: list[bytes]) -> tuple[str, ...] | None:
             found.add(unframe(m)[0])
         except WireFormatError:
             continue
-    versions = {
-        rubin_version_of(load_rubin_schema(i).definition) for i in found if i < LOCAL_ID_BASE
-    }
+    versions = set()
+    for i in (i for i in found if i < LOCAL_ID_BASE):
+        try:
+            versions.add(rubin_version_of(load_rubin_schema(i).definition))
+        except SchemaError:  # no such version: its messages are quarantined, "unknown schema id"
+            continue
     return tuple(sorted(versions, key=version_order)) or None
