@@ -140,10 +140,14 @@ def rows_read(workdir: Path) -> int:
     return sum(b["input_rows"] for b in batches(workdir))
 
 
-def wait_for(condition, what: str, timeout: float, process=None) -> None:
+def wait_for(condition, what: str, timeout: float, process=None, log: Path | None = None) -> None:
+    """Poll ``condition`` until true; fail if ``process`` exits first (with the last lines of its
+    ``log``, when it writes one) or after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert process is None or process.poll() is None, f"the job exited while waiting: {what}"
+        if process is not None and process.poll() is not None:
+            tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
+            raise AssertionError(f"the job exited while waiting: {what}\n{tail}")
         assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting: {what}"
         time.sleep(0.2)
 

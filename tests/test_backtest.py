@@ -10,8 +10,9 @@ import pytest
 from oracles import dayobs
 
 from alertsieve.alerts.schemas import load_rubin_schema
+from alertsieve.backtest.read_check import NothingToBacktest
 from alertsieve.backtest.report import report
-from alertsieve.backtest.run import BacktestRow, NothingToBacktest, backtest, for_survey
+from alertsieve.backtest.run import BacktestRow, backtest, for_survey
 from alertsieve.backtest.sources import load_alerts, messages_source
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import AlertFilter, FilterError
@@ -212,7 +213,7 @@ def test_a_partial_read_says_how_many_alerts_were_not_decoded_and_why(spark, cap
     messages = [(str(i), schema.encode_framed(r)) for i, r in enumerate(records)]
     messages += [(f"junk{i}", m) for i, (m, _) in enumerate(JUNK)]
     positive = AlertFilter(name="positive", sql="diaSource.psfFlux > 0")
-    with caplog.at_level("WARNING", logger="alertsieve.backtest.run"):
+    with caplog.at_level("WARNING", logger="alertsieve.backtest.read_check"):
         (row,) = backtest(spark, [positive], messages_source(spark, "mixed", messages))
     assert (row.alerts, row.matches) == (
         len(records),

@@ -192,6 +192,21 @@ def check_stream(result: dict, made: list[str], bootstrap: str, store: LocalSche
     runs = result["latency_input_append_to_output_append"]
     assert len(runs) == 2  # the triggers realtime and 0
     assert_latency_runs(bootstrap, made, store, runs, lambda _: bench_filters(10)[0])
+    check_history_axis(result["history_axis"]["points"], made, bootstrap, store)
+
+
+def check_history_axis(points: list[dict], made: list[str], bootstrap: str, store) -> None:
+    """Each point's topic holds its alerts, and every one of them carries exactly that point's
+    number of earlier detections (fastavro's count of ``prvDiaSources``)."""
+    from alertsieve.bench.commands.stream import HISTORIES, QUICK
+
+    assert [p["earlier_detections"] for p in points] == list(HISTORIES)
+    for p in points:
+        (topic,) = inputs(made, f"history{p['earlier_detections']}")
+        lengths = [len(a["prvDiaSources"] or []) for a in decoded(bootstrap, topic, store)]
+        assert topic == p["topic"] and p["alerts"] == QUICK["history_alerts"]
+        assert lengths == [p["earlier_detections"]] * p["alerts"]
+        positive(p["bytes_only_alerts_per_s"], p["filter_alerts_per_s"], p["mean_alert_kb"])
 
 
 def check_filters(result: dict, made: list[str], bootstrap: str, store: LocalSchemaStore) -> None:

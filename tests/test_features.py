@@ -1,5 +1,6 @@
 """Light-curve features in Spark SQL, on real LSSTCam v10.0 and Operations Rehearsal v7.4 alerts
-(and simulated v11.1 ones with longer histories), against numpy over the fastavro-decoded records."""
+(and simulated v11.1 ones with longer histories, deep-drilling fields' of 400 and 1,000 earlier
+detections among them), against numpy over the fastavro-decoded records."""
 
 from __future__ import annotations
 
@@ -46,7 +47,25 @@ def _messages() -> list[tuple[str, bytes]]:
     schema = load_rubin_schema("11.1")
     alerts = list(sim.visit_alerts(0, count=60))
     out += [("11.1", frame(1101, schema.encode(a))) for a in alerts]
+    out += [("11.1", frame(1101, schema.encode(a))) for a in _deep_field_alerts()]
     return out + [("11.1", frame(1101, schema.encode(a))) for a in _edge_cases(alerts)]
+
+
+#: Earlier detections of the deep-drilling-field alerts (two of each): real deep-field LSSTCam
+#: alerts carry 300 to 390.
+DEEP = (400, 1000)
+
+
+def _deep_field_alerts() -> list[dict]:
+    return [
+        a
+        for history in DEEP
+        for a in AlertSimulator(
+            SimulationConfig(
+                schema_version="11.1", stamp_size=0, seed=9, deep_share=1.0, deep_history=history
+            )
+        ).visit_alerts(0, count=2)
+    ]
 
 
 def _edge_cases(alerts: list[dict]) -> list[dict]:
@@ -91,7 +110,7 @@ def computed(spark):
 
 def test_features_equal_numpy_on_real_and_simulated_alerts(computed):
     messages, got = computed
-    assert len(got) == len(messages) == 6 + 6 + 2 + 60 + 4
+    assert len(got) == len(messages) == 6 + 6 + 2 + 60 + 2 * len(DEEP) + 4
     for i, ((version, message), features) in enumerate(zip(messages, got, strict=True)):
         record = fastavro.schemaless_reader(
             io.BytesIO(message[5:]), load_rubin_schema(version).parsed, None
@@ -119,6 +138,11 @@ def test_the_corpus_exercises_every_feature(computed):
     assert got[-1]["n_negative"] == 1
     assert all(f["days_since_first"] is not None and f["days_since_first"] >= 0 for f in got)
     assert any(f[b]["chi2"] is not None for f in real for b in BANDS)  # real histories give a chi2
+    # the deep fields' light curves: every earlier detection counted, in every band they hold
+    deep = got[-4 - 2 * len(DEEP) : -4]
+    assert [f["n_detections"] for f in deep] == [n + 1 for n in DEEP for _ in range(2)]
+    assert all(sum(f[b]["chi2"] is not None for b in BANDS) >= 5 for f in deep)
+    assert any(f[b]["sign_changes"] for f in deep for b in BANDS)  # variables cross the template
 
 
 def test_a_filter_on_features_decodes_only_the_four_history_fields(spark):

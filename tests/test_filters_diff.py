@@ -7,8 +7,10 @@ import fastavro
 import pytest
 from crafted import REAL, REAL_FILES
 
+from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.backtest.diff import diff, diff_lines, filter_named
-from alertsieve.backtest.sources import load_alerts
+from alertsieve.backtest.read_check import NothingToBacktest
+from alertsieve.backtest.sources import load_alerts, messages_source
 from alertsieve.cli import main
 from alertsieve.publish.versions import filter_version
 
@@ -111,4 +113,23 @@ def test_an_unchanged_filter_has_one_version(tmp_path, r=0.5):
         (d / "doubt.py").write_text(BEFORE.format(r=r))
     assert filter_version(filter_named("doubt", [a], builtin=False)) == filter_version(
         filter_named("doubt", [b], builtin=False)
+    )
+
+
+def test_undecodable_alerts_are_counted_apart_and_an_input_of_only_those_is_refused(spark):
+    """The real LSSTCam v10.0 alerts among two messages no decoder reads: the diff is over the real
+    ones alone (as plain Python finds them); the two messages alone are refused, naming why."""
+    schema = load_rubin_schema("10.0")
+    with open(REAL / "rubin-lsstcam-v10_0.avro", "rb") as f:
+        records = list(fastavro.reader(f))
+    junk = [("junk0", b""), ("junk1", b"\x01garbage")]
+    real = [(str(i), schema.encode_framed(r)) for i, r in enumerate(records)]
+    before = filter_named("bright_high_snr", [])
+    d = diff(spark, before, before, messages_source(spark, "mixed", real + junk))
+    assert (d.alerts, d.added, d.dropped) == (len(records), [], [])
+    with pytest.raises(NothingToBacktest) as refused:
+        diff(spark, before, before, messages_source(spark, "junk", junk))
+    assert str(refused.value) == (
+        "none of the 2 alerts read could be decoded: 1 x empty message;"
+        " 1 x magic byte is 0x01, expected 0x00 (the stream job's quarantine reasons)"
     )

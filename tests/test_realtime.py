@@ -40,7 +40,8 @@ def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str):
 
 
 def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> subprocess.Popen:
-    """The job in Real-Time Mode (2 partitions, 2 cores), Kafka outputs only."""
+    """The job in Real-Time Mode (2 partitions, 2 cores), Kafka outputs only; what it prints goes
+    to ``workdir/job.log`` (shown if it exits while a test waits on it)."""
     args = job_command(
         bootstrap,
         topic,
@@ -54,7 +55,7 @@ def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> s
         names=RTM_NAMES,
         catalog_dir=catalogs,
     )
-    return processes(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return processes(args, stdout=(workdir / "job.log").open("ab"), stderr=subprocess.STDOUT)
 
 
 RTM_NAMES = (*NAMES, "rising", NEAR_FIELD_SOURCE)
@@ -87,6 +88,7 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(
         "the first visit's matches",
         240,
         job,
+        tmp_path / "job.log",
     )
     os.killpg(job.pid, signal.SIGKILL)  # mid-stream: the query never ends on its own
     job.wait(30)
@@ -95,7 +97,13 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(
     total, expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
     assert total == 300 and sum(len(expected[n] - first_expected[n]) for n in RTM_NAMES) > 0
     job = _realtime_job(processes, bootstrap, topic_name, tmp_path, field_catalog)
-    wait_for(lambda: _all_there(bootstrap, topic_name, expected), "both visits' matches", 240, job)
+    wait_for(
+        lambda: _all_there(bootstrap, topic_name, expected),
+        "both visits' matches",
+        240,
+        job,
+        tmp_path / "job.log",
+    )
     os.killpg(job.pid, signal.SIGTERM)
     job.wait(60)
     got = _published(bootstrap, topic_name)

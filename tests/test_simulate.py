@@ -119,3 +119,26 @@ def test_alert_size_is_rubin_like():
     sim = AlertSimulator(SimulationConfig(seed=4))
     sizes = [len(sim.schema.encode(a)) for a in sim.visit_alerts(0, count=100)]
     assert 80_000 <= np.mean(sizes) <= 140_000
+
+
+@pytest.mark.parametrize("history", [400, 1000])
+def test_deep_field_alerts_carry_exactly_their_history_of_detections(history):
+    """Deep-drilling fields: every such alert carries exactly ``history`` earlier detections (each
+    at least 5 sigma, oldest first, before the alert), from nightly sequences of several visits in
+    several bands; the visit's other alerts are the same as without deep fields."""
+    config = SimulationConfig(stamp_size=0, seed=21, deep_share=0.3, deep_history=history)
+    with_deep = list(AlertSimulator(config).visit_alerts(0, count=60))
+    without = list(
+        AlertSimulator(SimulationConfig(stamp_size=0, seed=21)).visit_alerts(0, count=60)
+    )
+    deep = [a for a in with_deep if len(a["prvDiaSources"] or []) == history]
+    assert 0 < len(deep) < 60  # about 30% of the visit
+    for alert in deep:
+        earlier = alert["prvDiaSources"]
+        times = [d["midpointMjdTai"] for d in earlier]
+        assert times == sorted(times) and times[-1] < alert["diaSource"]["midpointMjdTai"]
+        assert all(abs(d["psfFlux"]) >= 5 * d["psfFluxErr"] for d in earlier)
+        nights = Counter(int(t) for t in times)  # visits an MJD day
+        assert max(nights.values()) >= 4 and len({d["band"] for d in earlier}) >= 4
+    others = [(a, b) for a, b in zip(with_deep, without, strict=True) if a not in deep]
+    assert len(others) == 60 - len(deep) and all(a == b for a, b in others)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from alertsieve.backtest.read_check import refuse_or_warn
 from alertsieve.backtest.sources import AlertSource
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.filter_view import filter_view
@@ -46,24 +47,31 @@ def diff(
     renamed = [replace(before, name="before"), replace(after, name="after")]
     decoder = alerts.decoder
     prepared = prepare(spark, renamed, decoder, alerts.head, catalog_dir, driver_heap_mb(spark))
-    decoded = decoder.decode(alerts.raw, prepared.paths).where("_reason IS NULL")
-    view = filter_view(decoded, context=prepared.context)
+    decoded = decoder.decode(alerts.raw, prepared.paths)
+    view = filter_view(decoded, ("_reason",), prepared.context)
+    ok = F.col("_reason").isNull()
     (was, _), (now, _) = (f.evaluate() for f in renamed)
-    was, now = F.coalesce(was, F.lit(False)), F.coalesce(now, F.lit(False))
+    was, now = F.coalesce(was, F.lit(False)) & ok, F.coalesce(now, F.lit(False)) & ok
     rows = view.select(
         F.col(decoder.id_path).cast("string").alias("id"), was.alias("b"), now.alias("a")
     )
-    totals = rows.agg(
-        F.count(F.lit(1)).alias("n"),
-        F.sum(F.col("b").cast("int")).alias("b"),
-        F.sum(F.col("a").cast("int")).alias("a"),
-    ).first()
+    totals = (
+        view.select(ok.alias("ok"), was.alias("b"), now.alias("a"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum((~F.col("ok")).cast("int")).alias("q"),
+            F.sum(F.col("b").cast("int")).alias("b"),
+            F.sum(F.col("a").cast("int")).alias("a"),
+        )
+        .first()
+    )
+    refuse_or_warn(int(totals["n"]), int(totals["q"] or 0), decoded)
     differing = rows.where(F.col("a") != F.col("b")).collect()
     return FilterDiff(
         after.name,
         filter_version(before, catalog_dir),
         filter_version(after, catalog_dir),
-        int(totals["n"]),
+        int(totals["n"]) - int(totals["q"] or 0),
         int(totals["b"] or 0),
         int(totals["a"] or 0),
         sorted(r["id"] for r in differing if r["a"]),

@@ -15,31 +15,20 @@ archive's own counts, not an extrapolation to the stream.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from datetime import date
 
+from alertsieve.backtest.read_check import refuse_or_warn
 from alertsieve.backtest.sources import AlertSource
-from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import Filter, FilterError
 from alertsieve.filtering.prepare import prepare
 from alertsieve.spark.session import driver_heap_mb
 
-log = logging.getLogger(__name__)
-
 #: Alerts a night each survey sends, for a rate's "per night": Rubin's ~10 million (design
 #: brief; DMTN-102), ZTF's about a million (0.6-1.2 million routinely, Patterson et al. 2019,
 #: PASP 131, 018001).
 ALERTS_PER_NIGHT = {"rubin": 10_000_000, "ztf": 1_000_000}
-
-#: The undecodable alerts' reasons a backtest names, most common first; the rest are counted.
-REASONS_SHOWN = 5
-
-
-class NothingToBacktest(AlertsieveError, ValueError):
-    """An input of which no alert was read: its table of zeros would say the filters pass
-    nothing, when they were never tried."""
 
 
 @dataclass
@@ -108,7 +97,7 @@ def backtest(
             ]
     by_night = [r.asDict() for r in alert.groupBy("_night").agg(*columns).collect()]
     total = {c: sum(int(r[c] or 0) for r in by_night) for c in ("n", "quarantined")}
-    _refuse_or_warn(total["n"], total["quarantined"], decoded, since, until)
+    refuse_or_warn(total["n"], total["quarantined"], decoded, since, until)
     nights = {
         r["_night"]: int(r["n"]) - int(r["quarantined"] or 0)
         for r in by_night
@@ -128,44 +117,6 @@ def backtest(
         )
         for i, f in enumerate(filters)
     ]
-
-
-def _refuse_or_warn(read: int, undecodable: int, decoded, since, until) -> None:
-    """Nothing decoded (in the nights asked for): refused, with why; some alerts undecodable: a
-    warning with how many and why, per reason (a second pass over the input, only then)."""
-    why = ""
-    if undecodable:
-        from pyspark.sql import functions as F
-
-        counts = (
-            decoded.where(F.col("_reason").isNotNull())
-            .groupBy("_reason")
-            .count()
-            .orderBy(F.desc("count"), "_reason")
-            .collect()
-        )
-        why = "; ".join(f"{r['count']} x {r['_reason']}" for r in counts[:REASONS_SHOWN])
-        if len(counts) > REASONS_SHOWN:
-            why += f"; and {sum(r['count'] for r in counts[REASONS_SHOWN:])} for other reasons"
-    if read == undecodable:
-        if since or until:
-            nights = f"in the nights {since or '...'} to {until or '...'}"
-            undecoded = f"; {undecodable} could not be decoded: {why}" if undecodable else ""
-            raise NothingToBacktest(f"no alert of the input decodes {nights}{undecoded}")
-        if not read:
-            raise NothingToBacktest("the input holds no alert: nothing to backtest")
-        raise NothingToBacktest(
-            f"none of the {read} alerts read could be decoded: {why}"
-            " (the stream job's quarantine reasons)"
-        )
-    if undecodable:
-        log.warning(
-            "%d of %d alerts could not be decoded (%s); rates are over the %d decoded",
-            undecodable,
-            read,
-            why,
-            read - undecodable,
-        )
 
 
 def for_survey(filters: list[Filter], survey: str, source: str, named: bool) -> list[Filter]:

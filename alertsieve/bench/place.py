@@ -117,9 +117,12 @@ def visits_of(alerts: int) -> tuple[int, int]:
     return (alerts // 10_000, 10_000) if alerts >= 10_000 else (1, alerts)
 
 
-def fill_topic(bench: Bench, name: str, visits: int, alerts_per_visit: int = 10_000) -> BenchTopic:
+def fill_topic(
+    bench: Bench, name: str, visits: int, alerts_per_visit: int = 10_000, **simulation: Any
+) -> BenchTopic:
     """A new topic of 4 partitions holding ``visits`` simulated visits, sent back to back by two
-    producers (their schemas in the bench's store); refused if any alert was lost."""
+    producers (their schemas in the bench's store; ``simulation``: more of ``ProduceConfig``'s
+    settings, e.g. ``deep_share``); refused if any alert was lost."""
     topic = f"bench-{name}-{uuid.uuid4().hex[:8]}"
     produced = produce(
         ProduceConfig(
@@ -132,6 +135,7 @@ def fill_topic(bench: Bench, name: str, visits: int, alerts_per_visit: int = 10_
             partitions=4,
             progress=False,
             schema_dir=str(bench.workdir / "schemas"),
+            **simulation,
         )
     )
     if not produced.ok:

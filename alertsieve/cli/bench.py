@@ -132,10 +132,19 @@ def _add_stream(which: Any) -> None:
         help="triggers whose latency to measure at 250 alerts/s and in a"
         " 10,000-alert burst ('' to skip)",
     )
+    parser.add_argument(
+        "--histories",
+        default="0,25,400",
+        help="earlier detections of the history axis' alerts, one topic each ('' to skip)",
+    )
+    parser.add_argument(
+        "--history-alerts", type=int, default=2000, help="alerts per history (default 2000)"
+    )
     _quick(
         parser,
         "one visit of 300 alerts in batches of 100, 1 and 10 SQL filters, 1 Python filter,"
-        " 2 visits 3 s apart, 4 s at the latency's rate and a 400-alert burst",
+        " 2 visits 3 s apart, 4 s at the latency's rate and a 400-alert burst, 100 alerts of"
+        " each history",
     )
     parser.set_defaults(handler=run_stream)
 
@@ -144,8 +153,11 @@ def run_stream(args: argparse.Namespace) -> int:
     from alertsieve.bench.commands.stream import QUICK, LiveScale, bench_stream
 
     triggers = tuple(t for t in args.latency.split(",") if t)
+    histories = _counts(args.histories)
     if args.quick:
-        return _print_json(bench_stream(args.bootstrap, latency_triggers=triggers, **QUICK))
+        return _print_json(
+            bench_stream(args.bootstrap, latency_triggers=triggers, histories=histories, **QUICK)
+        )
     live = (
         LiveScale(args.live_visits, args.live_interval, args.alerts) if args.live_visits else None
     )
@@ -160,6 +172,8 @@ def run_stream(args: argparse.Namespace) -> int:
             seeds_alerts=args.seeds_alerts,
             live=live,
             latency_triggers=triggers,
+            histories=histories,
+            history_alerts=args.history_alerts,
         )
     )
 

@@ -35,6 +35,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--stamp-size", type=int, default=84, help="cutout side in pixels (default 84, ~32 KB)"
     )
     prod.add_argument("--history", type=int, default=10, help="max previous detections per alert")
+    prod.add_argument(
+        "--deep-share",
+        type=float,
+        default=0.0,
+        help="share of each visit's alerts from deep-drilling fields (default 0)",
+    )
+    prod.add_argument(
+        "--deep-history",
+        type=int,
+        default=400,
+        help="earlier detections of each deep-field alert (default 400; real ones carry 300-390)",
+    )
     prod.add_argument("--schema-version", help="Rubin schema, e.g. 11.1 (default: latest shipped)")
     prod.add_argument(
         "--seed", type=int, default=0, help="the simulation's seed: the same seed, the same alerts"
@@ -94,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             partitions=args.partitions,
             stamp_size=0 if args.no_stamps else args.stamp_size,
             max_history=args.history,
+            deep_share=args.deep_share,
+            deep_history=args.deep_history,
             schema_version=args.schema_version,
             seed=args.seed,
             replay=args.replay or [],

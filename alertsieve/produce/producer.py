@@ -57,6 +57,8 @@ class ProduceConfig:
     partitions: int = 4
     stamp_size: int = 84  # 0: no cutouts
     max_history: int = 10
+    deep_share: float = 0.0  # alerts of deep-drilling fields: their share of a visit
+    deep_history: int = 400  # and the earlier detections each carries
     schema_version: str | None = None
     seed: int = 0
     replay: list[str] = field(default_factory=list)
@@ -261,6 +263,8 @@ def _simulated_visits(
             alerts_per_visit=cfg.alerts_per_visit,
             max_history=cfg.max_history,
             max_forced=cfg.max_history,
+            deep_share=cfg.deep_share,
+            deep_history=cfg.deep_history,
             stamp_size=cfg.stamp_size,
             seed=cfg.seed,
             cadence_s=cfg.interval_s or VISIT_CADENCE_S,

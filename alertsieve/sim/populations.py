@@ -519,6 +519,82 @@ def _alert(
     )
 
 
+#: Deep-drilling fields: a few fields Rubin observes in sequences of many visits through several
+#: bands, night after night, so that a source there carries hundreds of earlier detections (the
+#: real LSSTCam alerts of such fields carry 300-390). Assumptions: a night's sequence holds 2 to 5
+#: bands of 2 to 10 visits each, 1 to 5 minutes apart; sequences are 1 to 3 nights apart.
+DEEP_BANDS_A_NIGHT = (2, 5)
+DEEP_VISITS_A_BAND = (2, 10)
+DEEP_VISIT_GAP_MINUTES = (1.0, 5.0)
+DEEP_NIGHTS_APART = (1.0, 3.0)
+
+
+def _deep_nights(rng: np.random.Generator, visit: Visit):
+    """A deep field's earlier visits as (MJD, band), night by night back from ``visit``: each
+    night's sequence in time order, the nights newest first (an endless generator)."""
+    night = visit.mjd
+    while True:
+        night -= rng.uniform(*DEEP_NIGHTS_APART)
+        t, sequence = night, []
+        bands = rng.choice(list(BANDS), size=int(rng.integers(*DEEP_BANDS_A_NIGHT, endpoint=True)))
+        for band in bands:
+            for _ in range(int(rng.integers(*DEEP_VISITS_A_BAND, endpoint=True))):
+                sequence.append((t, str(band)))
+                t += rng.uniform(*DEEP_VISIT_GAP_MINUTES) / 1440
+        yield sequence
+
+
+def _deep_variable(rng: np.random.Generator, chance: _Chance) -> _Source:
+    """What a deep field's hundreds of detections are of: a variable star bright and variable
+    enough to stand out of its template at most visits. Assumptions: mean magnitude uniform from
+    18 to 21, semi-amplitude log-uniform from 0.3 to 1 mag, period log-uniform from 0.1 to 100 d."""
+    period = _log_uniform(rng, 0.1, 100.0)
+    amplitude = _log_uniform(rng, 0.3, 1.0)
+    mean_mag = float(rng.uniform(18.0, 21.0))
+    star = mag_to_flux(mean_mag)
+    phase = rng.uniform(0, 2 * math.pi)
+    return _Source.of(
+        chance,
+        lambda t: (
+            star * (10 ** (-0.4 * amplitude * math.sin(2 * math.pi * t / period + phase)) - 1)
+        ),
+        365.0,
+        extendedness=float(rng.uniform(0, 0.1)),
+        template_mag=mean_mag,
+    )
+
+
+def deep_field_truth(
+    rng: np.random.Generator, visit: Visit, alert_index: int, history: int, max_forced: int
+) -> AlertTruth:
+    """An alert of a deep-drilling field (``_deep_variable``) with exactly ``history`` earlier
+    detections, its most recent ones, from the field's nightly sequences (detections only, as
+    Rubin's ``prvDiaSources``: visits where it was within 5 sigma of its template are left out)."""
+    ra, dec = _position(rng, visit)
+    chance = _Chance(
+        hist_n=0,
+        forced_n=int(rng.integers(0, max_forced + 1)) if max_forced else 0,
+        reliability=float(rng.beta(8, 1.5)),
+        extendedness=0.0,
+        template_mag=20.0,
+        object_id=_random_id(rng),
+    )
+    while True:  # drawn again until detected now, as every alert is
+        drawn = _deep_variable(rng, chance)
+        flux, err = _measure(rng, drawn.flux_at(visit.mjd), visit.band)
+        if abs(flux) >= DETECTION_SIGMA * err:
+            break
+    source = _detected(rng, visit, ra, dec, visit.mjd, visit.band, flux, err)
+    truth = _alert(rng, visit, ra, dec, alert_index, "deep_field", drawn, source)
+    earlier: list[Detection] = []
+    nights = _deep_nights(rng, visit)
+    while len(earlier) < history:
+        night = _series(rng, visit, ra, dec, next(nights), drawn.flux_at)
+        earlier = [d for d in night if d.snr >= DETECTION_SIGMA] + earlier
+    truth.history = earlier[len(earlier) - history :] if history else []
+    return truth
+
+
 def choose_population(rng: np.random.Generator, mix: dict[str, float]) -> str:
     names = list(mix)
     weights = np.array([mix[n] for n in names], dtype=float)

@@ -29,6 +29,7 @@ from alertsieve.sim.populations import (
     Detection,
     Visit,
     choose_population,
+    deep_field_truth,
     make_visit,
     simulate_truth,
 )
@@ -42,6 +43,10 @@ class SimulationConfig:
     alerts_per_visit: int = 10_000
     max_history: int = 10  # previous detections per alert (each alert draws 0..max)
     max_forced: int = 10  # forced-photometry points per alert
+    # Alerts of deep-drilling fields: their share of a visit, and how many earlier detections
+    # each carries (populations.deep_field_truth).
+    deep_share: float = 0.0
+    deep_history: int = 400
     stamp_size: int = 84  # pixels per side; 0 = no cutouts. 84 px is ~32 KB per FITS stamp
     seed: int = 0
     mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
@@ -303,6 +308,13 @@ def _ss_fields(truth: AlertTruth) -> dict[str, Any]:
 # --- the simulator --------------------------------------------------------------------------
 
 
+def _in_a_deep_field(config: SimulationConfig, visit: Visit, alert_index: int) -> bool:
+    """Whether an alert is of a deep-drilling field: drawn from a generator of its own, so that
+    every other alert of a seed is the same with deep fields or without."""
+    rng = np.random.default_rng([config.seed, visit.index, alert_index, 0xDEE9])
+    return bool(rng.uniform() < config.deep_share)
+
+
 class AlertSimulator:
     """Seeded, reproducible alerts for one schema version."""
 
@@ -324,6 +336,10 @@ class AlertSimulator:
 
     def truth(self, visit: Visit, alert_index: int) -> AlertTruth:
         rng = np.random.default_rng([self.config.seed, visit.index, alert_index])
+        if self.config.deep_share and _in_a_deep_field(self.config, visit, alert_index):
+            return deep_field_truth(
+                rng, visit, alert_index, self.config.deep_history, self.config.max_forced
+            )
         population = choose_population(rng, self.config.mix)
         return simulate_truth(
             rng, visit, alert_index, population, self.config.max_history, self.config.max_forced

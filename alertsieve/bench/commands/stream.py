@@ -4,7 +4,9 @@ the same topic:
 (a) the ceiling, a plain consumer that only reads the bytes, (b) the seeds' way, a Python
 consumer that decodes each alert with fastavro and runs the filters in Python, and (c) Spark
 reading the bytes only into its noop sink, beside the job's decode + 10 filters into the same
-sink (``alertsieve.bench.noop``).
+sink (``alertsieve.bench.noop``). Then the history axis: topics whose alerts carry 0, 25 and 400
+earlier detections (deep-drilling fields), the contributed light-curve filter over each against
+Spark's bytes-only read of the same topic.
 """
 
 from __future__ import annotations
@@ -182,6 +184,60 @@ def _live_result(
     }
 
 
+#: The light curves of the history axis: none, a long one, a deep-drilling field's (real deep-field
+#: LSSTCam alerts carry 300-390 earlier detections).
+HISTORIES = (0, 25, 400)
+#: The filter of the history axis: it reads features over the whole history, band by band.
+HISTORY_FILTER = "periodic_variables"
+#: LSST's average alert rate, alerts/s: 10,000 alerts per 39-s visit, 10 million in a night's
+#: ~8.3 hours of observing.
+LSST_AVERAGE_ALERTS_PER_S = (round(10_000 / VISIT_CADENCE_S), round(10_000_000 / 30_000))
+
+
+def history_axis(
+    bench: Bench, histories: tuple[int, ...], alerts: int, batch: int, repeats: int = 3
+) -> list[dict]:
+    """For each light-curve length: a topic of ``alerts`` that each carry that many earlier
+    detections (deep-drilling fields; 0: none), and the contributed light-curve filter decoded and
+    evaluated over it against Spark's bytes-only read of the same topic (noop sink, best of
+    ``repeats``: ``decode_over_bytes``)."""
+    from alertsieve.filtering.discovery import discover
+
+    (light_curve,) = [f for f in discover() if f.name == HISTORY_FILTER]
+    points = []
+    for n in histories:
+        simulation = {"deep_share": 1.0, "deep_history": n} if n else {"max_history": 0}
+        filled = fill_topic(bench, f"history{n}", 1, alerts, **simulation)
+        noop = decode_over_bytes(
+            bench.spark,
+            bench.bootstrap,
+            filled.topic,
+            str(bench.workdir / "schemas"),
+            [light_curve],
+            filled.produced.acked,
+            batch,
+            repeats,
+        )
+        rates = noop["alerts_per_s"]
+        points.append(
+            {
+                "earlier_detections": n,
+                "topic": filled.topic,
+                "alerts": filled.produced.acked,
+                "mean_alert_kb": filled.mean_alert_kb,
+                "filter": light_curve.name,
+                "bytes_only_alerts_per_s": rates["bytes_only"],
+                "filter_alerts_per_s": rates["decode_view_and_filters"],
+                "ratio_filter_over_bytes_only": noop["ratio_view_and_filters_over_bytes_only"],
+                "filter_over_lsst_average": [
+                    round(rates["decode_view_and_filters"] / r, 1)
+                    for r in LSST_AVERAGE_ALERTS_PER_S
+                ],
+            }
+        )
+    return points
+
+
 def bench_stream(
     bootstrap: str | None = None,
     visits: int = 3,
@@ -193,10 +249,13 @@ def bench_stream(
     live: LiveScale | None = LiveScale(),
     latency_triggers: tuple[str, ...] = ("realtime", "0"),
     latency: LatencyScale = FULL_LATENCY,
+    histories: tuple[int, ...] = HISTORIES,
+    history_alerts: int = 2_000,
+    history_repeats: int = 3,
 ) -> dict:
     """The benchmark of the module doc, as its JSON: a topic filled with ``visits``, the baselines,
-    the job's SQL and Python runs, visits at the survey's cadence (``live``; None: skipped) and the
-    latency per trigger."""
+    the job's SQL and Python runs, visits at the survey's cadence (``live``; None: skipped), the
+    latency per trigger and the history axis (``histories``; empty: skipped)."""
     with bench_place("stream", bootstrap, spark_conf=MANY_QUERIES) as bench:
         filled = fill_topic(bench, "stream", visits, alerts_per_visit)
         baselines = _baselines(filled, batch, seeds_alerts)
@@ -213,6 +272,7 @@ def bench_stream(
             latency_run(bench.bootstrap, bench.spark, bench.workdir, t, latency)
             for t in latency_triggers
         ]
+        by_history = history_axis(bench, histories, history_alerts, batch, history_repeats)
         return {
             "benchmark": "stream",
             "machine": bench.machine(),
@@ -227,12 +287,16 @@ def bench_stream(
             "python_time_over_sql_time": _python_over_sql(runs, python_runs),
             "live_at_survey_cadence": live_run,
             "latency_input_append_to_output_append": latencies,
+            "history_axis": {
+                "lsst_average_alerts_per_s": LSST_AVERAGE_ALERTS_PER_S,
+                "points": by_history,
+            },
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
 
 
 #: ``--quick``: one visit of 300 alerts in batches of 100, two SQL filter counts and one Python,
-#: two visits 3 s apart while the job runs, seconds at the latency's rate.
+#: two visits 3 s apart while the job runs, seconds at the latency's rate, 100 alerts a history.
 QUICK = {
     "visits": 1,
     "alerts_per_visit": 300,
@@ -242,6 +306,8 @@ QUICK = {
     "seeds_alerts": 100,
     "live": LiveScale(visits=2, interval_s=3.0, alerts_per_visit=300, warmup_s=3.0),
     "latency": QUICK_LATENCY,
+    "history_alerts": 100,
+    "history_repeats": 1,
 }
 
 
