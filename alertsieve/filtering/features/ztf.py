@@ -97,14 +97,16 @@ _ENTRY = (
 )
 _BY_JD = "(a, b) -> CASE WHEN a.jd < b.jd THEN -1 WHEN a.jd > b.jd THEN 1 ELSE 0 END"
 
+#: The history's fields, read as ``prv_candidates.<field>`` arrays (Spark prunes the decode to
+#: exactly these) and zipped with ``arrays_zip``, each array built once (see the Rubin features).
+_HISTORY_FIELDS = ("jd", "fid", "magpsf", "sigmapsf", "isdiffpos", "candid", "diffmaglim")
+
 #: Every history entry as (jd, fid, mag, err, negative, positive, detected, limit), oldest first.
-#: The history's fields are read as ``prv_candidates.<field>`` arrays (Spark prunes the decode to
-#: exactly these), zipped by index.
 HISTORY = (
-    "array_sort(coalesce(transform(prv_candidates.jd, (t, i) -> "
-    + _ENTRY.format(p="prv_candidates.", i="[i]").replace(
-        "double(prv_candidates.jd[i])", "double(t)"
-    )
+    "array_sort(coalesce(transform(arrays_zip("
+    + ", ".join(f"prv_candidates.{f}" for f in _HISTORY_FIELDS)
+    + "), h -> "
+    + _ENTRY.format(p="h.", i="")
     + f"), array()), {_BY_JD})"
 )
 
