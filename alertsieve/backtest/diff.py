@@ -55,23 +55,25 @@ def diff(
     rows = view.select(
         F.col(decoder.id_path).cast("string").alias("id"), was.alias("b"), now.alias("a")
     )
-    totals = (
-        view.select(ok.alias("ok"), was.alias("b"), now.alias("a"))
+    by_reason = (
+        view.groupBy("_reason")
         .agg(
             F.count(F.lit(1)).alias("n"),
-            F.sum((~F.col("ok")).cast("int")).alias("q"),
-            F.sum(F.col("b").cast("int")).alias("b"),
-            F.sum(F.col("a").cast("int")).alias("a"),
+            F.sum(was.cast("int")).alias("b"),
+            F.sum(now.cast("int")).alias("a"),
         )
-        .first()
+        .collect()
     )
-    refuse_or_warn(int(totals["n"]), int(totals["q"] or 0), decoded)
+    undecodable = {r["_reason"]: int(r["n"]) for r in by_reason if r["_reason"] is not None}
+    read = sum(int(r["n"]) for r in by_reason)
+    refuse_or_warn(read, undecodable)  # so some alerts decoded: their group is there
+    totals = next(r for r in by_reason if r["_reason"] is None)
     differing = rows.where(F.col("a") != F.col("b")).collect()
     return FilterDiff(
         after.name,
         filter_version(before, catalog_dir),
         filter_version(after, catalog_dir),
-        int(totals["n"]) - int(totals["q"] or 0),
+        int(totals["n"]),
         int(totals["b"] or 0),
         int(totals["a"] or 0),
         sorted(r["id"] for r in differing if r["a"]),

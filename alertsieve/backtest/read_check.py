@@ -19,27 +19,21 @@ class NothingToBacktest(AlertsieveError, ValueError):
     nothing, when they were never tried."""
 
 
-def refuse_or_warn(read: int, undecodable: int, decoded, since=None, until=None) -> None:
-    """Nothing decoded (in the nights asked for): refused, with why; some alerts undecodable: a
-    warning with how many and why, per reason (a second pass over the input, only then)."""
-    why = ""
-    if undecodable:
-        from pyspark.sql import functions as F
-
-        counts = (
-            decoded.where(F.col("_reason").isNotNull())
-            .groupBy("_reason")
-            .count()
-            .orderBy(F.desc("count"), "_reason")
-            .collect()
-        )
-        why = "; ".join(f"{r['count']} x {r['_reason']}" for r in counts[:REASONS_SHOWN])
-        if len(counts) > REASONS_SHOWN:
-            why += f"; and {sum(r['count'] for r in counts[REASONS_SHOWN:])} for other reasons"
-    if read == undecodable:
+def refuse_or_warn(
+    read: int, undecodable: dict[str, int], since: object = None, until: object = None
+) -> None:
+    """Nothing decoded (in the nights ``since`` to ``until``, when given) of the ``read`` alerts:
+    refused, with why; some undecodable (``undecodable``: reason -> alerts): a warning with how
+    many and why, per reason."""
+    bad = sum(undecodable.values())
+    ranked = sorted(undecodable.items(), key=lambda kv: (-kv[1], kv[0]))
+    why = "; ".join(f"{n} x {reason}" for reason, n in ranked[:REASONS_SHOWN])
+    if len(ranked) > REASONS_SHOWN:
+        why += f"; and {sum(n for _, n in ranked[REASONS_SHOWN:])} for other reasons"
+    if read == bad:
         if since or until:
             nights = f"in the nights {since or '...'} to {until or '...'}"
-            undecoded = f"; {undecodable} could not be decoded: {why}" if undecodable else ""
+            undecoded = f"; {bad} could not be decoded: {why}" if bad else ""
             raise NothingToBacktest(f"no alert of the input decodes {nights}{undecoded}")
         if not read:
             raise NothingToBacktest("the input holds no alert: nothing to backtest")
@@ -47,11 +41,11 @@ def refuse_or_warn(read: int, undecodable: int, decoded, since=None, until=None)
             f"none of the {read} alerts read could be decoded: {why}"
             " (the stream job's quarantine reasons)"
         )
-    if undecodable:
+    if bad:
         log.warning(
             "%d of %d alerts could not be decoded (%s); rates are over the %d decoded",
-            undecodable,
+            bad,
             read,
             why,
-            read - undecodable,
+            read - bad,
         )

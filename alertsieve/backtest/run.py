@@ -83,10 +83,7 @@ def backtest(
         alert = alert.where(~ok | (F.col("_night") >= F.lit(since)))
     if until is not None:
         alert = alert.where(~ok | (F.col("_night") <= F.lit(until)))
-    columns = [
-        F.count(F.lit(1)).alias("n"),
-        F.sum((~ok).cast("int")).alias("quarantined"),
-    ]
+    columns = [F.count(F.lit(1)).alias("n")]
     for i, f in enumerate(filters):
         match, error = f.evaluate()
         columns.append(F.sum((F.coalesce(match, F.lit(False)) & ok).cast("int")).alias(f"m{i}"))
@@ -95,22 +92,21 @@ def backtest(
                 F.count(error).alias(f"e{i}"),
                 F.first(error, ignorenulls=True).alias(f"x{i}"),
             ]
-    by_night = [r.asDict() for r in alert.groupBy("_night").agg(*columns).collect()]
-    total = {c: sum(int(r[c] or 0) for r in by_night) for c in ("n", "quarantined")}
-    refuse_or_warn(total["n"], total["quarantined"], decoded, since, until)
-    nights = {
-        r["_night"]: int(r["n"]) - int(r["quarantined"] or 0)
-        for r in by_night
-        if r["_night"] is not None
-    }
+    # One pass: the decoded alerts by night, the undecodable ones (no night) by reason.
+    groups = [r.asDict() for r in alert.groupBy("_night", "_reason").agg(*columns).collect()]
+    by_night = [r for r in groups if r["_reason"] is None and r["_night"] is not None]
+    undecodable = {r["_reason"]: int(r["n"]) for r in groups if r["_reason"] is not None}
+    read = sum(int(r["n"]) for r in groups)
+    refuse_or_warn(read, undecodable, since, until)
+    nights = {r["_night"]: int(r["n"]) for r in by_night}
     return [
         BacktestRow(
             f.name,
-            sum(int(r[f"m{i}"] or 0) for r in by_night),
-            total["n"] - total["quarantined"],
-            sum(int(r.get(f"e{i}") or 0) for r in by_night),
-            next((r[f"x{i}"] for r in by_night if r.get(f"x{i}")), None),
-            {r["_night"]: int(r[f"m{i}"] or 0) for r in by_night if r["_night"] is not None},
+            sum(int(r[f"m{i}"] or 0) for r in groups),
+            read - sum(undecodable.values()),
+            sum(int(r.get(f"e{i}") or 0) for r in groups),
+            next((r[f"x{i}"] for r in groups if r.get(f"x{i}")), None),
+            {r["_night"]: int(r[f"m{i}"] or 0) for r in by_night},
             nights,
             alerts.archived,
             ALERTS_PER_NIGHT[alerts.decoder.survey],

@@ -389,9 +389,28 @@ def _variable(
     are small (most variable stars vary by hundredths of a magnitude: Eyer & Mowlavi 2008,
     J. Phys. Conf. Ser. 118, 012010); mean magnitudes from 17 (brighter stars saturate:
     ~16 mag, Ivezic et al. 2019, ApJ 873, 111) to 25, by star counts."""
+    return _pulsating(
+        rng,
+        chance,
+        0.01,
+        lambda: _magnitude(rng, 17.0, 25.0, STAR_COUNTS),
+        hist_n=max(chance.hist_n, min(max_history, 15)),
+    )
+
+
+def _pulsating(
+    rng: np.random.Generator,
+    chance: _Chance,
+    least_amplitude: float,
+    mean_mag_of: Callable[[], float],
+    **overrides,
+) -> _Source:
+    """A star varying sinusoidally about its template brightness: period log-uniform from 0.1 to
+    100 d, semi-amplitude log-uniform from ``least_amplitude`` to 1 mag, mean magnitude drawn by
+    ``mean_mag_of``, a random phase."""
     period = _log_uniform(rng, 0.1, 100.0)
-    amplitude = _log_uniform(rng, 0.01, 1.0)
-    mean_mag = _magnitude(rng, 17.0, 25.0, STAR_COUNTS)
+    amplitude = _log_uniform(rng, least_amplitude, 1.0)
+    mean_mag = mean_mag_of()
     star = mag_to_flux(mean_mag)
     phase = rng.uniform(0, 2 * math.pi)
     return _Source.of(
@@ -400,9 +419,9 @@ def _variable(
             star * (10 ** (-0.4 * amplitude * math.sin(2 * math.pi * t / period + phase)) - 1)
         ),
         365.0,
-        hist_n=max(chance.hist_n, min(max_history, 15)),
         extendedness=float(rng.uniform(0, 0.1)),
         template_mag=mean_mag,
+        **overrides,
     )
 
 
@@ -548,20 +567,7 @@ def _deep_variable(rng: np.random.Generator, chance: _Chance) -> _Source:
     """What a deep field's hundreds of detections are of: a variable star bright and variable
     enough to stand out of its template at most visits. Assumptions: mean magnitude uniform from
     18 to 21, semi-amplitude log-uniform from 0.3 to 1 mag, period log-uniform from 0.1 to 100 d."""
-    period = _log_uniform(rng, 0.1, 100.0)
-    amplitude = _log_uniform(rng, 0.3, 1.0)
-    mean_mag = float(rng.uniform(18.0, 21.0))
-    star = mag_to_flux(mean_mag)
-    phase = rng.uniform(0, 2 * math.pi)
-    return _Source.of(
-        chance,
-        lambda t: (
-            star * (10 ** (-0.4 * amplitude * math.sin(2 * math.pi * t / period + phase)) - 1)
-        ),
-        365.0,
-        extendedness=float(rng.uniform(0, 0.1)),
-        template_mag=mean_mag,
-    )
+    return _pulsating(rng, chance, 0.3, lambda: float(rng.uniform(18.0, 21.0)))
 
 
 def deep_field_truth(
