@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 
 from alertsieve.publish import contract
+from alertsieve.stream.checkpoint import clear_interrupted_writes
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import kafka_options
@@ -257,6 +258,7 @@ class Archive:
         options.setdefault("kafka.max.partition.fetch.bytes", str(16 * 1024 * 1024))
         if self.cfg.max_offsets_per_trigger:
             options["maxOffsetsPerTrigger"] = str(self.cfg.max_offsets_per_trigger)
+        clear_interrupted_writes(self.spark, self.cfg.archive_checkpoint)
         raw = self.spark.readStream.format("kafka").options(**options).load()
         writer = (
             raw.writeStream.foreachBatch(self.process_batch)

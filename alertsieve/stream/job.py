@@ -20,6 +20,7 @@ from alertsieve.publish import contract
 from alertsieve.publish.counts import CountsTopic, Published
 from alertsieve.settings import ConfigError
 from alertsieve.stream.archive import Archive, archive_topics
+from alertsieve.stream.checkpoint import clear_interrupted_writes
 from alertsieve.stream.config import JobConfig, check_writable
 from alertsieve.stream.diagnosis import Diagnoser
 from alertsieve.stream.hot_path import MAX_MESSAGE_BYTES, codegen_conf, hot_path, sink_options
@@ -92,6 +93,7 @@ class FilterStream:
             options["minPartitions"] = str(
                 -(-cfg.max_offsets_per_trigger // PYTHON_ROWS_PER_PARTITION)
             )
+        clear_interrupted_writes(self.spark, cfg.checkpoint)
         raw = self.spark.readStream.format("kafka").options(**options).load()
         writer = (
             hot_path(raw, self.plan, cfg)
