@@ -4,6 +4,7 @@ evaluation of the same filters over the alerts as fastavro decodes them from the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -18,6 +19,9 @@ from kafka_helpers import consume_all
 from oracles import FILTERS
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
+from alertsieve.filtering.model import AlertFilter
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.job import run_job
 from alertsieve.stream.metrics import read_lines
 
 NAMES = ("bright", "first_seen", "solar_system")
@@ -179,3 +183,26 @@ def assert_outputs(spark, bootstrap: str, topic: str, workdir: Path, expected: d
         assert set(keys) == expected[n]  # at least once: all there
         seen.update((n, k) for k in keys)
     return seen
+
+
+def run_sql_job(
+    kafka, spark, tmp: Path, topic: str, filters: dict, **settings
+) -> tuple[JobConfig, list]:
+    """The job, available-now, with SQL filters ``{name: (sql, oracle)}`` over ``topic``: its
+    settings and its batches' metrics lines."""
+    cfg = JobConfig(
+        bootstrap=kafka.bootstrap_servers,
+        topic=topic,
+        available_now=True,
+        output_prefix=f"{topic}-",
+        output_partitions=1,
+        discover_filters=False,
+        code_filters=[AlertFilter(name=n, sql=sql) for n, (sql, _) in filters.items()],
+        delta_path=str(tmp / "delta"),
+        checkpoint=str(tmp / "ckpt"),
+        metrics_path=str(tmp / "metrics.jsonl"),
+        **settings,
+    )
+    run_job(cfg, spark=spark)
+    metrics = [json.loads(x) for x in (tmp / "metrics.jsonl").read_text().splitlines()]
+    return cfg, [m for m in metrics if m["kind"] == "batch"]

@@ -132,7 +132,7 @@ def test_rare_matches_keep_their_rate():
 def test_several_inputs_must_all_be_files():
     with pytest.raises(
         FilterError,
-        match=r"'nowhere.avro' does not exist: several inputs must all be Avro files or folders",
+        match=r"'nowhere.avro' does not exist: several inputs must all be files or folders",
     ):
         load_alerts(None, [str(REAL / "rubin-lsstcam-v10_0.avro"), "nowhere.avro"])
 

@@ -11,19 +11,17 @@ a field a version lacks, or a null, never passes a comparison.
 from __future__ import annotations
 
 import io
-import json
 import uuid
 from pathlib import Path
 
 import fastavro
 import pytest
+from job_helpers import run_sql_job
 from kafka_helpers import consume_all
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
-from alertsieve.filtering.model import AlertFilter
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.job import run_job
 
 REAL = Path(__file__).parent / "data" / "real"
 
@@ -64,25 +62,6 @@ ZTF_FILTERS = {
         lambda a: _gt(a["candidate"]["sgscore1"], 0.5) and _gt(-a["candidate"]["distpsnr1"], -3),
     ),
 }
-
-
-def _run(kafka, spark, tmp: Path, topic: str, filters: dict, **settings) -> tuple[JobConfig, list]:
-    cfg = JobConfig(
-        bootstrap=kafka.bootstrap_servers,
-        topic=topic,
-        available_now=True,
-        output_prefix=f"{topic}-",
-        output_partitions=1,
-        discover_filters=False,
-        code_filters=[AlertFilter(name=n, sql=sql) for n, (sql, _) in filters.items()],
-        delta_path=str(tmp / "delta"),
-        checkpoint=str(tmp / "ckpt"),
-        metrics_path=str(tmp / "metrics.jsonl"),
-        **settings,
-    )
-    run_job(cfg, spark=spark)
-    metrics = [json.loads(x) for x in (tmp / "metrics.jsonl").read_text().splitlines()]
-    return cfg, [m for m in metrics if m["kind"] == "batch"]
 
 
 def _check_outputs(kafka, cfg: JobConfig, batches: list, filters: dict, alerts: dict, sent: dict):
@@ -128,7 +107,7 @@ def test_a_topic_mixing_real_v7_4_and_v10_0_with_simulated_v11_1(kafka, spark, t
             real.add(key)
     assert ids == {704, 1000, 1101} and len(alerts) == 6 + 6 + 150
 
-    cfg, batches = _run(kafka, spark, tmp_path, topic, RUBIN_FILTERS, schema_dir=schema_dir)
+    cfg, batches = run_sql_job(kafka, spark, tmp_path, topic, RUBIN_FILTERS, schema_dir=schema_dir)
     expected = _check_outputs(kafka, cfg, batches, RUBIN_FILTERS, alerts, sent)
     # Each filter is decided on real alerts too: some pass and some do not (but long_exposure,
     # which they cannot pass: their versions lack the field).
@@ -156,7 +135,7 @@ def test_ztf_containers_are_filtered_exactly(kafka, spark, tmp_path):
         alerts[str(alert["candid"])], sent[str(alert["candid"])] = alert, m.value()
     assert len(alerts) == len(files)
 
-    cfg, batches = _run(kafka, spark, tmp_path, topic, ZTF_FILTERS)  # survey: detected
+    cfg, batches = run_sql_job(kafka, spark, tmp_path, topic, ZTF_FILTERS)  # survey: detected
     expected = _check_outputs(kafka, cfg, batches, ZTF_FILTERS, alerts, sent)
     for name, keys in expected.items():
         assert 0 < len(keys) < len(alerts), name

@@ -97,3 +97,16 @@ def one_alert_container(schema_json: bytes, body: bytes) -> bytes:
     fastavro.schemaless_writer(out, "long", 1)
     fastavro.schemaless_writer(out, "long", len(body))
     return out.getvalue() + body + sync
+
+
+def shipped_ztf_schemas() -> list[bytes]:
+    """The ZTF writer schemas alertsieve ships (``schemas/ztf/``, installed as the package
+    ``alertsieve_schemas``), exactly as ZTF's headers hold them."""
+    from importlib.resources import files
+
+    folder = files("alertsieve_schemas") / "ztf"
+    return [
+        p.read_bytes()
+        for p in sorted(folder.iterdir(), key=lambda p: p.name)
+        if p.name.endswith(".avsc")
+    ]

@@ -1,5 +1,6 @@
-"""What a backtest or a diff runs over: a topic (read once, start to end), Avro container files (a
-replay: Rubin or ZTF, as ``produce --replay`` would send them), ``simulated:N`` alerts, or a job's
+"""What a backtest or a diff runs over: a topic (read once, start to end), files (a replay: Rubin
+or ZTF Avro, byte for byte, and brokers' Avro and Parquet exports made official, as ``produce
+--replay`` would send them), ``simulated:N`` alerts, or a job's
 Delta archive (the messages of its matches, as they arrived), as Kafka rows with the decoder that
 reads them as the stream job would."""
 
@@ -34,26 +35,46 @@ class AlertSource:
         return self.decoder.decode(self.raw, paths).where("_reason IS NULL").select("alert.*")
 
 
-def _messages_from_files(paths: list[str], schema_dir: str | None) -> list[tuple[str, bytes]]:
-    """(key, message) of every alert in the files, as its survey sends it (see produce --replay)."""
+def files_source(spark, paths: list[str], schema_dir: str | None = None) -> AlertSource:
+    """Files as the job would read them had they been replayed: official Avro byte for byte,
+    exports (Avro of any writer, Parquet files and datasets) read by Spark and made official."""
+    from functools import reduce
+
+    from alertsieve.alerts.export_files import find_inputs
     from alertsieve.alerts.replay import (
-        avro_files,
         read_raw_records,
         survey_of_schema,
         wire_message,
         writer_schema,
     )
+    from alertsieve.backtest.export_reader import export_messages
 
     store = open_store(None, schema_dir)
-    out = []
-    for path in avro_files(paths):
-        ztf = survey_of_schema(writer_schema(path), path) == "ztf"
-        for raw in read_raw_records(path):
-            schema_id = None if ztf else store.register(raw.writer_schema).schema_id
-            out.append((raw.key, wire_message(raw, schema_id)))
-    if not out:
+    official, frames, versions = [], [], set()
+    for source in find_inputs(paths):
+        if not source.official:
+            messages = export_messages(spark, source)
+            versions |= {
+                r.version for r in messages.select("version").distinct().collect() if r.version
+            }
+            frames.append(messages.select("key", "value"))
+            continue
+        for path in source.files:
+            ztf = survey_of_schema(writer_schema(path), path) == "ztf"
+            for raw in read_raw_records(path):
+                schema_id = None if ztf else store.register(raw.writer_schema).schema_id
+                official.append((raw.key, wire_message(raw, schema_id)))
+    if official:
+        frames.append(spark.createDataFrame(official, "key string, value binary"))
+    name = ",".join(paths)
+    raw = as_topic(reduce(lambda a, b: a.unionByName(b), frames), name)
+    head = [r.value for r in raw.select("value").limit(20).collect()]
+    if not head:
         raise FilterError(f"no alerts in {paths}")
-    return out
+    stated = _rubin_versions_in([m for _, m in official[:20]]) or ()
+    rubin = tuple(sorted(versions.union(stated), key=version_order))
+    settings = DecodeSettings(topic=name, schema_dir=schema_dir, schema_versions=rubin or None)
+    return AlertSource(raw, make_decoder(settings, head, view_also=view_versions()), head)
 
 
 def _simulated(count: int, version: str | None) -> list[tuple[str, bytes]]:
@@ -76,7 +97,7 @@ def load_alerts(
     schema_dir: str | None = None,
     version: str | None = None,
 ) -> AlertSource:
-    """``simulated:N`` alerts (of ``version``), Avro files or folders of them (Rubin or ZTF; a
+    """``simulated:N`` alerts (of ``version``), Avro or Parquet files or folders of them (Rubin or ZTF; a
     list of them is one input), a job's Delta archive (its ``delta_path``, its ``matches`` table,
     or ``delta:URI``), or a topic (with ``bootstrap``): ready to decode as the job decodes."""
     sources = [source] if isinstance(source, str) else list(source)
@@ -88,12 +109,10 @@ def load_alerts(
         return messages_source(spark, sources[0], _simulated(count, version), schema_dir)
     missing = [s for s in sources if not Path(s).exists()]
     if not missing:
-        return messages_source(
-            spark, ",".join(sources), _messages_from_files(sources, schema_dir), schema_dir
-        )
+        return files_source(spark, sources, schema_dir)
     if len(sources) > 1:
         raise FilterError(
-            f"{missing[0]!r} does not exist: several inputs must all be Avro files or folders"
+            f"{missing[0]!r} does not exist: several inputs must all be files or folders"
         )
     (source,) = sources  # a topic
     if not bootstrap:
@@ -153,14 +172,11 @@ def archive_source(spark, table: str, schema_dir: str | None = None) -> AlertSou
     )
 
 
-def messages_source(
-    spark, name: str, messages: list[tuple[str, bytes]], schema_dir: str | None = None
-) -> AlertSource:
-    """(key, message) pairs as if read from a topic called ``name``, with a decoder for the
-    versions they carry into the job's whole view (filters name fields of every version)."""
+def as_topic(pairs, name: str):
+    """(key, value) rows as the rows of a topic called ``name`` (one partition, in order)."""
     from pyspark.sql import functions as F
 
-    raw = spark.createDataFrame(messages, "key string, value binary").select(
+    return pairs.select(
         F.lit(name).alias("topic"),
         F.lit(0).alias("partition"),
         F.monotonically_increasing_id().alias("offset"),
@@ -168,6 +184,15 @@ def messages_source(
         F.col("key").cast("binary").alias("key"),
         "value",
     )
+
+
+def messages_source(
+    spark, name: str, messages: list[tuple[str, bytes]], schema_dir: str | None = None
+) -> AlertSource:
+    """(key, message) pairs as if read from a topic called ``name``, with a decoder for the
+    versions they carry into the job's whole view (filters name fields of every version)."""
+
+    raw = as_topic(spark.createDataFrame(messages, "key string, value binary"), name)
     head = [m for _, m in messages]
     settings = DecodeSettings(
         topic=name, schema_dir=schema_dir, schema_versions=_rubin_versions_in(head)

@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--input",
         required=True,
         action="append",
-        help="a topic, an Avro file or folder (repeat for more), a job's Delta archive (its delta_path), or simulated:N",
+        help="a topic, an Avro or Parquet file or folder (a broker's export too; repeat for more), a job's Delta archive (its delta_path), or simulated:N",
     )
     bt.add_argument(
         "--since", type=night, help="first observing night, YYYY-MM-DD (Rubin's dayObs)"

@@ -1,4 +1,4 @@
-"""``alertsieve produce``: simulated visits (or replayed Avro files) sent to Kafka."""
+"""``alertsieve produce``: simulated visits (or replayed files: survey Avro, brokers' exports) sent to Kafka."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from alertsieve.sim import VISIT_CADENCE_S
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    prod = sub.add_parser("produce", help="send simulated visits (or replay Avro files) to Kafka")
+    prod = sub.add_parser(
+        "produce", help="send simulated visits (or replay Avro or Parquet files) to Kafka"
+    )
     prod.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
     prod.add_argument("--topic", required=True, help="the topic to send to")
     prod.add_argument("--visits", type=int, default=1, help="simulated visits to send (default 1)")
@@ -51,7 +53,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     prod.add_argument(
         "--seed", type=int, default=0, help="the simulation's seed: the same seed, the same alerts"
     )
-    prod.add_argument("--replay", nargs="+", metavar="PATH", help="Avro container files or folders")
+    prod.add_argument(
+        "--replay",
+        nargs="+",
+        metavar="PATH",
+        help="Avro container files (any writer), Parquet files, or folders of them (hive-partitioned datasets too); exports are re-encoded with the survey's official schema",
+    )
     prod.add_argument("--metrics", help="append per-visit metrics (JSON lines) to this file")
     prod.add_argument(
         "--ack-journal",

@@ -17,7 +17,8 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -280,25 +281,54 @@ def _simulated_visits(
 
 
 def _replayed_visits(
-    cfg: ProduceConfig, k: int, ids: dict[str, int]
+    cfg: ProduceConfig, k: int, replay: ReplayInputs
 ) -> Iterator[tuple[list, Callable]]:
+    """This producer's share of the files, as (key, message) pairs: official Avro byte for byte,
+    exports made official and encoded with the survey's schema of their version."""
+    from alertsieve.alerts.export_files import official_messages, records
     from alertsieve.alerts.replay import read_raw_records, wire_message
 
-    mine = [Path(f) for i, f in enumerate(ids) if i % cfg.producers == k]
+    units = [(source, path) for source in replay.inputs for path in source.files]
     share = max(1, cfg.alerts_per_visit // cfg.producers)
-
-    def serialize(raw) -> tuple[str, bytes]:
-        return raw.key, wire_message(raw, ids[str(raw.source)])
-
+    rubin_id_of = _rubin_id_of(cfg)
     batch: list = []
-    for path in mine:
-        for raw in read_raw_records(path):
-            batch.append(raw)
+    for source, path in units[k :: cfg.producers]:
+        if source.official:
+            pairs = (
+                (raw.key, wire_message(raw, replay.official_ids[str(path)]))
+                for raw in read_raw_records(path)
+            )
+        else:
+            one = replace(source, files=[path], root=None, _plans={})
+            pairs = (
+                (key, message)
+                for key, message, _ in official_messages(one, records(one), rubin_id_of)
+            )
+        for pair in pairs:
+            batch.append(pair)
             if len(batch) == share:
-                yield batch, serialize
+                yield batch, _as_is
                 batch = []
     if batch:
-        yield batch, serialize
+        yield batch, _as_is
+
+
+def _as_is(pair: tuple[str, bytes]) -> tuple[str, bytes]:
+    return pair
+
+
+def _rubin_id_of(cfg: ProduceConfig) -> Callable[[str], int | None]:
+    """Rubin version -> the id of its official schema where the job looks ids up: the registry's
+    (registered on first use); None (Rubin's own id) without a registry."""
+    if not cfg.schema_registry:
+        return lambda version: None
+    store, subject = open_store(cfg.schema_registry, cfg.schema_dir), f"{cfg.topic}-value"
+
+    @cache
+    def id_of(version: str) -> int:
+        return store.register(load_rubin_schema(version).definition, subject).schema_id
+
+    return id_of
 
 
 def _producer_main(
@@ -370,13 +400,29 @@ def _schema_ids(cfg: ProduceConfig) -> Any:
         if cfg.schema_registry:
             return store.register(schema.definition, subject).schema_id
         return schema.schema_id
-    from alertsieve.alerts.replay import avro_files, survey_of_schema, writer_schema
+    from alertsieve.alerts.export_files import find_inputs
+    from alertsieve.alerts.replay import survey_of_schema, writer_schema
 
-    writers = {str(p): writer_schema(p) for p in avro_files(cfg.replay)}
-    return {
-        path: None if survey_of_schema(w, path) == "ztf" else store.register(w, subject).schema_id
-        for path, w in writers.items()
+    inputs = find_inputs(cfg.replay)
+    for source in inputs:
+        if not source.official:
+            source.check()
+    official = [(str(p), source) for source in inputs if source.official for p in source.files]
+    ids = {
+        path: None
+        if survey_of_schema(writer_schema(Path(path)), path) == "ztf"
+        else store.register(writer_schema(Path(path)), subject).schema_id
+        for path, _ in official
     }
+    return ReplayInputs([replace(s, _plans={}) for s in inputs], ids)
+
+
+@dataclass
+class ReplayInputs:
+    """What a replay sends: the inputs found, and each official Rubin file's schema id."""
+
+    inputs: list
+    official_ids: dict[str, int | None]  # file -> id (None: ZTF, sent as a container)
 
 
 def produce(cfg: ProduceConfig) -> ProduceSummary:
@@ -394,9 +440,9 @@ def produce(cfg: ProduceConfig) -> ProduceSummary:
             extra=_security(cfg.kafka_conf),
         )  # latency is measured from the broker's append time
     if cfg.replay:
-        from alertsieve.alerts.replay import count_records
+        from alertsieve.alerts.export_files import count_rows
 
-        expected = sum(count_records(Path(f)) for f in schema_ids)
+        expected = sum(count_rows(source) for source in schema_ids.inputs)
     else:
         expected = cfg.visits * cfg.alerts_per_visit
 

@@ -26,24 +26,12 @@ from alertsieve.alerts.ztf import (
     container_schema,
     header,
     schema_fingerprint,
+    shipped_ztf_schemas,
     writer_of,
 )
 from alertsieve.settings import ConfigError
 from alertsieve.view.decode_settings import DecodeSettings
 from alertsieve.view.decoder import Decoder, framed
-
-
-def shipped_ztf_schemas() -> list[bytes]:
-    """The ZTF writer schemas alertsieve ships (``schemas/ztf/``, installed as the package
-    ``alertsieve_schemas``), exactly as ZTF's headers hold them."""
-    from importlib.resources import files
-
-    folder = files("alertsieve_schemas") / "ztf"
-    return [
-        p.read_bytes()
-        for p in sorted(folder.iterdir(), key=lambda p: p.name)
-        if p.name.endswith(".avsc")
-    ]
 
 
 def detect_survey(messages: list[bytes]) -> str | None:
