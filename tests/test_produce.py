@@ -13,7 +13,7 @@ import pytest
 from kafka_helpers import consume_all
 
 from alertsieve.alerts.replay import alert_key
-from alertsieve.alerts.schemas import LocalSchemaStore, local_schema_id, unframe
+from alertsieve.alerts.schemas import LocalSchemaStore, load_rubin_schema, unframe
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
@@ -114,26 +114,6 @@ ZTF_LIKE = {
         {"name": "cutout", "type": ["null", "bytes"]},
     ],
 }
-RUBIN_LIKE = {
-    "type": "record",
-    "name": "alert",
-    "namespace": "elsewhere",
-    "fields": [
-        {"name": "diaSourceId", "type": "long"},
-        {
-            "name": "diaSource",
-            "type": {
-                "type": "record",
-                "name": "source",
-                "fields": [
-                    {"name": "midpointMjdTai", "type": "double"},
-                    {"name": "psfFlux", "type": "float"},
-                ],
-            },
-        },
-        {"name": "cutout", "type": ["null", "bytes"]},
-    ],
-}
 
 
 def _ztf_records(n: int, start: int = 0) -> list[dict]:
@@ -152,17 +132,6 @@ def _ztf_records(n: int, start: int = 0) -> list[dict]:
             "cutout": bytes([i % 256]) * 50,
         }
         for i in range(start, start + n)
-    ]
-
-
-def _rubin_records(n: int) -> list[dict]:
-    return [
-        {
-            "diaSourceId": 10_000 + i,
-            "diaSource": {"midpointMjdTai": 61000.5 + i, "psfFlux": 1000.0 + i},
-            "cutout": bytes([i % 256]) * 50,
-        }
-        for i in range(n)
     ]
 
 
@@ -192,21 +161,29 @@ def _replay(kafka, topic_name, tmp_path, folder) -> None:
     assert summary.ok and summary.expected == summary.acked == 120
 
 
-def test_replayed_files_are_sent_confluent_framed_byte_for_byte(kafka, topic_name, tmp_path):
-    other = RUBIN_LIKE  # Rubin's fields under another name: Rubin's wire format
-    records = _rubin_records(120)
-    _replay(kafka, topic_name, tmp_path, _replay_folder(tmp_path, other, records))
+def test_replayed_official_rubin_files_are_sent_confluent_framed_byte_for_byte(
+    kafka, topic_name, tmp_path
+):
+    """Files written with Rubin's own schema go out as they are (a broker's export of another
+    writer schema is re-encoded: test_exports.py)."""
+    official = load_rubin_schema("10.0")
+    records = list(
+        AlertSimulator(SimulationConfig(schema_version="10.0", stamp_size=4, seed=3)).visit_alerts(
+            0, count=120
+        )
+    )
+    _replay(kafka, topic_name, tmp_path, _replay_folder(tmp_path, official.definition, records))
 
     def body_of(rec: dict) -> bytes:  # independent: encode each record on its own
         buf = io.BytesIO()
-        fastavro.schemaless_writer(buf, fastavro.parse_schema(other), rec)
+        fastavro.schemaless_writer(buf, fastavro.parse_schema(official.definition), rec)
         return buf.getvalue()
 
     want = {str(r["diaSourceId"]): body_of(r) for r in records}
     got = {}
     for m in consume_all(kafka.bootstrap_servers, topic_name):
         schema_id, body = unframe(m.value())
-        assert schema_id == local_schema_id(other)
+        assert schema_id == official.schema_id == 1000
         got[m.key().decode()] = body
     assert got == want
 
@@ -248,7 +225,10 @@ def consume_topics(bootstrap: str) -> set[str]:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"this is not avro at all", "is not an Avro container file (no 'Obj\\x01' header)"),
+        (
+            b"this is not avro at all",
+            "is neither an Avro container file (no 'Obj\\x01' header) nor a Parquet file",
+        ),
         (b"Obj\x01\x04garbage", "is not a readable Avro container file"),
     ],
 )
