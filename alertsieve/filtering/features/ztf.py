@@ -95,6 +95,8 @@ _ENTRY = (
     " 'positive', {p}isdiffpos{i} IN ('t', '1'), 'detected', {p}candid{i} IS NOT NULL,"
     " 'limit', double({p}diffmaglim{i}))"
 )
+#: Oldest first, ties kept in the order given: a sort stable on ``jd`` alone (real alerts hold
+#: entries of equal ``jd``, and the candidate, appended last, must stay the latest).
 _BY_JD = "(a, b) -> CASE WHEN a.jd < b.jd THEN -1 WHEN a.jd > b.jd THEN 1 ELSE 0 END"
 
 #: The history's fields, read as ``prv_candidates.<field>`` arrays (Spark prunes the decode to
@@ -148,7 +150,7 @@ def features_sql() -> str:
     fields = {
         "n_detections": "size(_det)",
         "n_upper_limits": "size(filter(_history, h -> NOT h.detected))",
-        "days_since_first": finite("_now - array_min(transform(_det, d -> d.jd))"),
+        "days_since_first": finite("_now - _det[0].jd"),  # the earliest: _det is sorted
         "n_negative": "size(filter(_det, d -> d.negative))",
         "g_minus_r": finite(colour),
         "prediscovery_days": finite("_now - _prediscovery.jd"),
@@ -179,7 +181,8 @@ def with_features(frame):
         for b, fid in BANDS.items()
     }
     means = {f"_mean_{b}": F.expr(weighted_mean_sql(f"_pos_{b}", "mag")) for b in BANDS}
-    prediscovery = "try_element_at(filter(_history, h -> NOT h.detected AND h.jd < array_min(transform(_det, d -> d.jd))), -1)"
+    # _det[0] is the first detection (sorted); an array_min here was computed again for every entry
+    prediscovery = "try_element_at(filter(_history, h -> NOT h.detected AND h.jd < _det[0].jd), -1)"
     steps = frame.select(
         "*", F.expr(HISTORY).alias("_history"), F.expr("double(candidate.jd)").alias("_now")
     )
