@@ -10,10 +10,12 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+EXPORT = Path(__file__).parent / "data" / "exports" / "rubin-or4-v7_1-export.parquet"
 
 
 @pytest.fixture(scope="module")
@@ -96,9 +98,13 @@ def test_02_explore_alerts(kernel):
         "star_arcsec" in out and "ngc_arcmin" in out
     )  # features and catalog matches, per real alert
     assert "visits_a_night" in out  # real histories against the simulator's
+    # a broker's real export, decoded with features: its longest history first, as pyarrow reads it
+    export = pq.read_table(EXPORT, columns=["prvDiaSources"]).column("prvDiaSources").to_pylist()
+    longest = max(len(h or []) for h in export)
+    assert "g_chi2" in out and re.search(rf"^0\s+\d+\s+{longest}\s", out, re.M), longest
     assert (
-        images_in(book) == 4
-    )  # real beside simulated, a real light curve, histories, real cutouts
+        images_in(book) == 5
+    )  # real beside simulated, a real light curve, histories, real cutouts, the export's longest
 
 
 def _real_alerts_inside_a_galaxy(name: str) -> tuple[int, int]:
