@@ -18,13 +18,11 @@ import fastavro
 import pytest
 from crafted import spark_export
 
-from alertsieve.alerts.exports import ExportError
+from alertsieve.alerts.export_files import find_inputs
+from alertsieve.alerts.exports import ExportError, plan_export, shape_of_avro
 from alertsieve.alerts.replay import (
-    ReplayError,
     read_raw_records,
-    survey_of_schema,
     wire_message,
-    writer_schema,
 )
 from alertsieve.alerts.schemas import load_rubin_schema, unframe
 from alertsieve.alerts.ztf import MAGIC, header, schema_fingerprint, writer_of
@@ -129,7 +127,7 @@ def test_every_avro_codec_is_read_record_for_record(tmp_path, ztf_alerts, codec)
         encoded.append(out.getvalue())
     assert [r.body for r in raws] == encoded  # the decompressed record bytes, as written
     assert [fastavro.schemaless_reader(io.BytesIO(r.body), parsed, None) for r in raws] == alerts
-    assert survey_of_schema(writer_schema(path), path) == "ztf"
+    assert [(s.official, s.files) for s in find_inputs([path])] == [("ztf", [path])]
     assert [_decode_container(wire_message(r, None)) for r in raws] == alerts
 
 
@@ -160,8 +158,8 @@ def test_a_ztf_alert_without_its_candidate_fields_is_no_ztf_alert(tmp_path, ztf_
     candidate = _field(stripped, "candidate")
     candidate["fields"] = [f for f in candidate["fields"] if f["name"] != "magpsf"]
 
-    with pytest.raises(ReplayError, match="record 'topLevelRecord' is neither a ZTF alert"):
-        survey_of_schema(stripped, tmp_path / "partial.avro")
+    with pytest.raises(ExportError, match="partial.avro: neither ZTF alerts"):
+        plan_export(shape_of_avro(stripped), "partial.avro")
 
 
 def test_rubin_alerts_still_go_out_rubin_framed(tmp_path):
@@ -170,7 +168,7 @@ def test_rubin_alerts_still_go_out_rubin_framed(tmp_path):
 
     ids, messages = _produced([RUBIN], tmp_path)
 
-    assert survey_of_schema(writer_schema(RUBIN), RUBIN) == "rubin"
+    assert [(s.official, s.files) for s in find_inputs([RUBIN])] == [("rubin", [RUBIN])]
     assert ids == {str(RUBIN): official.schema_id}  # an official file: byte for byte
     assert [key for key, _ in messages] == [str(a["diaSourceId"]) for a in alerts]
     for (_, message), alert in zip(messages, alerts, strict=True):
@@ -181,4 +179,5 @@ def test_rubin_alerts_still_go_out_rubin_framed(tmp_path):
 def test_a_spark_export_of_rubin_alerts_is_rubin_by_its_fields(tmp_path):
     exported = spark_export(load_rubin_schema("10.0").definition)
     assert exported["name"] == "topLevelRecord"
-    assert survey_of_schema(exported, tmp_path / "rubin-export.avro") == "rubin"
+    plan = plan_export(shape_of_avro(exported), "rubin-export.avro")
+    assert (plan.survey, plan.version) == ("rubin", "11.0")  # 10.0's fields are 11.0's too

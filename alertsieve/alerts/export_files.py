@@ -19,6 +19,7 @@ from alertsieve.alerts.exports import (
     VERSION_COLUMNS,
     ExportPlan,
     Shape,
+    Survey,
     conform,
     encode,
     find_alert,
@@ -43,7 +44,7 @@ class FileInput:
     name: str  # as the user named it
     kind: Kind
     files: list[Path]
-    official: bool = False
+    official: Survey | None = None  # the survey whose own schema the files have (byte for byte)
     shape: Shape = field(default_factory=dict)
     root: Path | None = None  # a Parquet dataset's folder (its partition columns are in paths)
     record_name: str | None = None  # an Avro writer schema's name ('lsst.v10_0.alert')
@@ -96,11 +97,14 @@ def _kind(path: Path) -> Kind:
     )
 
 
-def _official(writer: dict) -> bool:
-    """Whether an Avro file's writer schema is the survey's own (its records go out as they are)."""
+def _official(writer: dict) -> Survey | None:
+    """The survey whose own schema an Avro file's writer schema is (its records go out as they
+    are): an official Rubin schema, or ZTF's ``ztf.alert``; None for any other writer."""
     name = writer.get("name", "")
     full = name if "." in name else f"{writer.get('namespace', '')}.{name}"
-    return official_rubin_schema(writer) is not None or full == "ztf.alert"
+    if official_rubin_schema(writer) is not None:
+        return "rubin"
+    return "ztf" if full == "ztf.alert" else None
 
 
 def find_inputs(paths: list[str | Path]) -> list[FileInput]:
@@ -131,9 +135,9 @@ def _avro(name: str, files: list[Path]) -> list[FileInput]:
     by_writer: dict[str, FileInput] = {}
     for f in files:
         writer = writer_schema(f)
-        if _official(writer):
-            key = "official"
-            by_writer.setdefault(key, FileInput(name, "avro", [], official=True))
+        if survey := _official(writer):
+            key = survey
+            by_writer.setdefault(key, FileInput(name, "avro", [], official=survey))
         else:
             import json
 

@@ -41,12 +41,7 @@ def files_source(spark, paths: list[str], schema_dir: str | None = None) -> Aler
     from functools import reduce
 
     from alertsieve.alerts.export_files import find_inputs
-    from alertsieve.alerts.replay import (
-        read_raw_records,
-        survey_of_schema,
-        wire_message,
-        writer_schema,
-    )
+    from alertsieve.alerts.replay import read_raw_records, wire_message
     from alertsieve.backtest.export_reader import export_messages
 
     store = open_store(None, schema_dir)
@@ -60,9 +55,12 @@ def files_source(spark, paths: list[str], schema_dir: str | None = None) -> Aler
             frames.append(messages.select("key", "value"))
             continue
         for path in source.files:
-            ztf = survey_of_schema(writer_schema(path), path) == "ztf"
             for raw in read_raw_records(path):
-                schema_id = None if ztf else store.register(raw.writer_schema).schema_id
+                schema_id = (
+                    None
+                    if source.official == "ztf"
+                    else store.register(raw.writer_schema).schema_id
+                )
                 official.append((raw.key, wire_message(raw, schema_id)))
     if official:
         frames.append(spark.createDataFrame(official, "key string, value binary"))

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from alertsieve.alerts.schemas import frame, load_rubin_schema, open_store
@@ -401,18 +400,19 @@ def _schema_ids(cfg: ProduceConfig) -> Any:
             return store.register(schema.definition, subject).schema_id
         return schema.schema_id
     from alertsieve.alerts.export_files import find_inputs
-    from alertsieve.alerts.replay import survey_of_schema, writer_schema
+    from alertsieve.alerts.replay import writer_schema
 
     inputs = find_inputs(cfg.replay)
     for source in inputs:
         if not source.official:
             source.check()
-    official = [(str(p), source) for source in inputs if source.official for p in source.files]
     ids = {
-        path: None
-        if survey_of_schema(writer_schema(Path(path)), path) == "ztf"
-        else store.register(writer_schema(Path(path)), subject).schema_id
-        for path, _ in official
+        str(path): None
+        if source.official == "ztf"
+        else store.register(writer_schema(path), subject).schema_id
+        for source in inputs
+        if source.official
+        for path in source.files
     }
     return ReplayInputs([replace(s, _plans={}) for s in inputs], ids)
 
