@@ -19,7 +19,8 @@ from export_fixtures import write_exports
 from job_helpers import run_sql_job
 from kafka_helpers import consume_all
 
-from alertsieve.alerts.exports import ExportError, conform, plan_export, shape_of_arrow
+from alertsieve.alerts.conform import conform
+from alertsieve.alerts.exports import ExportError, plan_export, shape_of_arrow
 from alertsieve.alerts.schemas import load_rubin_schema, unframe
 from alertsieve.alerts.ztf import header, shipped_ztf_schemas
 from alertsieve.backtest.run import backtest

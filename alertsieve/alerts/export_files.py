@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from alertsieve.alerts.conform import conform, encode
 from alertsieve.alerts.exports import (
     VERSION_COLUMNS,
     ExportPlan,
     Shape,
     Survey,
-    conform,
-    encode,
     find_alert,
     plan_export,
     shape_of_arrow,

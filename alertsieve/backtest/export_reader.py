@@ -2,7 +2,7 @@
 
 Spark reads the files (Avro of any writer, Parquet files and hive-partitioned datasets) into
 rows; each partition's rows go to Python as Arrow batches, are made official
-(``alertsieve.alerts.exports.conform``) and encoded with the survey's schema of their version:
+(``alertsieve.alerts.conform``) and encoded with the survey's schema of their version:
 from there on a backtest reads them exactly as the job reads its topic. A record whose value its
 official type cannot hold stops the read with the field and the value, before any filter runs.
 """
