@@ -2,10 +2,10 @@
 matches (Parquet or JSON lines) and cutouts (FITS), and check against the job's counts topic that
 nothing was lost (``--verify``; exit 1 when something is missing).
 
-The counts topic defaults to the topic's prefix up to and including its first ``-``, then
-``counts`` (``alertsieve-bright`` -> ``alertsieve-counts``; a topic without ``-`` -> ``counts``:
-``alertsieve.publish.contract.derive_counts_topic``), the job's ``<output_prefix>counts`` for a
-prefix with a single ``-`` at its end; pass ``--counts-topic`` otherwise.
+The counts topic is the one the job names in each record's ``counts_topic`` header, whatever its
+``output_prefix``; for records of a job older than that header, the topic's prefix up to its first
+``-``, then ``counts`` (``alertsieve.publish.contract.derive_counts_topic``). ``--counts-topic``
+overrides both.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--counts-topic",
         metavar="NAME",
-        help="the job's counts topic (default: the topic's prefix to its first '-' + counts)",
+        help="the job's counts topic (default: the one its records name in their counts_topic header)",
     )
     p.add_argument(
         "--group",
@@ -161,9 +161,6 @@ def _subscriber(args: argparse.Namespace, topics: list[str]):
     from alertsieve.alerts.schemas import open_store
     from alertsieve.subscribe.subscriber import Subscriber
 
-    counts_topic = (
-        (args.counts_topic or contract.derive_counts_topic(topics[0])) if args.verify else None
-    )
     return Subscriber(
         args.bootstrap,
         topics,
@@ -172,7 +169,8 @@ def _subscriber(args: argparse.Namespace, topics: list[str]):
         group_id=args.group,
         kafka_conf=parse_pairs("--kafka-conf", args.kafka_conf),
         store=open_store(args.schema_registry, args.schema_dir),
-        counts_topic=counts_topic,
+        counts_topic=args.counts_topic if args.verify else None,
+        find_counts_topic=args.verify,  # the job names it in every record's headers
     )
 
 

@@ -22,7 +22,9 @@ Headers of every record of a filter's topic (``MATCH_HEADERS``), and why each is
   identity: the archive merges on it (exactly once) and verification counts distinct ones;
 - ``kafka_timestamp_ms``: when the alert was appended to the input, so latency is measured where
   subscribers see it (the record's own timestamp minus this);
-- ``processed_at_ms``: when the job published it.
+- ``processed_at_ms``: when the job published it;
+- ``counts_topic``: the job's counts topic, so a subscriber verifies against it without knowing
+  the job's ``output_prefix``.
 
 A quarantined message's record carries ``reason`` (why it could not be decoded) and the source
 headers (``QUARANTINE_HEADERS``), but no ``filter``: that is how a reader tells it apart.
@@ -50,11 +52,20 @@ SOURCE_OFFSET = "source_offset"
 KAFKA_TIMESTAMP_MS = "kafka_timestamp_ms"
 PROCESSED_AT_MS = "processed_at_ms"
 REASON = "reason"
+COUNTS_TOPIC = "counts_topic"
 
 #: Where the alert came from and when it arrived: on every record, matched or quarantined.
 SOURCE_HEADERS = (SOURCE_TOPIC, SOURCE_PARTITION, SOURCE_OFFSET, KAFKA_TIMESTAMP_MS)
 #: Headers every record of a filter's topic carries (``format`` only with ``payload: fields``).
-MATCH_HEADERS = (FILTER, FILTER_VERSION, PAYLOAD, FORMAT, *SOURCE_HEADERS, PROCESSED_AT_MS)
+MATCH_HEADERS = (
+    FILTER,
+    FILTER_VERSION,
+    PAYLOAD,
+    FORMAT,
+    *SOURCE_HEADERS,
+    PROCESSED_AT_MS,
+    COUNTS_TOPIC,
+)
 #: Headers of a quarantined message's record.
 QUARANTINE_HEADERS = (REASON, *SOURCE_HEADERS)
 

@@ -219,6 +219,7 @@ def output_rows(outcome, cfg: JobConfig):
         contract.FILTER_VERSION: F.col("_version"),
         **source,
         contract.PROCESSED_AT_MS: F.unix_millis(F.current_timestamp()),
+        contract.COUNTS_TOPIC: F.lit(cfg.counts_topic),
     }
     fields = {
         **match,

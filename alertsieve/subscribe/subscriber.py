@@ -35,7 +35,7 @@ from alertsieve.kafka.client_security import SecurityConfigError, librdkafka_con
 from alertsieve.publish import contract
 from alertsieve.settings import resolve_secret
 from alertsieve.subscribe.errors import SubscribeError
-from alertsieve.subscribe.records import Match, match_from_message
+from alertsieve.subscribe.records import Match, headers_dict, match_from_message
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,7 @@ class Subscriber:
         kafka_conf: dict[str, str] | None = None,
         store: SchemaStore | None = None,
         counts_topic: str | None = None,
+        find_counts_topic: bool = False,
         timeout: float = 10.0,
         poll_timeout: float = 1.0,
         batch_size: int = 500,
@@ -109,6 +110,7 @@ class Subscriber:
         self.kafka_conf = dict(kafka_conf or {})
         self._store = store
         self.counts_topic = counts_topic
+        self.find_counts_topic = find_counts_topic and not counts_topic
         self.timeout = timeout
         self.poll_timeout = poll_timeout
         self.batch_size = batch_size
@@ -199,6 +201,8 @@ class Subscriber:
         try:
             metadata = self._metadata(consumer)
             data = {t: self._partitions(metadata, t) for t in self.topics}
+            if self.find_counts_topic:
+                self.counts_topic = self._stamped_counts_topic(data)
             counts = (
                 self._partitions(metadata, self.counts_topic, "counts topic")
                 if self.counts_topic
@@ -235,6 +239,32 @@ class Subscriber:
             raise
         self._consumer = consumer
         return self
+
+    def _stamped_counts_topic(self, data: dict[str, list[int]]) -> str:
+        """The counts topic the job names in its records' ``counts_topic`` header, read from the
+        first record of the topics (whatever the job's prefix); for records of a job older than
+        the header, the one its topic names imply (``contract.derive_counts_topic``)."""
+        consumer = self._new_consumer(None)
+        try:
+            for topic, parts in data.items():
+                for p in parts:
+                    low, high = self._watermarks(consumer, topic, p)
+                    if low < high and (found := self._header_at(consumer, topic, p, low)):
+                        log.info("counts topic %s, as the records of %s name it", found, topic)
+                        return found
+        finally:
+            consumer.close()
+        return contract.derive_counts_topic(self.topics[0])
+
+    def _header_at(self, consumer: Any, topic: str, partition: int, offset: int) -> str | None:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(self.poll_timeout)
+            self._raise_fatal()
+            if message is not None and message.error() is None:
+                return headers_dict(message.headers()).get(contract.COUNTS_TOPIC)
+        return None
 
     def _committed(self, consumer: Any, tps: list[TP]) -> dict[TP, int]:
         try:
@@ -341,9 +371,9 @@ class Subscriber:
     def read_counts(self) -> list[dict[str, Any]]:
         """The counts topic's records (JSON objects of ``kind: counts``) up to its snapshot end:
         the one taken at open with ``until_end`` (see the module doc), else its end now."""
+        self.open()
         if not self.counts_topic:
             raise SubscribeError("no counts topic to read: pass --counts-topic NAME")
-        self.open()
         consumer = self._new_consumer(None)
         try:
             if self.counts_ends is None:
