@@ -27,7 +27,7 @@ from alertsieve.alerts.exports import (
     shape_of_avro,
 )
 from alertsieve.alerts.replay import AVRO_MAGIC, ReplayError, alert_key, writer_schema
-from alertsieve.alerts.schemas import official_rubin_schema, rubin_version_of
+from alertsieve.alerts.schemas import full_name, official_rubin_schema, rubin_version_of
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +99,9 @@ def _kind(path: Path) -> Kind:
 def _official(writer: dict) -> Survey | None:
     """The survey whose own schema an Avro file's writer schema is (its records go out as they
     are): an official Rubin schema, or ZTF's ``ztf.alert``; None for any other writer."""
-    name = writer.get("name", "")
-    full = name if "." in name else f"{writer.get('namespace', '')}.{name}"
     if official_rubin_schema(writer) is not None:
         return "rubin"
-    return "ztf" if full == "ztf.alert" else None
+    return "ztf" if full_name(writer) == "ztf.alert" else None
 
 
 def find_inputs(paths: list[str | Path]) -> list[FileInput]:

@@ -89,7 +89,7 @@ def view_versions() -> list[str]:
 
 def rubin_version_of(definition: dict) -> str | None:
     """'10.0' for a schema named ``lsst.v10_0.alert``; None for any other schema."""
-    m = re.fullmatch(r"lsst\.v(\d+)_(\d+)\.alert", _full_name(definition))
+    m = re.fullmatch(r"lsst\.v(\d+)_(\d+)\.alert", full_name(definition))
     return f"{m[1]}.{m[2]}" if m else None
 
 
@@ -219,7 +219,7 @@ class LocalSchemaStore:
         if not path.exists():
             raise SchemaError(f"schema id {schema_id} is not in the local store {self.directory}")
         definition = json.loads(path.read_text())
-        return AlertSchema(schema_id, _full_name(definition), definition)
+        return AlertSchema(schema_id, full_name(definition), definition)
 
     def candidates(self, subject: str = "") -> list[AlertSchema]:
         return [self.get(i) for i in self.ids()]
@@ -237,7 +237,7 @@ class LocalSchemaStore:
             tmp = path.with_suffix(f".tmp{id(definition)}")
             tmp.write_text(json.dumps(definition))
             tmp.replace(path)  # atomic: concurrent producers never see half a file
-        return AlertSchema(schema_id, _full_name(definition), definition)
+        return AlertSchema(schema_id, full_name(definition), definition)
 
 
 class RegistrySchemaStore:
@@ -256,7 +256,7 @@ class RegistrySchemaStore:
         except SchemaRegistryError as e:
             raise SchemaError(f"schema id {schema_id}: {e}") from None
         definition = json.loads(schema.schema_str)
-        return AlertSchema(schema_id, _full_name(definition), definition)
+        return AlertSchema(schema_id, full_name(definition), definition)
 
     def candidates(self, subject: str) -> list[AlertSchema]:
         versions = self.client.get_versions(subject)
@@ -267,7 +267,7 @@ class RegistrySchemaStore:
 
         definition = _strip_fastavro_keys(definition)
         schema_id = self.client.register_schema(subject, Schema(json.dumps(definition), "AVRO"))
-        return AlertSchema(schema_id, _full_name(definition), definition)
+        return AlertSchema(schema_id, full_name(definition), definition)
 
 
 def open_store(registry_url: str | None = None, directory: Path | str | None = None) -> SchemaStore:
@@ -283,7 +283,8 @@ def without_fields(schema: AlertSchema, names: tuple[str, ...]) -> AlertSchema:
     return AlertSchema(schema.schema_id, schema.name, definition)
 
 
-def _full_name(definition: dict) -> str:
+def full_name(definition: dict) -> str:
+    """A named schema's full name (``ztf.alert``, ``lsst.v10_0.alert``), namespace included."""
     name = definition.get("name", "")
     namespace = definition.get("namespace")
     return f"{namespace}.{name}" if namespace and "." not in name else name
