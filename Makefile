@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml setup.py
 	@start=$$(date +%s); \
 	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
 	  $(QUIET) $(BIN)/python -m pip install -q --upgrade pip; \
-	  $(QUIET) $(BIN)/python -m pip install -q -e '.[dev,notebooks,bench]'; \
+	  $(QUIET) $(BIN)/python -m pip install -q -e '.[dev,notebooks,bench,tom]'; \
 	  rm -f $(VENV)/.installed-*; touch $@; \
 	  echo "  Python environment: $(VENV) with alertsieve and its dependencies ($$(( $$(date +%s) - start ))s)"
 

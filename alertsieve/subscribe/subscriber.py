@@ -117,6 +117,7 @@ class Subscriber:
         self.ends: dict[TP, int] | None = None  # until_end: the data topics' snapshot
         self.counts_ends: dict[int, int] | None = None  # the counts topic's snapshot
         self.count = 0
+        self.skipped = 0  # records that did not decode (``skip_undecodable``)
         self._consumer: Any = None
         self._next: dict[TP, int] = {}
         self._errors: list[KafkaError] = []
@@ -342,17 +343,37 @@ class Subscriber:
                     offsets=[TopicPartition(t, p, o + 1) for (t, p), o in last.items()]
                 )
 
-    def batches(self) -> Iterator[list[Match]]:
-        """The decoded matches of each poll that returned records (a writer's unit of work)."""
+    def batches(self, skip_undecodable: bool = False) -> Iterator[list[Match]]:
+        """The decoded matches of each poll that returned records (a writer's unit of work).
+
+        A record that does not decode raises :class:`SubscribeError`, or with
+        ``skip_undecodable`` is logged with its topic, partition and offset and skipped (a
+        service that must keep reading: ``alertsieve.tom``); ``skipped`` counts them."""
         for messages in self._polls():
-            if messages:
-                matches = [match_from_message(m, self.store) for m in messages]
+            matches = [m for m in (self._decode(m, skip_undecodable) for m in messages) if m]
+            if matches:
                 self.count += len(matches)
                 yield matches
 
-    def matches(self) -> Iterator[Match]:
-        """Decoded matches, as :class:`Match` objects."""
-        for batch in self.batches():
+    def _decode(self, message: Any, skip_undecodable: bool) -> Match | None:
+        try:
+            return match_from_message(message, self.store)
+        except SubscribeError as e:
+            if not skip_undecodable:
+                raise
+            self.skipped += 1
+            log.warning(
+                "%s[%d] offset %d: skipped, it does not decode: %s",
+                message.topic(),
+                message.partition(),
+                message.offset(),
+                e,
+            )
+            return None
+
+    def matches(self, skip_undecodable: bool = False) -> Iterator[Match]:
+        """Decoded matches, as :class:`Match` objects (``skip_undecodable``: see :meth:`batches`)."""
+        for batch in self.batches(skip_undecodable):
             yield from batch
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
