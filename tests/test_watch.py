@@ -1,10 +1,13 @@
-"""``--watch``: a filter added to a running job publishes to its topic from the next batch on, a
-broken one is refused with its message while the running set goes on, a changed one publishes
-under its new version, and no alert is lost or read twice across the redeployments (Kafka and the
-Delta archive against plain Python)."""
+"""``--watch`` with ``--on-bad-filter skip``: a filter added to a running job publishes to its
+topic from the next batch on; one user's broken change and another's valid one, made together,
+deploy the valid one (publishing under its new version) while the broken one's running version
+goes on and a new broken module is left out, each refusal said on the console and on the counts
+topic; no alert is lost or read twice across the redeployments (Kafka and the Delta archive
+against plain Python)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -69,6 +72,8 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
                 "--timeout",
                 "400",
                 "--watch",
+                "--on-bad-filter",
+                "skip",
                 "--filter-path",
                 str(folder),
                 names=(),
@@ -91,14 +96,20 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
         )
         _visit(bootstrap, topic_name, 42, schema_dir)
 
-        _filter_file(folder / "broken.py", "broken", "diaSource.no_such_field > 1")
-        wait_for(lambda: "watch: change refused" in said(), "the broken filter refused", 120, job)
-        # bright written another way: the same alerts pass, under a new version
+        # Together: first_seen's file broken, a new module that does not import, and bright
+        # written another way (the same alerts pass, under a new version).
         third = end_offsets(bootstrap, topic_name)
-        (folder / "broken.py").unlink()
+        _filter_file(folder / "first_seen.py", "first_seen", "diaSource.no_such_field > 1")
+        (folder / "broken.py").write_text("FILTER = (\n")
         _filter_file(folder / "bright.py", "bright", REWRITTEN_BRIGHT)
         wait_for(
             lambda: "watch: deployed ~bright" in said(), "bright's new version deployed", 120, job
+        )
+        wait_for(
+            lambda: "refused first_seen" in said() and "broken.py: the filter module" in said(),
+            "the broken changes refused",
+            120,
+            job,
         )
         _visit(bootstrap, topic_name, 43, schema_dir)
 
@@ -117,8 +128,13 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
     finally:
         os.killpg(job.pid, signal.SIGTERM)
         job.wait(90)
-    refused = next(line for line in said().splitlines() if "watch: change refused" in line)
-    assert "broken" in refused and "no_such_field" in refused, refused
+    lines = said().splitlines()
+    first_seen_line = next(line for line in lines if "refused first_seen" in line)
+    assert "no_such_field" in first_seen_line, first_seen_line
+    assert first_seen_line.endswith("its running version goes on"), first_seen_line
+    broken_line = next(line for line in lines if "broken.py: the filter module" in line)
+    assert "SyntaxError" in broken_line and broken_line.endswith("left out"), broken_line
+    assert not any("watch: change refused" in line for line in lines)  # nothing refused whole
     assert total == 360 and expected["first_seen"] and expected["bright"] - first["bright"]
     for name, want in expected.items():
         got = _keys(bootstrap, f"{topic_name}-{name}")
@@ -133,11 +149,31 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
         for sql in (JOB_FILTERS["bright"][0], REWRITTEN_BRIGHT)
     }
     assert len(versions) == 2
+    # first_seen published under its running version throughout, and the counts topic said so.
+    running = filter_version(AlertFilter(name="first_seen", sql=JOB_FILTERS["first_seen"][0]))
+    assert {
+        dict(m.headers())["filter_version"].decode()
+        for m in consume_all(bootstrap, f"{topic_name}-first_seen")
+    } == {running}
+    refused = [
+        json.loads(m.value())["filters"]
+        for m in consume_all(bootstrap, f"{topic_name}-counts")
+        if json.loads(m.value())["kind"] == "refused"
+    ]
+    assert any(
+        r.get("first_seen", {}).get("running_versions") == {"first_seen": running} for r in refused
+    ), refused
+    assert any(
+        r.get(str(folder / "broken.py"), {}).get("running_versions") == {} for r in refused
+    ), refused
     new = filter_version(AlertFilter(name="bright", sql=REWRITTEN_BRIGHT))
     for m in consume_all(bootstrap, f"{topic_name}-bright"):
         h = {k: v.decode() for k, v in m.headers()}
         in_third = int(h["source_offset"]) >= third[int(h["source_partition"])]
         assert h["filter_version"] in versions and (h["filter_version"] == new) == in_third, h
+    # The drain is a fresh archive process planning from the folder: the users' fixes first.
+    _filter_file(folder / "first_seen.py", "first_seen", JOB_FILTERS["first_seen"][0])
+    (folder / "broken.py").unlink()
     drain_archive(spark, bootstrap, topic_name, tmp_path, "--filter-path", str(folder), names=())
     rows = (
         spark.read.format("delta")

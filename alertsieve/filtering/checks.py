@@ -61,11 +61,14 @@ def validate(filters: list[Filter], alerts, view: list[ViewField] | None = None)
         if not NAME.match(f.name):
             raise FilterError(
                 f"filter {f.name!r} ({f.origin}): names are letters, digits, '_' and '-',"
-                " starting with a letter (they become topic and table names)"
+                " starting with a letter (they become topic and table names)",
+                filter=f.name,
             )
         if f.name in seen:
             raise FilterError(
-                f"filter {f.name!r} is defined twice: {seen[f.name].origin} and {f.origin}"
+                f"filter {f.name!r} is defined twice: {seen[f.name].origin} and {f.origin}",
+                filter=f.name,
+                origin=f.origin,
             )
         seen[f.name] = f
         _check_expressions(f)
@@ -79,7 +82,8 @@ def validate(filters: list[Filter], alerts, view: list[ViewField] | None = None)
         if dtype.typeName() != "boolean":
             raise FilterError(
                 f"filter {f.name!r} ({f.origin}): the expression is {dtype.simpleString()}, not"
-                " boolean; write a condition such as `diaSource.snr > 50`"
+                " boolean; write a condition such as `diaSource.snr > 50`",
+                filter=f.name,
             )
 
 
@@ -112,7 +116,8 @@ def _run_on_samples(f: PythonFilter, alerts, view: list[ViewField] | None) -> No
         failure = alerts.select(error.alias("e")).where("e IS NOT NULL").first()
     if failure is not None:
         raise FilterError(
-            f"filter {f.name!r} ({f.origin}) fails on the sample alerts: {failure['e']}"
+            f"filter {f.name!r} ({f.origin}) fails on the sample alerts: {failure['e']}",
+            filter=f.name,
         )
 
 
@@ -129,7 +134,8 @@ def named(f: Filter, part: str = "", view: list[ViewField] | None = None):
     except (AnalysisException, ParseException) as e:
         first = readable(str(e).strip().splitlines()[0], " ".join(f.expressions().values()), view)
         raise FilterError(
-            f"filter {f.name!r} ({f.origin}): {part + ': ' if part else ''}{first}"
+            f"filter {f.name!r} ({f.origin}): {part + ': ' if part else ''}{first}",
+            filter=f.name,
         ) from None
 
 
@@ -204,9 +210,12 @@ def _check_expressions(f: Filter) -> None:
         expressions = f.expressions()
     except (KeyError, IndexError) as e:
         raise FilterError(
-            f"filter {f.name!r} ({f.origin}): the SQL names a parameter {e} it does not declare"
+            f"filter {f.name!r} ({f.origin}): the SQL names a parameter {e} it does not declare",
+            filter=f.name,
         ) from None
     for where, sql in expressions.items():
         reason = not_an_expression(sql)
         if reason:
-            raise FilterError(f"filter {f.name!r} ({f.origin}): {where} is refused: {reason}")
+            raise FilterError(
+                f"filter {f.name!r} ({f.origin}): {where} is refused: {reason}", filter=f.name
+            )

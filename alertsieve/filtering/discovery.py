@@ -7,7 +7,7 @@ tables (``*.yaml``: many SQL filters as rows, ``alertsieve.filtering.tables``)."
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -83,13 +83,15 @@ def load_filter_file(path: Path) -> list[Filter]:
         cloudpickle.register_pickle_by_value(module)
     except Exception as e:  # noqa: BLE001 - any import failure is the module author's to fix
         raise FilterError(
-            f"{path}: the filter module cannot be imported: {type(e).__name__}: {e}"
+            f"{path}: the filter module cannot be imported: {type(e).__name__}: {e}",
+            origin=str(path),
         ) from None
     filters = _filters_in(vars(module), str(path))
     if not filters:
         raise FilterError(
             f"{path}: defines no filter; assign an AlertFilter(...) or a @python_filter function"
-            " at module level (e.g. FILTER = AlertFilter(name=..., sql=...)), or a list of them"
+            " at module level (e.g. FILTER = AlertFilter(name=..., sql=...)), or a list of them",
+            origin=str(path),
         )
     return filters
 
@@ -104,10 +106,16 @@ def filter_files(folder: Path) -> list[Path]:
 
 
 def discover(
-    paths: Iterable[Path | str] = (), builtin: bool = True, entry_points: bool = True
+    paths: Iterable[Path | str] = (),
+    builtin: bool = True,
+    entry_points: bool = True,
+    on_bad_file: Callable[[FilterError], None] | None = None,
 ) -> list[Filter]:
     """Filters from the contributed folder (``builtin``), from extra folders or files, and from
-    the other installed packages that declare the ``alertsieve.filters`` entry-point group."""
+    the other installed packages that declare the ``alertsieve.filters`` entry-point group.
+
+    A file that does not load raises its error, or with ``on_bad_file`` is handed to it and left
+    out (a job that skips bad filters runs the other files')."""
     contributed = builtin_filter_dir() if builtin else None
     sources: list[Path] = [contributed] if contributed is not None else []
     sources += [Path(p) for p in paths]
@@ -120,9 +128,16 @@ def discover(
         else:
             raise FilterError(f"filter path {source} does not exist")
         for file in files:
-            found += (
-                load_filter_table(file) if file.suffix in TABLE_SUFFIXES else load_filter_file(file)
-            )
+            try:
+                found += (
+                    load_filter_table(file)
+                    if file.suffix in TABLE_SUFFIXES
+                    else load_filter_file(file)
+                )
+            except FilterError as e:
+                if on_bad_file is None:
+                    raise
+                on_bad_file(e)
     if entry_points:
         from importlib.metadata import entry_points as installed
 

@@ -23,7 +23,16 @@ Format = Literal["avro", "json"]
 
 
 class FilterError(AlertsieveError, ValueError):
-    """A filter that cannot run: named, located, and with the fix where we know it."""
+    """A filter that cannot run: named, located, and with the fix where we know it.
+
+    Where one filter (``filter``, its name) or one file (``origin``) is at fault, the error says
+    which: a job that skips bad filters (``on_bad_filter: skip``) leaves that one out and runs
+    the rest."""
+
+    def __init__(self, message: str, *, filter: str | None = None, origin: str | None = None):
+        super().__init__(message)
+        self.filter = filter
+        self.origin = origin
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,7 +223,8 @@ def with_params(f: Filter, overrides: Mapping[str, Any], origin: str) -> Filter:
     if unknown:
         raise FilterError(
             f"{origin}: filter {f.name!r} has no parameter(s) {sorted(unknown)};"
-            f" it takes {sorted(f.params) or 'none'}"
+            f" it takes {sorted(f.params) or 'none'}",
+            filter=f.name,
         )
     for key, value in overrides.items():
         default = f.params[key]
@@ -224,6 +234,7 @@ def with_params(f: Filter, overrides: Mapping[str, Any], origin: str) -> Filter:
         if not ok or (isinstance(value, bool) and not isinstance(default, bool)):
             raise FilterError(
                 f"{origin}: parameter {key!r} of filter {f.name!r} is a {type(default).__name__}"
-                f" (default {default!r}); got {value!r}"
+                f" (default {default!r}); got {value!r}",
+                filter=f.name,
             )
     return replace(f, params={**f.params, **overrides})

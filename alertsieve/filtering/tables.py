@@ -70,9 +70,9 @@ def load_filter_table(path: Path) -> list[AlertFilter]:
     try:
         table = FilterTable.model_validate(read_yaml(path))
     except SettingsError as e:
-        raise FilterError(str(e)) from None
+        raise FilterError(str(e), origin=str(path)) from None
     except ValidationError as e:
-        raise FilterError(explain(e, FilterTable, str(path))) from None
+        raise FilterError(explain(e, FilterTable, str(path)), origin=str(path)) from None
     out = []
     for i, row in enumerate(table.filters):
         where = f"{path} (filters[{i}])"
@@ -84,6 +84,6 @@ def load_filter_table(path: Path) -> list[AlertFilter]:
         try:
             spec = SqlFilterSpec.model_validate(merged)
         except ValidationError as e:
-            raise FilterError(explain(e, SqlFilterSpec, where)) from None
+            raise FilterError(explain(e, SqlFilterSpec, where), origin=str(path)) from None
         out.append(spec.to_filter(where))
     return out

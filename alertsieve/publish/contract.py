@@ -141,3 +141,7 @@ TOPIC = "topic"
 PUBLISHED = "published"
 QUARANTINE_TOPIC = "quarantine_topic"
 WRITTEN_AT = "written_at"
+#: ``kind`` of the record a deployment writes when ``on_bad_filter: skip`` refused filters:
+#: ``{FILTERS: {name or file: {REASON, RUNNING_VERSIONS}}}`` (``alertsieve.publish.counts``).
+REFUSED_KIND = "refused"
+RUNNING_VERSIONS = "running_versions"

@@ -144,6 +144,26 @@ class CountsTopic:
             )
         return record
 
+    def refused(self, refused: Mapping[str, tuple[str, Mapping[str, str]]]) -> None:
+        """One record of what a deployment refused (``on_bad_filter: skip``), per filter (or
+        file that did not load): the reason, and the running versions that go on in its place
+        (none: left out)::
+
+            {"kind": "refused", "filters": {"broken": {"reason": "...",
+             "running_versions": {"broken": "a1b2c3d4e5f6"}}}, "written_at": 1764046000.123}
+        """
+        record = {
+            contract.KIND: contract.REFUSED_KIND,
+            contract.FILTERS: {
+                name: {contract.REASON: reason, contract.RUNNING_VERSIONS: dict(versions)}
+                for name, (reason, versions) in refused.items()
+            },
+            contract.WRITTEN_AT: time.time(),
+        }
+        self._producer.produce(self.topic, key=b"refused", value=json.dumps(record).encode())
+        if self._producer.flush(30):
+            log.error("the refused filters' record not acknowledged by %s after 30 s", self.topic)
+
     def close(self) -> None:
         """Flush and disconnect (a producer left open complains when the broker goes away)."""
         self._producer.flush(30)

@@ -35,26 +35,30 @@ def check_payload(f: Filter) -> None:
         if f.fields:
             raise FilterError(
                 f"{where}: fields {sorted(f.fields)} are given but payload is 'alert';"
-                " set payload: fields to publish them (or drop fields)"
+                " set payload: fields to publish them (or drop fields)",
+                filter=f.name,
             )
         return
     if not f.fields:
         raise FilterError(
-            f"{where}: payload 'fields' needs fields, e.g. fields: {{snr: diaSource.snr}}"
+            f"{where}: payload 'fields' needs fields, e.g. fields: {{snr: diaSource.snr}}",
+            filter=f.name,
         )
     for alias, sql in f.fields.items():
         if not _ALIAS.match(alias):
             raise FilterError(
-                f"{where}: field alias {alias!r}: use a letter or _ then letters, digits or _"
+                f"{where}: field alias {alias!r}: use a letter or _ then letters, digits or _",
+                filter=f.name,
             )
         if alias in contract.ENVELOPE:
             raise FilterError(
                 f"{where}: field alias {alias!r} is an envelope field every record holds"
-                f" ({', '.join(contract.ENVELOPE)}); choose another alias"
+                f" ({', '.join(contract.ENVELOPE)}); choose another alias",
+                filter=f.name,
             )
         reason = not_an_expression(sql)
         if reason:
-            raise FilterError(f"{where}: fields[{alias!r}] is refused: {reason}")
+            raise FilterError(f"{where}: fields[{alias!r}] is refused: {reason}", filter=f.name)
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,7 @@ def payloads(
         try:
             schema = avro_schema(types[f.name], f"{NAMESPACE}.{_avro_name(f.name)}")
         except FilterError as e:
-            raise FilterError(f"filter {f.name!r} ({f.origin}): {e}") from None
+            raise FilterError(f"filter {f.name!r} ({f.origin}): {e}", filter=f.name) from None
         registered = store.register(schema, f"{topic_of(f)}-value")
         out[f.name] = FieldsPayload(schema, frame(registered.schema_id, b""))
     return out

@@ -157,6 +157,14 @@ class JobConfig(BaseModel):
         examples=[True],
         json_schema_extra=_flag("--watch", cli="true"),
     )
+    on_bad_filter: Literal["fail", "skip"] = Field(
+        "fail",
+        description="a filter that fails its checks: fail stops the start-up (or refuses the whole"
+        " --watch deployment); skip leaves it out with its reason and runs the rest (under --watch,"
+        " its running version goes on)",
+        examples=["skip"],
+        json_schema_extra=_flag("--on-bad-filter", example="skip"),
+    )
     catalog_dir: str = Field(
         "catalogs",
         description="where catalogs, watchlists and watchmaps are (alertsieve catalog add / watch add)",

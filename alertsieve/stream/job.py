@@ -60,6 +60,7 @@ class FilterStream:
             published(self.plan, cfg),
             cfg.quarantine_topic,
         )
+        self._refusals(self.plan)
         decoder = self.plan.decoder  # a batch that quarantines everything is diagnosed for these
         diagnoser = Diagnoser(decoder.survey, decoder.wire_format, detected=cfg.survey == "auto")
         self.stopping = threading.Event()  # set by ``stop``
@@ -77,6 +78,21 @@ class FilterStream:
         """Ask a job running in another thread to stop, as Ctrl-C does: its queries are stopped
         the way each must be, its last batches reported, and ``run`` returns."""
         self.stopping.set()
+
+    def _refusals(self, plan) -> None:
+        """Say what ``on_bad_filter: skip`` left out: a WARNING per filter, and one record on the
+        counts topic per deployment, so a subscriber sees why a topic went quiet."""
+        refusals = plan.refusals
+        if refusals is None or not refusals.refused:
+            return
+        for line in refusals.lines():
+            log.warning("%s", line)
+        self.counts.refused(
+            {
+                refused: (reason, {n: plan.versions[n] for n in refusals.going_on(refused)})
+                for refused, reason in refusals.refused.items()
+            }
+        )
 
     def _count(self, stats, progress: dict) -> None:
         self.counts.write(progress, stats.input_rows, stats.quarantined_rows, stats.matches)
@@ -166,11 +182,15 @@ class FilterStream:
                 return
             state["files"] = files
             try:
-                plan = plan_job(self.spark, self.cfg)
+                plan = plan_job(self.spark, self.cfg, running=self.plan)
                 if self.cfg.realtime:
                     check_realtime(self.spark, self.cfg, plan.filters)
             except (FilterError, CatalogError, ConfigError) as e:
                 log.warning("watch: change refused, the running filters go on: %s", e)
+                return
+            self._refusals(plan)
+            if plan.versions == self.plan.versions:
+                log.warning("watch: nothing to deploy, the running filters go on")
                 return
             change = describe_change(self.plan.versions, plan.versions)  # ~name: a new version
             create_outputs(self.cfg, plan.filters)

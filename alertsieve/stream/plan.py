@@ -14,6 +14,7 @@ from alertsieve.filtering.discovery import discover, looked_in
 from alertsieve.filtering.lacking import lacking_fields, lacking_lines
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.filtering.prepare import prepare
+from alertsieve.filtering.refusals import SKIP, Refusals
 from alertsieve.kafka.topics import head_messages
 from alertsieve.publish import contract
 from alertsieve.publish.payloads import (
@@ -42,6 +43,8 @@ class JobPlan:
     payloads: dict[str, FieldsPayload] = dataclasses.field(
         default_factory=dict
     )  # the fields filters' records
+    #: ``on_bad_filter: skip``: what was left out and why, which running versions go on
+    refusals: Refusals | None = None
 
     def describe(self) -> list[str]:
         """What a person starting the job should know: the survey, versions, view and what each
@@ -56,21 +59,31 @@ class JobPlan:
         return lines + lacking_lines(self.lacking)
 
 
-def plan_job(spark, cfg: JobConfig) -> JobPlan:
-    """Everything a bad setting or filter can break, checked before the stream starts."""
+def plan_job(spark, cfg: JobConfig, running: JobPlan | None = None) -> JobPlan:
+    """Everything a bad setting or filter can break, checked before the stream starts (or, with
+    ``running``, the job's plan under ``--watch``, before a deployment). With ``on_bad_filter:
+    skip`` a bad filter is left out, its running version kept (``alertsieve.filtering.refusals``)."""
     topics = cfg.topic and [cfg.topic] or cfg.topic_pattern
     head = head_messages(cfg.bootstrap, topics, extra=cfg.kafka_conf)
     decoder = make_decoder(cfg.decode_settings, head, seen=newest_messages(cfg, topics))
-    filters = select_filters(cfg, decoder.survey)
+    refusals = Refusals(cfg.on_bad_filter == SKIP, running.filters if running else [])
+    filters = select_filters(cfg, decoder.survey, refusals)
 
     def records(samples) -> tuple[dict[str, str], dict]:
         """The filters' versions and their fields records' types, compiled on the samples."""
         versions = filter_versions(filters, cfg.catalog_dir)
         return versions, record_types(filters, decoder, versions, samples)
 
-    prepared = prepare(
-        spark, filters, decoder, head, cfg.catalog_dir, driver_heap_mb(spark), check=records
-    )
+    while True:
+        try:
+            prepared = prepare(
+                spark, filters, decoder, head, cfg.catalog_dir, driver_heap_mb(spark), check=records
+            )
+            break
+        except FilterError as e:
+            filters = refusals.leave_out(filters, e)
+            if not filters:
+                raise _nothing_left(decoder.survey, refusals) from None
     versions, types = prepared.checked
     paths = prepared.paths
     if types:
@@ -92,6 +105,14 @@ def plan_job(spark, cfg: JobConfig) -> JobPlan:
         )
         if types
         else {},
+        refusals=refusals,
+    )
+
+
+def _nothing_left(survey: str, refusals: Refusals) -> FilterError:
+    return FilterError(
+        f"no filter for {survey} alerts left to run: every one was refused;"
+        f" {' | '.join(refusals.lines())}"
     )
 
 
@@ -121,14 +142,20 @@ def archive_paths(decoder: Decoder, used: list[str], with_cutouts: bool) -> list
     ]
 
 
-def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
+def select_filters(cfg: JobConfig, survey: str, refusals: Refusals | None = None) -> list[Filter]:
     """The settings' SQL filters and code filters, then the discovered ones of this survey, with
-    their parameters set; only those named by ``filters`` (``--filters``) if given."""
+    their parameters set; only those named by ``filters`` (``--filters``) if given. ``refusals``
+    (``on_bad_filter: skip``) leaves out a file or filter that fails, keeping its running one."""
+    refusals = refusals or Refusals(skip=False)
     filters = cfg.settings_filters()
     if cfg.discover_filters or cfg.filter_paths:
         found = discover(
-            cfg.filter_paths, builtin=cfg.discover_filters, entry_points=cfg.discover_filters
+            cfg.filter_paths,
+            builtin=cfg.discover_filters,
+            entry_points=cfg.discover_filters,
+            on_bad_file=refusals.file_failed if refusals.skip else None,
         )
+        found += refusals.kept_from_failed_files()
         named = set(cfg.filters or [])
         for f in found:
             if f.survey not in (None, survey) and f.name in named:
@@ -141,6 +168,11 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
     unknown = set(cfg.filter_params) - {f.name for f in filters}
     if unknown:
         raise FilterError(f"{where}: filter_params names unknown filter(s) {sorted(unknown)}")
+    for f in list(filters):
+        try:
+            with_params(f, cfg.filter_params.get(f.name, {}), where)
+        except FilterError as e:
+            filters = refusals.leave_out(filters, e)
     filters = [with_params(f, cfg.filter_params.get(f.name, {}), where) for f in filters]
     unknown = set(cfg.filter_outputs) - {f.name for f in filters}
     if unknown:
@@ -153,15 +185,11 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
         else f
         for f in filters
     ]
-    reserved = {cfg.quarantine_topic: contract.QUARANTINE, cfg.counts_topic: contract.COUNTS}
-    for f in filters:
-        check_payload(f)
-        topic = contract.filter_topic(f, cfg.output_prefix)
-        if topic in reserved:
-            raise FilterError(
-                f"filter {f.name!r} ({f.origin}) would publish to {topic},"
-                f" the job's {reserved[topic]} topic; rename it or set its topic"
-            )
+    for f in list(filters):
+        try:
+            check_output(f, cfg)
+        except FilterError as e:
+            filters = refusals.leave_out(filters, e)
     if not filters:
         where = looked_in(cfg.filter_paths, cfg.discover_filters, cfg.discover_filters)
         raise FilterError(
@@ -176,6 +204,19 @@ def select_filters(cfg: JobConfig, survey: str) -> list[Filter]:
     if missing:
         raise FilterError(f"--filters names unknown filter(s) {missing}; known: {sorted(by_name)}")
     return [by_name[n] for n in cfg.filters]
+
+
+def check_output(f: Filter, cfg: JobConfig) -> None:
+    """A filter's payload is well formed and its topic is not one of the job's own."""
+    check_payload(f)
+    reserved = {cfg.quarantine_topic: contract.QUARANTINE, cfg.counts_topic: contract.COUNTS}
+    topic = contract.filter_topic(f, cfg.output_prefix)
+    if topic in reserved:
+        raise FilterError(
+            f"filter {f.name!r} ({f.origin}) would publish to {topic},"
+            f" the job's {reserved[topic]} topic; rename it or set its topic",
+            filter=f.name,
+        )
 
 
 def newest_messages(cfg: JobConfig, topics: list[str] | str) -> list[bytes]:
