@@ -4,6 +4,7 @@ independent computation (fastavro + plain Python over the very bytes that were p
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from confluent_kafka import Producer
-from crafted import real_messages
+from confluent_kafka.admin import AdminClient
+from crafted import REAL, real_messages
 from job_helpers import JOB_FILTERS as FILTERS
 from kafka_helpers import consume_all
 from oracles import contributed_filters_in_plain_python, dayobs
@@ -236,7 +238,7 @@ from alertsieve.filtering.model import python_filter
 
 FAILS_ON = {ids}
 
-@python_filter(name="breaks_on_some_alerts", columns={{"id": "diaSource.diaSourceId", "snr": "diaSource.snr"}})
+@python_filter(name="breaks_on_some_alerts", columns={{"id": "diaSource.diaSourceId", "snr": "diaSource.snr"}}, max_rate=1.0)
 def breaks(alerts):
     """Raises on a chunk of rows holding one of a few alerts from the middle of the stream (never
     among the topic's first or newest, which the start-up check samples), as a filter whose
@@ -247,17 +249,64 @@ def breaks(alerts):
 '''
 
 
-def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kafka, tmp_path):
+EVERYTHING = """
+from alertsieve.filtering.model import AlertFilter
+
+FILTER = AlertFilter(name="everything", sql="diaSource.snr > 0", description="every detection")
+"""
+
+
+def _reference(bootstrap: str, schema_dir: str) -> tuple[str, int, int]:
+    """A reference topic for admission: 2,000 simulated alerts and the 8 real LSSTCam ones;
+    (its name, its alerts, those with diaSource.snr > 0 as fastavro reads them)."""
+    topic = f"reference-{uuid.uuid4().hex[:8]}"
+    for config in (
+        dict(visits=1, alerts_per_visit=2000, seed=77, stamp_size=0),
+        dict(
+            replay=[
+                str(REAL / "rubin-lsstcam-v10_0.avro"),
+                str(REAL / "rubin-lsstcam-v10_0-b.avro"),
+            ]
+        ),
+    ):
+        assert produce(
+            ProduceConfig(
+                bootstrap=bootstrap,
+                topic=topic,
+                interval_s=0,
+                partitions=1,
+                progress=False,
+                schema_dir=schema_dir,
+                **config,
+            )
+        ).ok
+    store = LocalSchemaStore(schema_dir)
+    snrs = [
+        store.get(unframe(m.value())[0]).decode(unframe(m.value())[1])["diaSource"]["snr"]
+        for m in consume_all(bootstrap, topic)
+    ]
+    return topic, len(snrs), sum(1 for x in snrs if x is not None and x > 0)
+
+
+def test_contributed_filters_run_together_and_equal_plain_python(
+    run, spark, kafka, tmp_path, caplog
+):
     """All discovered filters in one job, plus one that raises on some rows at runtime: it loses
     its output for the rows it failed on (the chunk of a batch holding one of a few alerts) and keeps it
     for the others, the error counted; the other filters are exactly the independent computation. The stream is the simulated
     alerts and the real ones of tests/data/real, with edited copies of real alerts that pass each
-    filter (tests/crafted.py): the simulator gives some filters nothing to pass, rightly."""
+    filter (tests/crafted.py): the simulator gives some filters nothing to pass, rightly.
+
+    Admission is on (a reference topic of 2,000 simulated alerts and the real LSSTCam ones, 5%,
+    on_bad_filter: skip): ``everything`` passes every detection, is refused with its rate and
+    publishes nothing; the failing filter is admitted by its own max_rate of 1."""
     (tmp_path / "extra").mkdir()
     fails_on = {int(k) for k in list(run.good)[300:303]}
     (tmp_path / "extra" / "breaks.py").write_text(
         BREAKS_ON_SOME_ALERTS.format(ids=sorted(fails_on))
     )
+    (tmp_path / "extra" / "everything.py").write_text(EVERYTHING)
+    reference, ref_alerts, ref_passing = _reference(kafka.bootstrap_servers, run.cfg.schema_dir)
     source, prefix = f"contrib-{uuid.uuid4().hex[:8]}", "contrib-"
     real = real_messages()
     create_topic(kafka.bootstrap_servers, source, 2)
@@ -283,8 +332,28 @@ def test_contributed_filters_run_together_and_equal_plain_python(run, spark, kaf
         delta_path=str(tmp_path / "delta"),
         checkpoint=str(tmp_path / "ckpt"),
         schema_dir=run.cfg.schema_dir,
+        admission={"reference": reference, "max_rate": 0.05},
+        on_bad_filter="skip",
     )
-    lines = run_job(cfg, spark=spark)
+    with caplog.at_level(logging.WARNING, logger="alertsieve"):
+        lines = run_job(cfg, spark=spark)
+    (said,) = [r.getMessage() for r in caplog.records if "refused everything" in r.getMessage()]
+    assert said == (
+        f"refused everything: filter 'everything' ({tmp_path / 'extra' / 'everything.py'}) is"
+        f" refused by admission: it passes {ref_passing / ref_alerts:.2%} of the reference"
+        f" ({ref_passing} of {ref_alerts} alerts of {reference}), above its cap of 5.00%;"
+        " narrow its condition, or give it max_rate; left out"
+    )
+    assert ref_passing / ref_alerts > 0.05 and ref_alerts == 2008
+    assert all("everything" not in b["matches"] for b in lines)
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    assert f"{prefix}everything" not in admin.list_topics(timeout=10).topics
+    refused = [
+        json.loads(m.value())
+        for m in consume_all(kafka.bootstrap_servers, f"{prefix}counts")
+        if json.loads(m.value())["kind"] == "refused"
+    ]
+    assert [set(r["filters"]) for r in refused] == [{"everything"}]
     expected = contributed_filters_in_plain_python(alerts)
     assert all(len(v) > 0 for v in expected.values()), {k: len(v) for k, v in expected.items()}
     table = spark.read.format("delta").load(str(tmp_path / "delta" / "matches"))

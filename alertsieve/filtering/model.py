@@ -51,6 +51,9 @@ class FilterInfo:
     payload: Payload = "alert"
     fields: Mapping[str, str] = field(default_factory=dict)
     format: Format = "avro"
+    #: The largest fraction of a reference night's alerts it may pass to be admitted (a job with
+    #: ``admission``, ``alertsieve.stream.admission``); None: the job's ``admission.max_rate``.
+    max_rate: float | None = None
 
 
 class Filter(FilterInfo, ABC):
@@ -192,6 +195,7 @@ def python_filter(
     payload: Payload = "alert",
     fields: Mapping[str, str] | None = None,
     format: Format = "avro",
+    max_rate: float | None = None,
 ) -> Callable[[Callable[..., Any]], PythonFilter]:
     """Decorator for filter modules: ``@python_filter(name=..., columns={...})``."""
 
@@ -211,6 +215,7 @@ def python_filter(
             payload=payload,
             fields=dict(fields or {}),
             format=format,
+            max_rate=max_rate,
         )
 
     return wrap

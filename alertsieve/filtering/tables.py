@@ -46,6 +46,9 @@ class SqlFilterSpec(BaseModel):
     )
     fields: dict[str, str] = Field(default_factory=dict, examples=[{"snr": "diaSource.snr"}])
     format: Literal["avro", "json"] = Field("avro", description="of a fields record")
+    max_rate: float | None = Field(
+        None, gt=0, le=1, description="admission: the largest rate on the reference it may pass"
+    )
     origin: str | None = Field(None, description="where it was written (set for --sql)")
 
     def to_filter(self, origin: str) -> AlertFilter:

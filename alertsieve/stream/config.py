@@ -43,6 +43,26 @@ class FilterOutput(BaseModel):
     payload: Literal["alert", "fields"] = "alert"
     fields: dict[str, str] = Field(default_factory=dict)
     format: Literal["avro", "json"] = "avro"
+    max_rate: float | None = Field(None, gt=0, le=1)
+
+
+class Admission(BaseModel):
+    """``admission``: each new or changed filter backtested on a reference before it publishes,
+    refused when it passes more than ``max_rate`` of the reference's alerts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reference: list[str] = Field(
+        description="alerts as backtest --input takes them: files, a topic (on the job's"
+        " bootstrap), the archive, simulated:N",
+        min_length=1,
+    )
+    max_rate: float = Field(0.05, gt=0, le=1, description="a filter's cap unless it sets its own")
+
+    @field_validator("reference", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
 
 
 class JobConfig(BaseModel):
@@ -164,6 +184,13 @@ class JobConfig(BaseModel):
         " its running version goes on)",
         examples=["skip"],
         json_schema_extra=_flag("--on-bad-filter", example="skip"),
+    )
+    admission: Admission | None = Field(
+        None,
+        description="backtest each new or changed filter on a reference (reference: INPUT;"
+        " max_rate: 0.05) and refuse it above its rate (a filter's own max_rate first)",
+        examples=[{"reference": "simulated:2000", "max_rate": 0.05}],
+        json_schema_extra=_flag("--admission", cli="pairs", example="reference=simulated:2000"),
     )
     catalog_dir: str = Field(
         "catalogs",

@@ -60,7 +60,6 @@ class FilterStream:
             published(self.plan, cfg),
             cfg.quarantine_topic,
         )
-        self._refusals(self.plan)
         decoder = self.plan.decoder  # a batch that quarantines everything is diagnosed for these
         diagnoser = Diagnoser(decoder.survey, decoder.wire_format, detected=cfg.survey == "auto")
         self.stopping = threading.Event()  # set by ``stop``
@@ -131,6 +130,7 @@ class FilterStream:
         sink, the archive runs beside the hot path (after it, when available-now). With
         ``watch``, changed filters are deployed as it runs (``alertsieve.stream.redeploy``)."""
         create_outputs(self.cfg, self.filters)
+        self._refusals(self.plan)
         listener = make_listener(self.metrics)
         self.spark.streams.addListener(listener)
         archive = Archive(self.spark, self.cfg, self.plan) if "delta" in self.cfg.sinks else None

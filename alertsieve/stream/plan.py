@@ -26,6 +26,7 @@ from alertsieve.publish.payloads import (
 )
 from alertsieve.publish.versions import filter_versions
 from alertsieve.spark.session import driver_heap_mb
+from alertsieve.stream.admission import over_cap
 from alertsieve.stream.config import JobConfig
 from alertsieve.view.decoder import Decoder
 from alertsieve.view.surveys import make_decoder
@@ -74,16 +75,24 @@ def plan_job(spark, cfg: JobConfig, running: JobPlan | None = None) -> JobPlan:
         versions = filter_versions(filters, cfg.catalog_dir)
         return versions, record_types(filters, decoder, versions, samples)
 
+    admitted = dict(running.versions) if running else {}  # versions that need no admission
     while True:
         try:
             prepared = prepare(
                 spark, filters, decoder, head, cfg.catalog_dir, driver_heap_mb(spark), check=records
             )
-            break
+            versions = prepared.checked[0]
+            refused = over_cap(spark, cfg, filters, versions, admitted)
+            over = {e.filter for e in refused}
+            admitted |= {f.name: versions[f.name] for f in filters if f.name not in over}
+            if not refused:
+                break
+            for error in refused:
+                filters = refusals.leave_out(filters, error)
         except FilterError as e:
             filters = refusals.leave_out(filters, e)
-            if not filters:
-                raise _nothing_left(decoder.survey, refusals) from None
+        if not filters:
+            raise _nothing_left(decoder.survey, refusals)
     versions, types = prepared.checked
     paths = prepared.paths
     if types:
