@@ -8,6 +8,7 @@ from alertsieve.bench.batches import visit_done_times
 from alertsieve.stream.metrics import (
     MetricsLog,
     latency_from_timestamps,
+    read_lines,
     read_metrics,
 )
 
@@ -119,3 +120,23 @@ def test_a_batch_line_reads_as_its_trigger(caplog):
     assert lines[True] == [
         "epoch 0: 10 alerts (1 quarantined); matches: a=2, b=7 | FILTER ERRORS: b"
     ]
+
+
+def test_a_python_filters_time_is_reported_and_named_above_its_budget(tmp_path, caplog):
+    """The seconds the hot path observed for Python filter ``b`` (``_c1``): in the metrics line,
+    per 1,000 input alerts, on the console, and a WARNING above ``python_budget``."""
+    import logging
+
+    progress = _progress(0, 10)
+    progress["observedMetrics"]["alertsieve_python"] = {"_c1": 0.5}
+    log = MetricsLog(tmp_path / "m.jsonl", ["a", "b"], {"b"}, query_name="hot", python_budget=0.1)
+    with caplog.at_level(logging.INFO, logger="alertsieve.stream.metrics"):
+        log.add_progress(progress)
+    (line,) = read_lines(tmp_path / "m.jsonl")
+    assert (line["filter_seconds"], line["filter_seconds_per_1000"]) == ({"b": 0.5}, {"b": 50.0})
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0].endswith("matches: a=2, b=7; python: b 0.50s (50.00 s/1k) | FILTER ERRORS: b")
+    assert said[1] == (
+        "batch 0: python filter b took 50.00 s per 1,000 alerts (0.50 s for 10), above the budget"
+        " of 0.10 s (python_filter_budget)"
+    )

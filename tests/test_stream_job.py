@@ -23,6 +23,7 @@ from oracles import contributed_filters_in_plain_python, dayobs
 from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
 from alertsieve.backtest.run import backtest
 from alertsieve.backtest.sources import load_alerts
+from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce
@@ -256,6 +257,20 @@ FILTER = AlertFilter(name="everything", sql="diaSource.snr > 0", description="ev
 """
 
 
+SLEEPY = '''
+import time
+
+from alertsieve.filtering.model import python_filter
+
+
+@python_filter(name="sleepy", columns={"snr": "diaSource.snr"})
+def sleepy(alerts):
+    """A quarter of a second per chunk of rows, as a filter calling a slow model would take."""
+    time.sleep(0.25)
+    return alerts["snr"] > 1e9
+'''
+
+
 def _reference(bootstrap: str, schema_dir: str) -> tuple[str, int, int]:
     """A reference topic for admission: 2,000 simulated alerts and the 8 real LSSTCam ones;
     (its name, its alerts, those with diaSource.snr > 0 as fastavro reads them)."""
@@ -299,13 +314,16 @@ def test_contributed_filters_run_together_and_equal_plain_python(
 
     Admission is on (a reference topic of 2,000 simulated alerts and the real LSSTCam ones, 5%,
     on_bad_filter: skip): ``everything`` passes every detection, is refused with its rate and
-    publishes nothing; the failing filter is admitted by its own max_rate of 1."""
+    publishes nothing; the failing filter is admitted by its own max_rate of 1. Each Python
+    filter's time is in every batch's metrics; ``sleepy`` (0.25 s a chunk) is named above the
+    budget of 0.1 s per 1,000 alerts."""
     (tmp_path / "extra").mkdir()
     fails_on = {int(k) for k in list(run.good)[300:303]}
     (tmp_path / "extra" / "breaks.py").write_text(
         BREAKS_ON_SOME_ALERTS.format(ids=sorted(fails_on))
     )
     (tmp_path / "extra" / "everything.py").write_text(EVERYTHING)
+    (tmp_path / "extra" / "sleepy.py").write_text(SLEEPY)
     reference, ref_alerts, ref_passing = _reference(kafka.bootstrap_servers, run.cfg.schema_dir)
     source, prefix = f"contrib-{uuid.uuid4().hex[:8]}", "contrib-"
     real = real_messages()
@@ -334,11 +352,26 @@ def test_contributed_filters_run_together_and_equal_plain_python(
         schema_dir=run.cfg.schema_dir,
         admission={"reference": reference, "max_rate": 0.05},
         on_bad_filter="skip",
+        python_filter_budget=0.1,
     )
-    with caplog.at_level(logging.WARNING, logger="alertsieve"):
+    with caplog.at_level(logging.INFO, logger="alertsieve"):
         lines = run_job(cfg, spark=spark)
-    (said,) = [r.getMessage() for r in caplog.records if "refused everything" in r.getMessage()]
-    assert said == (
+    said = [r.getMessage() for r in caplog.records]
+    # The cost of each Python filter, every batch; sleepy's at least its sleep, named above budget.
+    python = {f.name for f in discover([tmp_path / "extra"]) if f.runs_python}
+    assert {"sleepy", "breaks_on_some_alerts"} <= python
+    for b in lines:
+        assert set(b["filter_seconds"]) == python, b["filter_seconds"]
+        assert b["filter_seconds"]["sleepy"] >= 0.25
+        per = b["filter_seconds_per_1000"]["sleepy"]
+        assert per == round(1000 * b["filter_seconds"]["sleepy"] / b["input_rows"], 4)
+        assert any(
+            m.startswith(f"batch {b['batch_id']}: python filter sleepy took {per:.2f} s per 1,000")
+            for m in said
+        ), b["batch_id"]
+        assert any(m.startswith(f"batch {b['batch_id']}: ") and "; python: " in m for m in said)
+    (refusal,) = [m for m in said if "refused everything" in m]
+    assert refusal == (
         f"refused everything: filter 'everything' ({tmp_path / 'extra' / 'everything.py'}) is"
         f" refused by admission: it passes {ref_passing / ref_alerts:.2%} of the reference"
         f" ({ref_passing} of {ref_alerts} alerts of {reference}), above its cap of 5.00%;"

@@ -71,6 +71,13 @@ class Filter(FilterInfo, ABC):
     def evaluate(self):
         """(match column, error column or None): the filter over a frame of the filter view."""
 
+    def evaluate_timed(self):
+        """(match, error, seconds): ``evaluate`` and, for a Python filter, the seconds its
+        function took on each chunk of rows (on the chunk's first row; None for SQL, whose
+        filters share one generated expression and have no cost of their own)."""
+        match, error = self.evaluate()
+        return match, error, None
+
     @property
     @abstractmethod
     def runs_python(self) -> bool:
@@ -133,11 +140,15 @@ class PythonFilter(Filter):
 
     def evaluate(self):
         """(match column, error column): the function runs in a pandas UDF that never raises."""
+        match, error, _ = self.evaluate_timed()
+        return match, error
+
+    def evaluate_timed(self):
         from pyspark.sql.functions import pandas_udf
 
         run = guarded(self.function, dict(self.params), self.name)
-        result = pandas_udf(run, "struct<match:boolean,error:string>")(self.inputs())
-        return result["match"], result["error"]
+        result = pandas_udf(run, "struct<match:boolean,error:string,seconds:double>")(self.inputs())
+        return result["match"], result["error"], result["seconds"]
 
     @property
     def runs_python(self) -> bool:
@@ -149,11 +160,15 @@ class PythonFilter(Filter):
 
 def guarded(function: Callable[..., Any], params: dict, name: str) -> Callable:
     """Wrap a filter function: a bad return or an exception becomes an error string on the first
-    row (and no matches), so one broken filter cannot stop the batch."""
+    row (and no matches), so one broken filter cannot stop the batch; the seconds it took go on
+    the first row too (the job's cost per filter)."""
 
     def run(columns):
+        import time
+
         import pandas as pd
 
+        start = time.perf_counter()
         try:
             out = function(columns, **params)
             if not isinstance(out, pd.Series) or len(out) != len(columns):
@@ -168,7 +183,8 @@ def guarded(function: Callable[..., Any], params: dict, name: str) -> Callable:
         except Exception as e:  # noqa: BLE001 - reported per batch, see the docstring
             match = [False] * len(columns)
             error = [f"{name}: {type(e).__name__}: {e}"] + [None] * (len(columns) - 1)
-        return pd.DataFrame({"match": match, "error": error})
+        seconds = [time.perf_counter() - start] + [None] * (len(columns) - 1)
+        return pd.DataFrame({"match": match, "error": error, "seconds": seconds})
 
     return run
 

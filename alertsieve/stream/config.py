@@ -192,6 +192,14 @@ class JobConfig(BaseModel):
         examples=[{"reference": "simulated:2000", "max_rate": 0.05}],
         json_schema_extra=_flag("--admission", cli="pairs", example="reference=simulated:2000"),
     )
+    python_filter_budget: float | None = Field(
+        None,
+        gt=0,
+        description="seconds per 1,000 alerts a Python filter may take in a batch; above, a"
+        " WARNING names it with its cost (default: none)",
+        examples=[0.5],
+        json_schema_extra=_flag("--python-filter-budget", example="0.5"),
+    )
     catalog_dir: str = Field(
         "catalogs",
         description="where catalogs, watchlists and watchmaps are (alertsieve catalog add / watch add)",

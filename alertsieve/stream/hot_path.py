@@ -23,6 +23,7 @@ from alertsieve.view.decoder import META
 #: The names of the ``observe()`` metrics of each batch (``alertsieve.stream.metrics``).
 ARRIVED = "alertsieve_input"
 OBSERVED = "alertsieve"
+COST = "alertsieve_python"  # the seconds each Python filter's function took in the batch
 MATCHES = "matches"  # the observed list of matched filters' indices
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedded brokers' limit)
@@ -48,10 +49,15 @@ def error_index(i: int) -> int:
     return -2 - i
 
 
+def cost(i: int) -> str:
+    return f"_c{i}"
+
+
 def evaluated(raw, plan: JobPlan):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
-    ``error_index(i)`` where Python filter i failed) and an error column per Python filter.
+    ``error_index(i)`` where Python filter i failed), an error column per Python filter and its
+    seconds (``cost``: on the first row of each chunk it ran on).
 
     The filters' conditions fill one array with their index or null, and the nulls are dropped
     there, per alert, before anything is exploded: a thousand filters cost a thousand conditions
@@ -62,9 +68,11 @@ def evaluated(raw, plan: JobPlan):
 
     decoded = plan.decoder.decode(raw, plan.paths)
     flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context)
-    slots, errors, records = [], [], []
+    slots, errors, records, costs = [], [], [], []
     for i, f in enumerate(plan.filters):
-        match, err = f.evaluate()
+        match, err, seconds = f.evaluate_timed()
+        if seconds is not None:
+            costs.append(seconds.alias(cost(i)))
         slots.append(F.when(match, F.lit(i)))
         if f.name in plan.payloads:  # built only where the filter matched
             column = record_column(f, plan.decoder, plan.versions[f.name], plan.payloads[f.name])
@@ -87,7 +95,15 @@ def evaluated(raw, plan: JobPlan):
         outcome_indices.alias("_outcomes"),
         fields.alias("_records"),
         *errors,
+        *costs,
     )
+
+
+def cost_metrics(plan: JobPlan) -> list:
+    """Counted on every alert's row: the seconds each Python filter's function took."""
+    from pyspark.sql import functions as F
+
+    return [F.sum(cost(i)).alias(cost(i)) for i, f in enumerate(plan.filters) if f.runs_python]
 
 
 def arrival_metrics() -> list:
@@ -266,7 +282,8 @@ def hot_path(raw, plan: JobPlan, cfg: JobConfig):
     joins the two). An observed frame is materialised row by row, so neither observation sits
     where every alert's bytes would be copied for it."""
     arrived = raw.observe(ARRIVED, *arrival_metrics())
-    outcome = outcomes(evaluated(arrived, plan), plan, cfg).observe(
-        OBSERVED, *outcome_metrics(plan)
-    )
+    flags = evaluated(arrived, plan)
+    if any(f.runs_python for f in plan.filters):
+        flags = flags.observe(COST, *cost_metrics(plan))
+    outcome = outcomes(flags, plan, cfg).observe(OBSERVED, *outcome_metrics(plan))
     return output_rows(outcome, cfg)

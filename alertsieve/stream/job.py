@@ -71,6 +71,7 @@ class FilterStream:
             realtime=bool(cfg.realtime),
             on_batch=self._count,
             diagnose=diagnoser,
+            python_budget=cfg.python_filter_budget,
         )
 
     def stop(self) -> None:

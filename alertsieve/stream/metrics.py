@@ -10,6 +10,9 @@ Fields of a ``batch`` line:
   diagnosis of a batch that quarantined everything is made of (``alertsieve.stream.diagnosis``);
   filter_errors {filter: message} (Python filters that failed in this batch: no output from the
   rows they failed on; matches counts what each filter published);
+  filter_seconds {filter: s}: each Python filter's function time in the batch, summed over the
+  chunks of rows it ran on (executor time, not wall time), and filter_seconds_per_1000 {filter:
+  s per 1,000 input alerts}; SQL filters share one generated expression and have none;
   batch_seconds (Spark's trigger execution time), rows_per_s (input_rows / batch_seconds);
   latency_s {p50, p95, p99, max}: end of the batch (when its records are on the output topics)
   minus Kafka append time, over every input alert of the batch; latency_basis: "batch_end";
@@ -54,6 +57,7 @@ class BatchStats:
     timestamps: str = "log_append_time"
     phases_s: dict[str, float] = field(default_factory=dict)
     filter_errors: dict[str, str] = field(default_factory=dict)
+    filter_seconds: dict[str, float] = field(default_factory=dict)
     reason_min: str | None = None
     reason_max: str | None = None
     kind: str = "batch"
@@ -61,6 +65,11 @@ class BatchStats:
     @property
     def rows_per_s(self) -> float:
         return self.input_rows / self.batch_seconds if self.batch_seconds > 0 else 0.0
+
+    @property
+    def seconds_per_1000(self) -> dict[str, float]:
+        """Each Python filter's seconds per 1,000 input alerts of the batch."""
+        return {n: round(1000 * s / self.input_rows, 4) for n, s in self.filter_seconds.items()}
 
 
 def latency_from_timestamps(output_time: float, ts_quantiles: dict[str, float | None]) -> dict:
@@ -78,7 +87,7 @@ def console_line(stats: BatchStats, realtime: bool = False) -> str:
     """A batch in a line. A Real-Time Mode batch (an epoch) lasts its checkpoint interval and
     publishes each match as it comes, so its duration, rate and end-of-batch latency say nothing
     of the job's: the line gives what it read and matched."""
-    matched = matches_line(stats.matches)
+    matched = matches_line(stats.matches) + python_line(stats)
     errors = f" | FILTER ERRORS: {', '.join(stats.filter_errors)}" if stats.filter_errors else ""
     if realtime:
         return (
@@ -97,6 +106,20 @@ def console_line(stats: BatchStats, realtime: bool = False) -> str:
 
 #: The console line names this many filters' matches; a job of a thousand says how many more.
 CONSOLE_FILTERS = 8
+
+
+def python_line(stats: BatchStats) -> str:
+    """``; python: slow 1.20s (2.40 s/1k)``: the costliest Python filters' time in the batch."""
+    if not stats.filter_seconds:
+        return ""
+    per = stats.seconds_per_1000
+    top = sorted(stats.filter_seconds.items(), key=lambda kv: -kv[1])[:CONSOLE_FILTERS]
+    more = len(stats.filter_seconds) - len(top)
+    return (
+        "; python: "
+        + ", ".join(f"{n} {s:.2f}s ({per[n]:.2f} s/1k)" for n, s in top)
+        + (f" and {more} more" if more else "")
+    )
 
 
 def matches_line(matches: dict[str, int]) -> str:
@@ -128,11 +151,14 @@ class MetricsLog:
         realtime: bool = False,
         on_batch: Callable[[BatchStats, dict], None] | None = None,
         diagnose: Callable[[BatchStats], str | None] | None = None,
+        python_budget: float | None = None,
     ):
         """``on_batch(stats, progress)``: called once per batch after its line is written (the
         counts topic). ``diagnose(stats)``: the line to add about a batch that quarantined every
-        message, or None (``alertsieve.stream.diagnosis.Diagnoser``)."""
+        message, or None (``alertsieve.stream.diagnosis.Diagnoser``). ``python_budget``: seconds
+        per 1,000 alerts a Python filter may take in a batch; above it, a WARNING names it."""
         self.on_batch = on_batch
+        self.python_budget = python_budget
         self.diagnose = diagnose
         self.path = Path(path) if path else None
         if self.path:
@@ -159,6 +185,18 @@ class MetricsLog:
         log.info("%s", console_line(stats, self.realtime))
         if diagnosis:  # beside the batch's line, where the person running the job looks; it goes on
             log.warning("%s", diagnosis)
+        for name, per in stats.seconds_per_1000.items():
+            if self.python_budget is not None and per > self.python_budget:
+                log.warning(
+                    "batch %d: python filter %s took %.2f s per 1,000 alerts (%.2f s for %d),"
+                    " above the budget of %.2f s (python_filter_budget)",
+                    stats.batch_id,
+                    name,
+                    per,
+                    stats.filter_seconds[name],
+                    stats.input_rows,
+                    self.python_budget,
+                )
         self._write(stats, progress)
         if self.on_batch:
             self.on_batch(stats, progress)
@@ -177,6 +215,7 @@ class MetricsLog:
     def _write(self, stats: BatchStats, progress: dict) -> None:
         line = asdict(stats)
         line["rows_per_s"] = round(stats.rows_per_s, 1)
+        line["filter_seconds_per_1000"] = stats.seconds_per_1000
         line["batch_seconds"] = round(stats.batch_seconds, 3)
         line["spark"] = {
             k: progress.get(k)
@@ -196,7 +235,7 @@ def batch_stats(
 ) -> BatchStats | None:
     """A hot-path batch's stats from its progress report; None for a batch without alerts (or
     another query's report)."""
-    from alertsieve.stream.hot_path import ARRIVED, MATCHES, OBSERVED, error
+    from alertsieve.stream.hot_path import ARRIVED, COST, MATCHES, OBSERVED, cost, error
 
     observed = progress.get("observedMetrics") or {}
     seen = {**(observed.get(OBSERVED) or {}), **(observed.get(ARRIVED) or {})}
@@ -217,6 +256,12 @@ def batch_stats(
         for i, n in enumerate(filters)
         if n in python_filters and seen.get(error(i))
     }
+    costs = observed.get(COST) or {}
+    python_seconds = {
+        n: round(float(costs.get(cost(i)) or 0.0), 4)
+        for i, n in enumerate(filters)
+        if n in python_filters and cost(i) in costs
+    }
     return BatchStats(
         batch_id=int(progress["batchId"]),
         input_rows=int(seen["input_rows"]),
@@ -229,6 +274,7 @@ def batch_stats(
             _snake(k): round(v / 1e3, 3) for k, v in durations.items() if k != "triggerExecution"
         },
         filter_errors=errors,
+        filter_seconds=python_seconds,
         reason_min=seen.get("reason_min"),
         reason_max=seen.get("reason_max"),
         timestamps=timestamps,
