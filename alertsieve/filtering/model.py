@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -54,6 +54,9 @@ class FilterInfo:
     #: The largest fraction of a reference night's alerts it may pass to be admitted (a job with
     #: ``admission``, ``alertsieve.stream.admission``); None: the job's ``admission.max_rate``.
     max_rate: float | None = None
+    #: Principals (``User:bob``) that alone may read its topic, with the job's own; empty: the
+    #: topic is as the cluster's ACLs have it (``alertsieve.kafka.acls``).
+    readers: Sequence[str] = ()
 
 
 class Filter(FilterInfo, ABC):
@@ -212,6 +215,7 @@ def python_filter(
     fields: Mapping[str, str] | None = None,
     format: Format = "avro",
     max_rate: float | None = None,
+    readers: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], PythonFilter]:
     """Decorator for filter modules: ``@python_filter(name=..., columns={...})``."""
 
@@ -232,6 +236,7 @@ def python_filter(
             fields=dict(fields or {}),
             format=format,
             max_rate=max_rate,
+            readers=tuple(readers),
         )
 
     return wrap

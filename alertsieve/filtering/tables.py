@@ -49,6 +49,9 @@ class SqlFilterSpec(BaseModel):
     max_rate: float | None = Field(
         None, gt=0, le=1, description="admission: the largest rate on the reference it may pass"
     )
+    readers: list[str] = Field(
+        default_factory=list, description="principals that alone may read its topic (User:bob)"
+    )
     origin: str | None = Field(None, description="where it was written (set for --sql)")
 
     def to_filter(self, origin: str) -> AlertFilter:

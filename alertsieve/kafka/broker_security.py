@@ -1,7 +1,13 @@
 """A SASL/SCRAM (+TLS) listener for the embedded brokers, so that secured settings are tested
 against a real secured Kafka: a self-signed certificate for 127.0.0.1 made with the JDK's
 keytool, one SCRAM-SHA-512 user created when the storage is formatted (KRaft keeps SCRAM
-credentials in its metadata log), and the client settings to reach it."""
+credentials in its metadata log), and the client settings to reach it.
+
+A cluster with that listener also has Kafka's own authorizer (``StandardAuthorizer``), as a
+secured production cluster does: a principal may do only what ACLs allow it (no ACL, no access).
+The plaintext listener's principal (``User:ANONYMOUS``, which the controllers use too) and the
+listener's own user are super users, so what runs on the plaintext listener is not changed by it;
+other SCRAM users (``AdminClient.alter_user_scram_credentials``) get what ACLs grant."""
 
 from __future__ import annotations
 
@@ -87,6 +93,9 @@ def server_properties(data_dir: Path, secure: SecureListener) -> dict[str, str]:
     ``listeners``)."""
     name = LISTENER.lower()
     props = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "false",
+        "super.users": f"User:ANONYMOUS;User:{secure.username}",
         "sasl.enabled.mechanisms": MECHANISM,
         f"listener.name.{name}.{MECHANISM.lower()}.sasl.jaas.config": (
             "org.apache.kafka.common.security.scram.ScramLoginModule required;"

@@ -44,6 +44,7 @@ class FilterOutput(BaseModel):
     fields: dict[str, str] = Field(default_factory=dict)
     format: Literal["avro", "json"] = "avro"
     max_rate: float | None = Field(None, gt=0, le=1)
+    readers: list[str] | None = None
 
 
 class Admission(BaseModel):
@@ -160,7 +161,8 @@ class JobConfig(BaseModel):
     )
     filter_outputs: dict[str, FilterOutput] = Field(
         default_factory=dict,
-        description="per filter: payload (alert|fields), fields {alias: SQL}, format (avro|json)",
+        description="per filter: payload (alert|fields), fields {alias: SQL}, format (avro|json),"
+        " max_rate (admission), readers (principals that alone may read its topic)",
         examples=[
             {
                 "bright_high_snr": {

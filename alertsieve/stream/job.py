@@ -190,11 +190,21 @@ class FilterStream:
                 log.warning("watch: change refused, the running filters go on: %s", e)
                 return
             self._refusals(plan)
+            try:  # new topics, and every topic's readers as the filters now say
+                create_outputs(self.cfg, plan.filters, previous=self.plan.filters)
+            except AlertsieveError as e:
+                log.warning("watch: change refused, the running filters go on: %s", e)
+                return
             if plan.versions == self.plan.versions:
-                log.warning("watch: nothing to deploy, the running filters go on")
+                readers = {f.name: f.readers for f in self.plan.filters}
+                changed = {f.name for f in plan.filters if readers.get(f.name) != f.readers}
+                self.plan, self.filters = plan, plan.filters  # the same matches: no restart
+                if changed:
+                    log.info("watch: readers of %s updated", ", ".join(sorted(changed)))
+                else:
+                    log.warning("watch: nothing to deploy, the running filters go on")
                 return
             change = describe_change(self.plan.versions, plan.versions)  # ~name: a new version
-            create_outputs(self.cfg, plan.filters)
             self._stop(queries[0])
             self.metrics.flush(
                 queries[0].recentProgress
@@ -355,15 +365,27 @@ def published(plan, cfg: JobConfig) -> list[Published]:
     ]
 
 
-def create_outputs(cfg: JobConfig, filters) -> None:
+def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
     """A topic per filter, the quarantine topic and the counts topic (one partition: a reader
-    meets the batches in order), made before the first batch."""
+    meets the batches in order), made before the first batch; the topics of filters with
+    ``readers`` private to them (``alertsieve.kafka.acls``), and those of ``previous`` filters
+    (the running set, under ``--watch``) whose readers were dropped given back to the cluster's
+    own ACLs."""
+    from alertsieve.kafka.acls import sync_readers
     from alertsieve.kafka.topics import create_topics
 
     topics = [contract.filter_topic(f, cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     create_topics(cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf)
     create_topics(cfg.bootstrap, [cfg.counts_topic], 1, config=config, extra=cfg.kafka_conf)
+    had = {contract.filter_topic(f, cfg.output_prefix) for f in previous if f.readers}
+    readers = {
+        topic: list(f.readers)
+        for f in filters
+        if f.readers or (topic := contract.filter_topic(f, cfg.output_prefix)) in had
+    }
+    if readers:
+        sync_readers(cfg.bootstrap, readers, cfg.kafka_conf)
 
 
 def check_realtime(spark, cfg: JobConfig, filters) -> None:

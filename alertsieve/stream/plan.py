@@ -15,6 +15,7 @@ from alertsieve.filtering.lacking import lacking_fields, lacking_lines
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.filtering.prepare import prepare
 from alertsieve.filtering.refusals import SKIP, Refusals
+from alertsieve.kafka.acls import PRINCIPAL
 from alertsieve.kafka.topics import head_messages
 from alertsieve.publish import contract
 from alertsieve.publish.payloads import (
@@ -216,9 +217,17 @@ def select_filters(cfg: JobConfig, survey: str, refusals: Refusals | None = None
 
 
 def check_output(f: Filter, cfg: JobConfig) -> None:
-    """A filter's payload is well formed and its topic is not one of the job's own."""
+    """A filter's payload is well formed, its readers are principals and its topic is not one of
+    the job's own."""
     check_payload(f)
     reserved = {cfg.quarantine_topic: contract.QUARANTINE, cfg.counts_topic: contract.COUNTS}
+    for reader in f.readers:
+        if not PRINCIPAL.match(reader):
+            raise FilterError(
+                f"filter {f.name!r} ({f.origin}): readers: {reader!r} is not a Kafka principal;"
+                f" write it as User:{reader.split(':')[-1] or 'name'}",
+                filter=f.name,
+            )
     topic = contract.filter_topic(f, cfg.output_prefix)
     if topic in reserved:
         raise FilterError(

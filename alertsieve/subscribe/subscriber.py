@@ -187,12 +187,31 @@ class Subscriber:
                 time.sleep(0.1)
 
     def _partitions(self, metadata: dict[str, Any], topic: str, what: str = "topic") -> list[int]:
-        if topic not in metadata:
+        info = metadata.get(topic) or self._asked(topic)
+        if info is None or (
+            info.error is not None and info.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        ):
             raise SubscribeError(missing_topic_message(topic, metadata, what))
-        info = metadata[topic]
         if info.error is not None:
+            if info.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                raise SubscribeError(
+                    f"not authorized to read {topic}: its filter's readers do not name your"
+                    " principal (ask the job's operator), or check --kafka-conf's user"
+                )
             raise SubscribeError(f"{what} {topic}: {info.error.str()}")
         return sorted(info.partitions)
+
+    def _asked(self, topic: str) -> Any:
+        """The metadata of one topic asked for by name: a cluster with an authorizer leaves out of
+        its listing the topics a principal may not see, and says so only when asked."""
+        consumer = self._consumer or self._new_consumer(None)
+        try:
+            return consumer.list_topics(topic, timeout=self.timeout).topics.get(topic)
+        except KafkaException:
+            return None
+        finally:
+            if consumer is not self._consumer:
+                consumer.close()
 
     def open(self) -> Subscriber:
         """Check the topics, take the snapshots (``until_end``) and assign the partitions."""
