@@ -62,8 +62,8 @@ def _bindings(topic: str, principals: Sequence[str]) -> set:
 
 def _refused(error, principal: str | None, doing: str) -> AclError:
     return AclError(
-        f"the job's principal ({principal or 'the plaintext listener'}) may not {doing}: Kafka"
-        f" says {error}; grant it ALTER and DESCRIBE on the cluster (kafka-acls.sh --add"
+        f"the job's principal ({principal or 'the plaintext listener'}) may not {doing} (Kafka:"
+        f" {error}); grant it ALTER and DESCRIBE on the cluster (kafka-acls.sh --add"
         f" --allow-principal {principal or 'User:...'} --operation Alter --operation Describe"
         " --cluster), or drop the filters' readers"
     )
@@ -109,7 +109,7 @@ def sync_readers(
                     " authorizer (authorizer.class.name) or drop the readers"
                 ) from None
             return
-        raise _refused(error.str(), principal, "read the cluster's ACLs") from None
+        raise _refused(error.name(), principal, "read the cluster's ACLs") from None
     reads = {AclOperation.READ, AclOperation.DESCRIBE}
     have = {b for b in existing if b.name in readers and b.operation in reads}
     want = set()
@@ -126,7 +126,7 @@ def sync_readers(
             ).values():
                 future.result()
     except KafkaException as e:
-        raise _refused(e.args[0].str(), principal, "create or delete ACLs") from None
+        raise _refused(e.args[0].name(), principal, "create or delete ACLs") from None
     if missing or stale:
         log.info(
             "readers: %d ACL(s) created, %d deleted on %s",

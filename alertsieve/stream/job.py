@@ -379,11 +379,8 @@ def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
     create_topics(cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf)
     create_topics(cfg.bootstrap, [cfg.counts_topic], 1, config=config, extra=cfg.kafka_conf)
     had = {contract.filter_topic(f, cfg.output_prefix) for f in previous if f.readers}
-    readers = {
-        topic: list(f.readers)
-        for f in filters
-        if f.readers or (topic := contract.filter_topic(f, cfg.output_prefix)) in had
-    }
+    own = {contract.filter_topic(f, cfg.output_prefix): f for f in filters}
+    readers = {topic: list(f.readers) for topic, f in own.items() if f.readers or topic in had}
     if readers:
         sync_readers(cfg.bootstrap, readers, cfg.kafka_conf)
 
