@@ -5,6 +5,7 @@ and which view fields the hot path decodes: only those the filters and the outpu
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from alertsieve.alerts.view import version_order
@@ -178,12 +179,9 @@ def select_filters(cfg: JobConfig, survey: str, refusals: Refusals | None = None
     unknown = set(cfg.filter_params) - {f.name for f in filters}
     if unknown:
         raise FilterError(f"{where}: filter_params names unknown filter(s) {sorted(unknown)}")
-    for f in list(filters):
-        try:
-            with_params(f, cfg.filter_params.get(f.name, {}), where)
-        except FilterError as e:
-            filters = refusals.leave_out(filters, e)
-    filters = [with_params(f, cfg.filter_params.get(f.name, {}), where) for f in filters]
+    filters = _each(
+        filters, lambda f: with_params(f, cfg.filter_params.get(f.name, {}), where), refusals
+    )
     unknown = set(cfg.filter_outputs) - {f.name for f in filters}
     if unknown:
         raise FilterError(
@@ -195,11 +193,7 @@ def select_filters(cfg: JobConfig, survey: str, refusals: Refusals | None = None
         else f
         for f in filters
     ]
-    for f in list(filters):
-        try:
-            check_output(f, cfg)
-        except FilterError as e:
-            filters = refusals.leave_out(filters, e)
+    filters = _each(filters, lambda f: check_output(f, cfg) or f, refusals)
     if not filters:
         where = looked_in(cfg.filter_paths, cfg.discover_filters, cfg.discover_filters)
         raise FilterError(
@@ -214,6 +208,22 @@ def select_filters(cfg: JobConfig, survey: str, refusals: Refusals | None = None
     if missing:
         raise FilterError(f"--filters names unknown filter(s) {missing}; known: {sorted(by_name)}")
     return [by_name[n] for n in cfg.filters]
+
+
+def _each(
+    filters: list[Filter], step: Callable[[Filter], Filter], refusals: Refusals
+) -> list[Filter]:
+    """Each filter replaced by ``step(filter)``; one whose step fails is left out by ``refusals``
+    (or its error raised, when the job does not skip bad filters)."""
+    out = list(filters)
+    for f in filters:
+        try:
+            done = step(f)
+        except FilterError as e:
+            out = refusals.leave_out(out, e)
+            continue
+        out = [done if g is f else g for g in out]
+    return out
 
 
 def check_output(f: Filter, cfg: JobConfig) -> None:
