@@ -126,6 +126,14 @@ def test_real_time_mode_is_refused_for_python_filters_and_too_few_cores(kafka, s
         "--trigger realtime=5 minutes: filter 'py' (filters/py.py) is a Python function, which Real-Time"
         " Mode cannot run (no Python UDFs); run it in micro-batches (--trigger 0) or write it as SQL"
     )
+    quota = AlertFilter(name="capped", sql="diaSource.snr > 50", quota={"records": 10})
+    with pytest.raises(ConfigError) as err:
+        check_realtime(spark, cfg, [sql, quota])
+    assert str(err.value) == (
+        "--trigger realtime=5 minutes: daily quotas (capped) need micro-batches: a Real-Time Mode"
+        " batch runs for its whole checkpoint interval, with no point between two batches to"
+        " withhold a filter at; use micro-batches (--trigger 0) or no quota"
+    )
     with pytest.raises(ConfigError) as err:
         check_realtime(spark, cfg, [sql])
     assert str(err.value) == (

@@ -452,7 +452,14 @@ def test_verify_complete():
         "uncounted": 0,
         "filters": {
             "bright": {
-                VERSION: {"counted": 5, "received": 5, "distinct": 5, "missing": 0, "duplicates": 0}
+                VERSION: {
+                    "counted": 5,
+                    "received": 5,
+                    "distinct": 5,
+                    "missing": 0,
+                    "duplicates": 0,
+                    "withheld": 0,
+                }
             }
         },
     }
@@ -481,6 +488,7 @@ def test_verify_a_replayed_batch_gives_duplicates_not_missing():
         "distinct": 2,
         "missing": 0,
         "duplicates": 2,
+        "withheld": 0,
     }
     assert "2 duplicates" in summary_line(report)
 
@@ -505,6 +513,7 @@ def test_verify_keeps_the_versions_of_a_redeployed_filter_apart():
         "distinct": 2,
         "missing": 0,
         "duplicates": 0,
+        "withheld": 0,
     }
     assert report["filters"]["bright"][new]["missing"] == 1
     assert report["uncounted"] == 1 and not report["complete"]
@@ -558,3 +567,14 @@ def test_the_counts_topic_is_derived_from_the_prefix():
     assert contract.derive_counts_topic("alertsieve-bright") == "alertsieve-counts"
     assert contract.derive_counts_topic("alertsieve-very-bright") == "alertsieve-counts"
     assert contract.derive_counts_topic("bright") == "counts"
+
+
+def test_verify_counts_withheld_matches_as_accounted_for():
+    """A batch after the filter reached its daily quota published nothing and withheld 4."""
+    held = _counts(1, 10, 20, 0)
+    held["filters"]["bright"]["withheld"] = 4
+    report = verify(_got([1, 2]), [_counts(0, 0, 10, 2), held], TOPICS)
+    assert report["complete"] and report["filters"]["bright"][VERSION]["withheld"] == 4
+    assert summary_line(report).endswith(
+        "4 matches withheld (daily quota reached: counted, not published)"
+    )

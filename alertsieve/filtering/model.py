@@ -57,6 +57,9 @@ class FilterInfo:
     #: Principals (``User:bob``) that alone may read its topic, with the job's own; empty: the
     #: topic is as the cluster's ACLs have it (``alertsieve.kafka.acls``).
     readers: Sequence[str] = ()
+    #: Its daily quota, ``{"records": N, "bytes": B}`` (either or both) per UTC day; empty: the
+    #: job's ``quota``, if any (``alertsieve.stream.quotas``).
+    quota: Mapping[str, int] = field(default_factory=dict)
 
 
 class Filter(FilterInfo, ABC):
@@ -216,6 +219,7 @@ def python_filter(
     format: Format = "avro",
     max_rate: float | None = None,
     readers: Sequence[str] = (),
+    quota: Mapping[str, int] | None = None,
 ) -> Callable[[Callable[..., Any]], PythonFilter]:
     """Decorator for filter modules: ``@python_filter(name=..., columns={...})``."""
 
@@ -237,6 +241,7 @@ def python_filter(
             format=format,
             max_rate=max_rate,
             readers=tuple(readers),
+            quota=dict(quota or {}),
         )
 
     return wrap

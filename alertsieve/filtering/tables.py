@@ -49,6 +49,9 @@ class SqlFilterSpec(BaseModel):
     max_rate: float | None = Field(
         None, gt=0, le=1, description="admission: the largest rate on the reference it may pass"
     )
+    quota: dict[str, int] = Field(
+        default_factory=dict, description="a daily quota: records and/or bytes per UTC day"
+    )
     readers: list[str] = Field(
         default_factory=list, description="principals that alone may read its topic (User:bob)"
     )

@@ -160,11 +160,13 @@ def head_messages(
     extra: dict | None = None,
     timeout: float = 10.0,
     newest: bool = False,
+    since_ms: int | None = None,
 ) -> list[bytes]:
     """Up to ``limit`` message values from the start of ``topics`` (a list, or a regex of topic
     names), or with ``newest`` from their ends, a few from every partition: what a job looks at
-    before it starts (which survey, which ZTF schemas). Commits nothing; an empty or missing
-    topic gives []."""
+    before it starts (which survey, which ZTF schemas); with ``since_ms``, the messages stamped
+    at or after that time (ms since the epoch). Commits nothing; an empty or missing topic
+    gives []."""
     import re
     import time
 
@@ -190,7 +192,13 @@ def head_messages(
         for t in names:
             for p in metadata[t].partitions:
                 low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=timeout)
-                if high > low:
+                if since_ms is not None:
+                    (at,) = consumer.offsets_for_times([TopicPartition(t, p, since_ms)], timeout)
+                    low = high if at.offset < 0 else max(low, at.offset)
+                    if high > low:
+                        assigned.append(TopicPartition(t, p, low))
+                        remaining[(t, p)] = high - low
+                elif high > low:
                     n = min(high - low, max(1, limit // 4))
                     assigned.append(TopicPartition(t, p, high - n if newest else OFFSET_BEGINNING))
                     remaining[(t, p)] = n

@@ -139,6 +139,17 @@ FILTERS = "filters"  # {filter: {VERSION, TOPIC, PUBLISHED}}, every filter of th
 VERSION = "version"
 TOPIC = "topic"
 PUBLISHED = "published"
+#: Per filter, for a filter with a daily quota: the bytes it published, and the matches it
+#: withheld (its quota for the UTC day reached: counted, not published).
+BYTES = "bytes"
+WITHHELD = "withheld"
+RECORDS = "records"  # a quota's other kind (with BYTES)
+#: ``kind`` of the record written when a filter reaches its quota: ``{FILTER, VERSION, DAY,
+#: USED, QUOTA, WRITTEN_AT}``.
+QUOTA_KIND = "quota"
+DAY = "day"
+USED = "used"
+QUOTA = "quota"
 QUARANTINE_TOPIC = "quarantine_topic"
 WRITTEN_AT = "written_at"
 #: ``kind`` of the record a deployment writes when ``on_bad_filter: skip`` refused filters:

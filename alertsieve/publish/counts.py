@@ -45,8 +45,13 @@ def counts_record(
     matches: Mapping[str, int],
     published: list[Published],
     quarantine_topic: str,
+    withheld: Mapping[str, int] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> dict:
-    """The counts of one batch, from Spark's progress report and the batch's observed counts."""
+    """The counts of one batch, from Spark's progress report and the batch's observed counts;
+    for the filters with a daily quota, ``withheld`` (matches not published: quota reached) and
+    ``sizes`` (bytes published)."""
+    withheld, sizes = withheld or {}, sizes or {}
     return {
         contract.KIND: contract.COUNTS_KIND,
         contract.QUERY_ID: progress.get("id"),
@@ -59,6 +64,14 @@ def counts_record(
                 contract.VERSION: p.version,
                 contract.TOPIC: p.topic,
                 contract.PUBLISHED: int(matches.get(p.name, 0)),
+                **(
+                    {
+                        contract.WITHHELD: int(withheld.get(p.name, 0)),
+                        contract.BYTES: int(sizes.get(p.name, 0)),
+                    }
+                    if p.name in sizes or p.name in withheld
+                    else {}
+                ),
             }
             for p in published
         },
@@ -125,10 +138,23 @@ class CountsTopic:
         self.published = published
 
     def write(
-        self, progress: dict, alerts_read: int, quarantined: int, matches: Mapping[str, int]
+        self,
+        progress: dict,
+        alerts_read: int,
+        quarantined: int,
+        matches: Mapping[str, int],
+        withheld: Mapping[str, int] | None = None,
+        sizes: Mapping[str, int] | None = None,
     ) -> dict:
         record = counts_record(
-            progress, alerts_read, quarantined, matches, self.published, self.quarantine_topic
+            progress,
+            alerts_read,
+            quarantined,
+            matches,
+            self.published,
+            self.quarantine_topic,
+            withheld,
+            sizes,
         )
         self._producer.produce(
             self.topic,
@@ -143,6 +169,29 @@ class CountsTopic:
                 self.topic,
             )
         return record
+
+    def quota_reached(
+        self, name: str, version: str, day: str, used: Mapping[str, int], quota: Mapping[str, int]
+    ) -> None:
+        """One record when a filter reaches its daily quota: from now to the end of the UTC day
+        its matches are withheld (counted per batch as ``withheld``)::
+
+            {"kind": "quota", "filter": "bright", "version": "a1b2...", "day": "2026-11-27",
+             "used": {"records": 26, "bytes": 2600000}, "quota": {"records": 25},
+             "written_at": 1764046000.123}
+        """
+        record = {
+            contract.KIND: contract.QUOTA_KIND,
+            contract.FILTER: name,
+            contract.VERSION: version,
+            contract.DAY: day,
+            contract.USED: dict(used),
+            contract.QUOTA: dict(quota),
+            contract.WRITTEN_AT: round(time.time(), 3),
+        }
+        self._producer.produce(self.topic, key=name.encode(), value=json.dumps(record).encode())
+        if self._producer.flush(30):
+            log.error("the quota record of %s not acknowledged by %s after 30 s", name, self.topic)
 
     def refused(self, refused: Mapping[str, tuple[str, Mapping[str, str]]]) -> None:
         """One record of what a deployment refused (``on_bad_filter: skip``), per filter (or

@@ -35,6 +35,15 @@ def _flag(flag: str, cli: str = "value", example: str | None = None, **extra: An
     return {"flag": flag, "cli": cli, "cli_example": example, **extra}
 
 
+class Quota(BaseModel):
+    """A daily quota: records and/or bytes a filter publishes per UTC day."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    records: int | None = Field(None, gt=0)
+    bytes: int | None = Field(None, gt=0)
+
+
 class FilterOutput(BaseModel):
     """What a filter's matches publish, set from the job's settings (``filter_outputs``)."""
 
@@ -45,6 +54,7 @@ class FilterOutput(BaseModel):
     format: Literal["avro", "json"] = "avro"
     max_rate: float | None = Field(None, gt=0, le=1)
     readers: list[str] | None = None
+    quota: Quota | None = None
 
 
 class Admission(BaseModel):
@@ -178,6 +188,13 @@ class JobConfig(BaseModel):
         description="deploy new, changed or removed filters (and catalogs) while the job runs",
         examples=[True],
         json_schema_extra=_flag("--watch", cli="true"),
+    )
+    quota: Quota | None = Field(
+        None,
+        description="every filter's daily quota unless it has its own: records and/or bytes per"
+        " UTC day; past it, its matches are withheld (counted) until the next day",
+        examples=[{"records": 10000, "bytes": 100000000}],
+        json_schema_extra=_flag("--quota", cli="pairs", example="records=10000"),
     )
     on_bad_filter: Literal["fail", "skip"] = Field(
         "fail",
@@ -432,6 +449,11 @@ class JobConfig(BaseModel):
     def counts_topic(self) -> str:
         """One JSON record per batch: what was read and published (``alertsieve.publish.counts``)."""
         return contract.counts_topic(self.output_prefix)
+
+    @property
+    def quota_default(self) -> dict[str, int] | None:
+        """Every filter's daily quota unless it has its own (``quota``), as {kind: limit}."""
+        return self.quota.model_dump(exclude_none=True) if self.quota else None
 
     def settings_filters(self) -> list[Filter]:
         """The ad-hoc SQL filters of the settings, then those handed over in code."""

@@ -4,7 +4,10 @@ Kafka source -> decode into the filter view (only the fields the filters read) -
 boolean column -> one row per (alert, matching filter), plus one per quarantined message -> Spark's
 native Kafka sink, whose per-row ``topic`` column fans out to every filter's topic in one write.
 No foreachBatch, cache or collect: nothing waits for the driver, so the same plan runs in
-micro-batches or in Real-Time Mode (milliseconds from input append to output append).
+micro-batches or in Real-Time Mode (milliseconds from input append to output append). The one
+exception is a job with daily quotas (``alertsieve.stream.quotas``): which filters are withheld
+is the driver's decision at each batch's start, so its rows go through ``publish_within`` (a
+foreachBatch writing the same Kafka records, less the withheld filters'), micro-batches only.
 
 What the job reports per batch is counted on the way by ``observe()`` (``alertsieve.stream.metrics``);
 the Delta archive is its own query reading these topics (``alertsieve.stream.archive``).
@@ -25,6 +28,7 @@ ARRIVED = "alertsieve_input"
 OBSERVED = "alertsieve"
 COST = "alertsieve_python"  # the seconds each Python filter's function took in the batch
 MATCHES = "matches"  # the observed list of matched filters' indices
+FILTER = "_filter"  # the filter of an output row, kept for ``publish_within`` (quotas)
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedded brokers' limit)
 #: Up to this many filters, the hot path runs in whole-stage generated code; beyond, Spark
@@ -51,6 +55,10 @@ def error_index(i: int) -> int:
 
 def cost(i: int) -> str:
     return f"_c{i}"
+
+
+def size(i: int) -> str:
+    return f"_b{i}"
 
 
 def evaluated(raw, plan: JobPlan):
@@ -124,7 +132,7 @@ def arrival_metrics() -> list:
     ]
 
 
-def outcome_metrics(plan: JobPlan) -> list:
+def outcome_metrics(plan: JobPlan, sized: frozenset[str] = frozenset()) -> list:
     """Counted on the outcome rows (one per match, quarantined message or Python filter error):
     quarantined, the first and last quarantine reasons in sort order, matches per filter and the
     first error of each Python filter.
@@ -136,7 +144,8 @@ def outcome_metrics(plan: JobPlan) -> list:
     Matches per filter are one aggregate, however many filters: the list of the matched
     filters' indices, one int per published record (``metrics.matches_by_filter`` counts them).
     Not N aggregates (a thousand sums in every batch's plan), and not ``histogram_numeric``
-    (exact in one task, but it over-counted when partial histograms were merged: 27 for 10)."""
+    (exact in one task, but it over-counted when partial histograms were merged: 27 for 10).
+    The filters of ``sized`` (a daily quota of bytes) have their records' bytes summed."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
@@ -147,6 +156,9 @@ def outcome_metrics(plan: JobPlan) -> list:
         F.max("_reason").alias("reason_max"),
         F.collect_list(matched).alias(MATCHES),
     ]
+    for i, f in enumerate(plan.filters):
+        if f.name in sized:
+            out.append(F.sum(F.when(index == i, F.length("_out_value"))).alias(size(i)))
     for i, f in enumerate(plan.filters):
         if f.runs_python:
             out.append(
@@ -217,11 +229,12 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig):
     )
 
 
-def output_rows(outcome, cfg: JobConfig):
+def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
     """One Kafka record per (alert, matching filter) and per quarantined message: the original
     bytes or the filter's fields record, keyed by the alert id (a quarantined message keeps its
     own key), with headers saying which filter and version, what the value is, and where the
-    alert came from (or why it was quarantined)."""
+    alert came from (or why it was quarantined). ``keep_filter``: with the filter's name as
+    ``FILTER`` too (null on a quarantined message), for ``publish_within``."""
     from pyspark.sql import functions as F
 
     source = {
@@ -254,6 +267,7 @@ def output_rows(outcome, cfg: JobConfig):
         .when(F.col("_format").isNotNull(), headers(**fields))
         .otherwise(headers(**alert))
         .alias("headers"),
+        *([F.col("_filter").alias(FILTER)] if keep_filter else []),
     )
 
 
@@ -276,14 +290,31 @@ def sink_options(cfg: JobConfig) -> dict[str, str]:
     return opts
 
 
-def hot_path(raw, plan: JobPlan, cfg: JobConfig):
+def hot_path(raw, plan: JobPlan, cfg: JobConfig, sized: frozenset[str] | None = None):
     """The streaming frame the Kafka sink writes, with its metrics observed: arrivals on the Kafka
     rows as they come (no copy), outcomes on the few rows that publish (``metrics.batch_stats``
     joins the two). An observed frame is materialised row by row, so neither observation sits
-    where every alert's bytes would be copied for it."""
+    where every alert's bytes would be copied for it. ``sized``: a job with quotas, the filters
+    whose bytes are counted (a bytes quota); its rows keep their filter for ``publish_within``."""
     arrived = raw.observe(ARRIVED, *arrival_metrics())
     flags = evaluated(arrived, plan)
     if any(f.runs_python for f in plan.filters):
         flags = flags.observe(COST, *cost_metrics(plan))
-    outcome = outcomes(flags, plan, cfg).observe(OBSERVED, *outcome_metrics(plan))
-    return output_rows(outcome, cfg)
+    outcome = outcomes(flags, plan, cfg).observe(
+        OBSERVED, *outcome_metrics(plan, sized or frozenset())
+    )
+    return output_rows(outcome, cfg, keep_filter=sized is not None)
+
+
+def publish_within(batch, withheld: frozenset[str], cfg: JobConfig) -> None:
+    """Write one batch of ``hot_path``'s rows (a job with quotas) to Kafka, less the matches of
+    the ``withheld`` filters (their daily quota reached). The batch is the query's own: its
+    metrics were observed on every match, published or not, and the job counts the withheld
+    ones from its decision (``metrics.BatchStats.withhold``)."""
+    from pyspark.sql import functions as F
+
+    rows = batch
+    if withheld:
+        name = F.col(FILTER)
+        rows = batch.where(name.isNull() | ~name.isin(*sorted(withheld)))
+    rows.drop(FILTER).write.format("kafka").options(**sink_options(cfg)).save()

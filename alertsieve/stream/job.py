@@ -6,9 +6,11 @@ reported from Spark's own progress (``alertsieve.stream.metrics``).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 from py4j.protocol import Py4JJavaError
@@ -23,9 +25,17 @@ from alertsieve.stream.archive import Archive, archive_topics
 from alertsieve.stream.checkpoint import clear_interrupted_writes
 from alertsieve.stream.config import JobConfig, check_writable
 from alertsieve.stream.diagnosis import Diagnoser
-from alertsieve.stream.hot_path import MAX_MESSAGE_BYTES, codegen_conf, hot_path, sink_options
+from alertsieve.stream.hot_path import (
+    MAX_MESSAGE_BYTES,
+    codegen_conf,
+    hot_path,
+    publish_within,
+    sink_options,
+)
 from alertsieve.stream.metrics import MetricsLog, make_listener
 from alertsieve.stream.plan import plan_job
+from alertsieve.stream.quota_gate import QuotaGate
+from alertsieve.stream.quotas import limits_of
 from alertsieve.stream.source import source_options
 
 log = logging.getLogger(__name__)
@@ -41,10 +51,13 @@ class JobFailed(AlertsieveError, RuntimeError):
 class FilterStream:
     """One running job: its plan, its queries and their metrics."""
 
-    def __init__(self, spark, cfg: JobConfig):
+    def __init__(self, spark, cfg: JobConfig, clock: Callable[[], dt.datetime] | None = None):
+        """``clock``: the time quotas count days by (UTC; default the system's): a test moves it
+        across midnight."""
         check_writable(cfg)
         self.spark = spark
         self.cfg = cfg
+        self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
         self.plan = plan_job(spark, cfg)
         self.filters = self.plan.filters
         if cfg.realtime:
@@ -73,6 +86,25 @@ class FilterStream:
             diagnose=diagnoser,
             python_budget=cfg.python_filter_budget,
         )
+        self.quotas: QuotaGate | None = None
+        self._use_quotas()
+
+    def _use_quotas(self) -> None:
+        """The running filters' daily quotas, today's use read back from the counts topic when
+        the job has none yet (at start, or at the first deployment that sets one)."""
+        limits = limits_of(self.filters, self.cfg.quota_default)
+        if self.quotas is not None:
+            self.quotas.use_limits(limits)
+        elif limits:
+            self.quotas = QuotaGate.restore(
+                limits,
+                self.cfg,
+                self.counts,
+                lambda: self.plan.versions,
+                self.clock,
+                self.metrics.wait_for_batch,
+            )
+            self.metrics.withheld_in = self.quotas.withheld_in
 
     def stop(self) -> None:
         """Ask a job running in another thread to stop, as Ctrl-C does: its queries are stopped
@@ -95,7 +127,10 @@ class FilterStream:
         )
 
     def _count(self, stats, progress: dict) -> None:
-        self.counts.write(progress, stats.input_rows, stats.quarantined_rows, stats.matches)
+        if self.quotas is not None:
+            self.quotas.count(stats, progress)
+        else:
+            self.counts.write(progress, stats.input_rows, stats.quarantined_rows, stats.matches)
 
     def start(self):
         """The hot path's query, started."""
@@ -111,13 +146,15 @@ class FilterStream:
             )
         clear_interrupted_writes(self.spark, cfg.checkpoint)
         raw = self.spark.readStream.format("kafka").options(**options).load()
-        writer = (
-            hot_path(raw, self.plan, cfg)
-            .writeStream.format("kafka")
-            .options(**sink_options(cfg))
-            .option("checkpointLocation", cfg.checkpoint)
-            .queryName(QUERY_NAME)
-        )
+        gate = self.quotas
+        if gate is None:
+            writer = hot_path(raw, self.plan, cfg).writeStream.format("kafka")
+            writer = writer.options(**sink_options(cfg))
+        else:
+            gate.new_query()
+            writer = hot_path(raw, self.plan, cfg, sized=frozenset(gate.limits)).writeStream
+            writer = writer.foreachBatch(lambda rows, i: publish_within(rows, gate.decide(i), cfg))
+        writer = writer.option("checkpointLocation", cfg.checkpoint).queryName(QUERY_NAME)
         if cfg.realtime:
             writer = realtime_trigger(writer.outputMode("update"), self.spark, cfg.realtime)
         elif cfg.available_now:
@@ -210,6 +247,7 @@ class FilterStream:
                 queries[0].recentProgress
             )  # the old query's batches, by the old filters
             self.plan, self.filters = plan, plan.filters
+            self._use_quotas()
             self.metrics.use_filters(
                 [f.name for f in plan.filters], {f.name for f in plan.filters if f.runs_python}
             )
@@ -386,7 +424,8 @@ def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
 
 
 def check_realtime(spark, cfg: JobConfig, filters) -> None:
-    """Real-Time Mode runs SQL only, and one long-running task per input partition at once."""
+    """Real-Time Mode runs SQL only, no daily quotas, and one long-running task per input
+    partition at once."""
     from alertsieve.kafka.topics import partition_count
 
     python = [f for f in filters if f.runs_python]
@@ -396,6 +435,13 @@ def check_realtime(spark, cfg: JobConfig, filters) -> None:
             f"--trigger {cfg.trigger}: filter {f.name!r} ({f.origin}) is a Python function, which"
             " Real-Time Mode cannot run (no Python UDFs); run it in micro-batches (--trigger 0)"
             " or write it as SQL"
+        )
+    quotas = sorted(limits_of(filters, cfg.quota_default))
+    if quotas:
+        raise ConfigError(
+            f"--trigger {cfg.trigger}: daily quotas ({', '.join(quotas)}) need micro-batches: a"
+            " Real-Time Mode batch runs for its whole checkpoint interval, with no point between"
+            " two batches to withhold a filter at; use micro-batches (--trigger 0) or no quota"
         )
     cores = spark.sparkContext.defaultParallelism
     partitions = partition_count(

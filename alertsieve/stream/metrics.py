@@ -10,6 +10,9 @@ Fields of a ``batch`` line:
   diagnosis of a batch that quarantined everything is made of (``alertsieve.stream.diagnosis``);
   filter_errors {filter: message} (Python filters that failed in this batch: no output from the
   rows they failed on; matches counts what each filter published);
+  withheld {filter: n} (matches not published, their filter's daily quota reached; matches
+  counts the published ones) and published_bytes {filter: bytes} (the value bytes published by
+  each filter with a daily quota), only in a job with quotas;
   filter_seconds {filter: s}: each Python filter's function time in the batch, summed over the
   chunks of rows it ran on (executor time, not wall time), and filter_seconds_per_1000 {filter:
   s per 1,000 input alerts}; SQL filters share one generated expression and have none;
@@ -58,6 +61,8 @@ class BatchStats:
     phases_s: dict[str, float] = field(default_factory=dict)
     filter_errors: dict[str, str] = field(default_factory=dict)
     filter_seconds: dict[str, float] = field(default_factory=dict)
+    withheld: dict[str, int] = field(default_factory=dict)
+    published_bytes: dict[str, int] = field(default_factory=dict)
     reason_min: str | None = None
     reason_max: str | None = None
     kind: str = "batch"
@@ -70,6 +75,15 @@ class BatchStats:
     def seconds_per_1000(self) -> dict[str, float]:
         """Each Python filter's seconds per 1,000 input alerts of the batch."""
         return {n: round(1000 * s / self.input_rows, 4) for n, s in self.filter_seconds.items()}
+
+    def withhold(self, names: frozenset[str]) -> None:
+        """The batch ran with the matches of ``names`` withheld (their daily quota reached):
+        counted as withheld, not as published records or bytes."""
+        for name in sorted(names & self.matches.keys()):
+            self.withheld[name] = self.matches[name]
+            self.matches[name] = 0
+            if name in self.published_bytes:
+                self.published_bytes[name] = 0
 
 
 def latency_from_timestamps(output_time: float, ts_quantiles: dict[str, float | None]) -> dict:
@@ -89,6 +103,8 @@ def console_line(stats: BatchStats, realtime: bool = False) -> str:
     of the job's: the line gives what it read and matched."""
     matched = matches_line(stats.matches) + python_line(stats)
     errors = f" | FILTER ERRORS: {', '.join(stats.filter_errors)}" if stats.filter_errors else ""
+    if any(stats.withheld.values()):
+        errors = f"; withheld (quota): {matches_line(stats.withheld)}{errors}"
     if realtime:
         return (
             f"epoch {stats.batch_id}: {stats.input_rows} alerts ({stats.quarantined_rows} quarantined);"
@@ -152,12 +168,16 @@ class MetricsLog:
         on_batch: Callable[[BatchStats, dict], None] | None = None,
         diagnose: Callable[[BatchStats], str | None] | None = None,
         python_budget: float | None = None,
+        withheld_in: Callable[[int], frozenset[str]] | None = None,
     ):
         """``on_batch(stats, progress)``: called once per batch after its line is written (the
         counts topic). ``diagnose(stats)``: the line to add about a batch that quarantined every
         message, or None (``alertsieve.stream.diagnosis.Diagnoser``). ``python_budget``: seconds
-        per 1,000 alerts a Python filter may take in a batch; above it, a WARNING names it."""
+        per 1,000 alerts a Python filter may take in a batch; above it, a WARNING names it.
+        ``withheld_in(batch_id)``: the filters whose matches that batch withheld (a job with
+        quotas, ``BatchStats.withhold``)."""
         self.on_batch = on_batch
+        self.withheld_in = withheld_in
         self.python_budget = python_budget
         self.diagnose = diagnose
         self.path = Path(path) if path else None
@@ -169,11 +189,28 @@ class MetricsLog:
         self.realtime = realtime
         self._done: set[int] = set()
         self._lock = threading.Lock()
+        self._handled = threading.Condition()
+        self._handled_through = -1
         self.written: list[dict[str, Any]] = []
 
     def add_progress(self, progress: dict) -> None:
         if self.query_name and progress.get("name") != self.query_name:
             return
+        try:
+            self._add(progress)
+        finally:
+            with self._handled:
+                self._handled_through = max(self._handled_through, int(progress.get("batchId", -1)))
+                self._handled.notify_all()
+
+    def wait_for_batch(self, batch_id: int, timeout: float) -> bool:
+        """Wait until batch ``batch_id``'s report has been handled (its line written, ``on_batch``
+        called); False when ``timeout`` seconds passed first. Spark reports a batch to the
+        listener after the next one may have started: a job with quotas waits here."""
+        with self._handled:
+            return self._handled.wait_for(lambda: self._handled_through >= batch_id, timeout)
+
+    def _add(self, progress: dict) -> None:
         stats = batch_stats(progress, self.filters, self.python_filters)
         if stats is None:
             return
@@ -181,6 +218,8 @@ class MetricsLog:
             if stats.batch_id in self._done:
                 return
             self._done.add(stats.batch_id)
+            if self.withheld_in:
+                stats.withhold(self.withheld_in(stats.batch_id))
             diagnosis = self.diagnose(stats) if self.diagnose else None
         log.info("%s", console_line(stats, self.realtime))
         if diagnosis:  # beside the batch's line, where the person running the job looks; it goes on
@@ -235,7 +274,7 @@ def batch_stats(
 ) -> BatchStats | None:
     """A hot-path batch's stats from its progress report; None for a batch without alerts (or
     another query's report)."""
-    from alertsieve.stream.hot_path import ARRIVED, COST, MATCHES, OBSERVED, cost, error
+    from alertsieve.stream.hot_path import ARRIVED, COST, MATCHES, OBSERVED, cost, error, size
 
     observed = progress.get("observedMetrics") or {}
     seen = {**(observed.get(OBSERVED) or {}), **(observed.get(ARRIVED) or {})}
@@ -275,6 +314,9 @@ def batch_stats(
         },
         filter_errors=errors,
         filter_seconds=python_seconds,
+        published_bytes={
+            n: int(seen.get(size(i)) or 0) for i, n in enumerate(filters) if size(i) in seen
+        },
         reason_min=seen.get("reason_min"),
         reason_max=seen.get("reason_max"),
         timestamps=timestamps,

@@ -238,6 +238,15 @@ def check_output(f: Filter, cfg: JobConfig) -> None:
                 f" write it as User:{reader.split(':')[-1] or 'name'}",
                 filter=f.name,
             )
+    kinds = {contract.RECORDS, contract.BYTES}
+    if set(f.quota) - kinds or any(
+        type(v) is not int or v <= 0 for v in f.quota.values() if v is not None
+    ):
+        raise FilterError(
+            f"filter {f.name!r} ({f.origin}): quota {dict(f.quota)}: give records and/or bytes"
+            " per UTC day, as positive integers, e.g. quota: {records: 10000}",
+            filter=f.name,
+        )
     topic = contract.filter_topic(f, cfg.output_prefix)
     if topic in reserved:
         raise FilterError(

@@ -10,7 +10,8 @@ a crash republishes its records (*duplicates*, not an error) and writes the same
 (deduplicated by (query_id, batch_id), the last kept). A record in no counted batch is *uncounted*:
 its batch's counts were not written yet (the job stopped between publishing and counting) or came
 after the counts were read; it is reported, never missing. Filter versions are kept apart: after a
-redeploy one filter name has batches of two versions.
+redeploy one filter name has batches of two versions. Matches a filter *withheld* (its daily quota
+reached: counted, never published) are reported as such, accounted for, not missing.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ Received = tuple[str | None, str | None, str | None, int | None, int | None]
 @dataclass
 class _Batch:
     ranges: dict[tuple[str, int], tuple[int, int]]
-    published: dict[str, tuple[str, int]]  # filter -> (version, published), checked filters only
+    #: filter -> (version, published, withheld), checked filters only
+    published: dict[str, tuple[str, int, int]]
     keys: dict[str, set] = field(default_factory=lambda: defaultdict(set))
 
 
@@ -75,7 +77,11 @@ def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Bat
     batches = []
     for c in last.values():
         published = {
-            str(name): (str(f.get(contract.VERSION)), int(f.get(contract.PUBLISHED) or 0))
+            str(name): (
+                str(f.get(contract.VERSION)),
+                int(f.get(contract.PUBLISHED) or 0),
+                int(f.get(contract.WITHHELD) or 0),
+            )
             for name, f in (c.get(contract.FILTERS) or {}).items()
             if isinstance(f, Mapping) and f.get(contract.TOPIC) in topics
         }
@@ -95,12 +101,12 @@ def verify(
 ) -> dict[str, Any]:
     """Received records against counted batches (see the module doc). Returns
     ``{"complete", "batches", "filters": {name: {version: {"counted", "received", "distinct",
-    "missing", "duplicates"}}}, "uncounted"}``; only filters whose counted ``topic`` is one of
+    "missing", "duplicates", "withheld"}}}, "uncounted"}``; only filters whose counted ``topic`` is one of
     ``topics`` (those read) are checked."""
     batches = _batches(counts, set(topics))
     index: dict[tuple[str, str, str, int], _Index] = defaultdict(_Index)
     for number, batch in enumerate(batches):
-        for name, (version, _) in batch.published.items():
+        for name, (version, _, _) in batch.published.items():
             for (topic, partition), (start, end) in batch.ranges.items():
                 if end > start:
                     index[(name, version, topic, partition)].spans.append((start, end, number))
@@ -128,11 +134,20 @@ def verify(
 
     filters: dict[str, dict[str, dict[str, int]]] = {}
     for batch in batches:
-        for name, (version, published) in batch.published.items():
+        for name, (version, published, withheld) in batch.published.items():
             stats = filters.setdefault(name, {}).setdefault(
-                version, {"counted": 0, "received": 0, "distinct": 0, "missing": 0, "duplicates": 0}
+                version,
+                {
+                    "counted": 0,
+                    "received": 0,
+                    "distinct": 0,
+                    "missing": 0,
+                    "duplicates": 0,
+                    "withheld": 0,
+                },
             )
             stats["counted"] += published
+            stats["withheld"] += withheld
             stats["missing"] += max(0, published - len(batch.keys.get(name, ())))
     for name, versions in filters.items():
         for version, stats in versions.items():
@@ -167,6 +182,9 @@ def summary_line(report: Mapping[str, Any]) -> str:
     parts = [head, f"{report['batches']} batches, {len(stats)} filter versions"]
     if duplicates:
         parts.append(f"{duplicates} duplicates (batches run again)")
+    withheld = sum(s.get("withheld", 0) for _, s in stats)
+    if withheld:
+        parts.append(f"{withheld} matches withheld (daily quota reached: counted, not published)")
     if report.get("uncounted"):
         parts.append(f"{report['uncounted']} records not counted yet")
     return "; ".join(parts)
