@@ -23,6 +23,7 @@ from oracles import contributed_filters_in_plain_python, dayobs
 from alertsieve.alerts.schemas import LocalSchemaStore, frame, load_rubin_schema, unframe
 from alertsieve.backtest.run import backtest
 from alertsieve.backtest.sources import load_alerts
+from alertsieve.cli import main
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic, end_offsets
@@ -304,7 +305,7 @@ def _reference(bootstrap: str, schema_dir: str) -> tuple[str, int, int]:
 
 
 def test_contributed_filters_run_together_and_equal_plain_python(
-    run, spark, kafka, tmp_path, caplog
+    run, spark, kafka, tmp_path, caplog, capsys
 ):
     """All discovered filters in one job, plus one that raises on some rows at runtime: it loses
     its output for the rows it failed on (the chunk of a batch holding one of a few alerts) and keeps it
@@ -381,13 +382,29 @@ def test_contributed_filters_run_together_and_equal_plain_python(
     assert all("everything" not in b["matches"] for b in lines)
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
     assert f"{prefix}everything" not in admin.list_topics(timeout=10).topics
-    refused = [
-        json.loads(m.value())
-        for m in consume_all(kafka.bootstrap_servers, f"{prefix}counts")
-        if json.loads(m.value())["kind"] == "refused"
+    records = [
+        json.loads(m.value()) for m in consume_all(kafka.bootstrap_servers, f"{prefix}counts")
     ]
+    refused = [r for r in records if r["kind"] == "refused"]
+    ran = {
+        n: f["version"] for r in records if r["kind"] == "counts" for n, f in r["filters"].items()
+    }
     assert [set(r["filters"]) for r in refused] == [{"everything"}]
     expected = contributed_filters_in_plain_python(alerts)
+    # filters list, asked about the job: everything refused with its reason, the others running.
+    shown = ["everything", *sorted(expected)]
+    listed = ["filters", "list", ",".join(shown), "--filter-path", str(tmp_path / "extra")]
+    job = ["--bootstrap", kafka.bootstrap_servers, "--output-prefix", prefix]
+    capsys.readouterr()
+    assert main([*listed, *job]) == 0
+    states = [
+        line.split("in the job: ", 1)[1]
+        for line in capsys.readouterr().out.splitlines()
+        if "in the job: " in line
+    ]
+    reason = refusal.removeprefix("refused everything: ").removesuffix("; left out")
+    assert states[0].startswith("refused (") and states[0].endswith(f"): {reason}; not running")
+    assert states[1:] == [f"running this version ({ran[n]})" for n in sorted(expected)]
     assert all(len(v) > 0 for v in expected.values()), {k: len(v) for k, v in expected.items()}
     table = spark.read.format("delta").load(str(tmp_path / "delta" / "matches"))
     rows = table.select("filters", "alert_id").collect()

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from alertsieve.cli.shared import chosen_filters
+from alertsieve.publish import contract
 
 #: ``filters list`` shows each filter up to this many, and counts by source beyond.
 LIST_IN_FULL = 30
@@ -26,6 +27,23 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     listed.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
     listed.add_argument("--names", action="store_true", help="every filter's name, one a line")
+    listed.add_argument(
+        "--bootstrap",
+        help="a running job's Kafka: say what it makes of each filter (running, refused and why)",
+    )
+    listed.add_argument(
+        "--output-prefix",
+        default=contract.DEFAULT_PREFIX,
+        help=f"that job's output prefix (default {contract.DEFAULT_PREFIX}): its counts topic",
+    )
+    listed.add_argument(
+        "--kafka-conf",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka settings, e.g. security.protocol=SASL_SSL sasl.password=env:PW",
+    )
     listed.set_defaults(handler=run_list)
     check = action.add_parser(
         "check", help="compile each filter and run it on sample alerts of every schema version"
@@ -66,6 +84,10 @@ def run_list(args: argparse.Namespace) -> int:
     if args.names:
         print("\n".join(f.name for f in filters))
         return 0
+    from alertsieve.publish.versions import filter_versions
+
+    versions = filter_versions(filters, args.catalog_dir)
+    states = _job_states(args, filters, versions) if args.bootstrap else {}
     if len(filters) > LIST_IN_FULL:
         from alertsieve.filtering.discovery import counts_by_source
 
@@ -75,10 +97,13 @@ def run_list(args: argparse.Namespace) -> int:
         print(f"{'filters':>7}  {'survey':<6} {'kind':<7} source")
         for survey, kind, source, n in counts_by_source(filters):
             print(f"{n:>7}  {survey:<6} {kind:<7} {source}")
+        running = sum(s.startswith("running this version") for s in states.values())
+        if states:
+            print(f"in the job: {running} of {len(filters)} running this version; the others:")
+        for name, state in states.items():
+            if not state.startswith("running this version"):
+                print(f"  {name}: {state}")
         return 0
-    from alertsieve.publish.versions import filter_versions
-
-    versions = filter_versions(filters, args.catalog_dir)
     for f in filters:
         kind = f.kind
         summary = (f.description or "").strip().splitlines()[0] if f.description else ""
@@ -88,7 +113,26 @@ def run_list(args: argparse.Namespace) -> int:
         print(f"{f.name:<22} {kind:<7} {summary}")
         print(f"{'':<22} {'':<7} version {versions[f.name]}; publishes {publishes}")
         print(f"{'':<22} {'':<7} {f.origin}; params {dict(f.params)}")
+        if f.name in states:
+            print(f"{'':<22} {'':<7} in the job: {states[f.name]}")
     return 0
+
+
+def _job_states(args: argparse.Namespace, filters: list, versions: dict[str, str]) -> dict:
+    """What the job at ``--bootstrap`` makes of each filter, from its counts topic."""
+    import datetime as dt
+
+    from alertsieve.publish.counts import read_counts
+    from alertsieve.settings import parse_pairs
+    from alertsieve.subscribe.job_state import filter_states
+
+    records = read_counts(
+        args.bootstrap,
+        contract.counts_topic(args.output_prefix),
+        parse_pairs("--kafka-conf", args.kafka_conf),
+    )
+    today = dt.datetime.now(dt.UTC).date()
+    return filter_states(records, versions, {f.name: str(f.origin) for f in filters}, today)
 
 
 def run_check(args: argparse.Namespace) -> int:

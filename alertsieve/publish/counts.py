@@ -217,3 +217,24 @@ class CountsTopic:
         """Flush and disconnect (a producer left open complains when the broker goes away)."""
         self._producer.flush(30)
         self._producer.close()
+
+
+def read_counts(
+    bootstrap: str,
+    topic: str,
+    kafka_conf: dict[str, str] | None = None,
+    since_ms: int | None = None,
+) -> list[dict]:
+    """The JSON records of a counts topic in order (it has one partition), or those stamped at
+    or after ``since_ms``; a value that is not JSON (another writer's) is passed over."""
+    from alertsieve.kafka.topics import head_messages
+
+    records = []
+    for value in head_messages(
+        bootstrap, [topic], 10**9, kafka_conf, timeout=60, since_ms=since_ms
+    ):
+        try:
+            records.append(json.loads(value))
+        except ValueError:
+            continue
+    return records

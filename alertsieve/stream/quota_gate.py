@@ -15,12 +15,11 @@ records of the day, found by their Kafka timestamps, not the whole topic.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import threading
 from collections.abc import Callable
 
-from alertsieve.publish.counts import CountsTopic
+from alertsieve.publish.counts import CountsTopic, read_counts
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.metrics import BatchStats
 from alertsieve.stream.quotas import QuotaBook, utc_day
@@ -35,24 +34,10 @@ DECISIONS_KEPT = 100
 
 def todays_records(cfg: JobConfig, today: dt.date) -> list[dict]:
     """The counts topic's records stamped on ``today`` (UTC) or later."""
-    from alertsieve.kafka.topics import head_messages
-
     start = dt.datetime(today.year, today.month, today.day, tzinfo=dt.UTC)
-    values = head_messages(
-        cfg.bootstrap,
-        [cfg.counts_topic],
-        10**9,
-        cfg.kafka_conf,
-        timeout=60,
-        since_ms=int(start.timestamp() * 1000),
+    return read_counts(
+        cfg.bootstrap, cfg.counts_topic, cfg.kafka_conf, int(start.timestamp() * 1000)
     )
-    records = []
-    for value in values:
-        try:
-            records.append(json.loads(value))
-        except ValueError:  # not the job's: the counts topic is open to other writers
-            continue
-    return records
 
 
 class QuotaGate:
