@@ -206,3 +206,17 @@ def run_sql_job(
     run_job(cfg, spark=spark)
     metrics = [json.loads(x) for x in (tmp / "metrics.jsonl").read_text().splitlines()]
     return cfg, [m for m in metrics if m["kind"] == "batch"]
+
+
+def counted_batches(bootstrap: str, counts_topic: str) -> list[dict]:
+    """The job's counts records of each batch (or epoch), once: a batch run again writes its
+    counts again, and the last is kept (as ``listen --verify`` reads them)."""
+    records = [json.loads(m.value()) for m in consume_all(bootstrap, counts_topic)]
+    return list(
+        {(r["query_id"], r["batch_id"]): r for r in records if r["kind"] == "counts"}.values()
+    )
+
+
+def counted_alerts(bootstrap: str, counts_topic: str) -> int:
+    """Alerts the job's counted batches read."""
+    return sum(r["alerts_read"] for r in counted_batches(bootstrap, counts_topic))

@@ -16,7 +16,7 @@ import threading
 
 import pytest
 import yaml
-from job_helpers import job_command, wait_for
+from job_helpers import counted_alerts, counted_batches, job_command, wait_for
 from kafka_helpers import consume_all
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
@@ -24,6 +24,7 @@ from alertsieve.cli import main
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import FilterStream
+from alertsieve.stream.quota_gate import QuotaGate
 from alertsieve.stream.quotas import QuotaBook
 
 TODAY = dt.date(2026, 11, 27)
@@ -67,6 +68,29 @@ def test_a_restart_reads_todays_use_back_from_the_counts_topic():
     assert book.withheld == {"bright"}
 
 
+def test_each_batch_decides_after_the_one_before_it_is_counted():
+    """The race the gate closes: Spark reports batch N after N+1 may have started, so N+1 waits
+    for N's report before deciding (a fake clock, a recorded wait)."""
+    now = {"t": dt.datetime(2026, 11, 27, 23, 59, tzinfo=dt.UTC)}
+    waits = []
+    book = QuotaBook({"bright": {"records": 25}}, TODAY)
+    gate = QuotaGate(book, None, dict, lambda: now["t"], lambda b, t: waits.append(b) or True)
+    gate.new_query()
+    assert gate.decide(7) == frozenset() and waits == []  # the query's first batch waits for none
+    book.add({"bright": 30}, {})  # batch 7's report, counted before batch 8 decides
+    assert gate.decide(8) == {"bright"} and waits == [7]
+    assert gate.withheld_in(8) == {"bright"} and gate.withheld_in(7) == frozenset()
+    now["t"] += dt.timedelta(minutes=2)  # the next UTC day: released at the next batch
+    assert gate.decide(9) == frozenset() and waits == [7, 8]
+    # Real-Time Mode: planned into the query; a quota reached, or a new day, means a restart.
+    assert gate.new_query(realtime=True) == frozenset() and not gate.restart_due()
+    book.add({"bright": 25}, {})
+    assert gate.restart_due() and gate.new_query(realtime=True) == {"bright"}
+    assert not gate.restart_due() and gate.withheld_in(12) == {"bright"}
+    now["t"] += dt.timedelta(days=1)
+    assert gate.restart_due() and gate.new_query(realtime=True) == frozenset()
+
+
 def _visit(bootstrap: str, topic: str, seed: int, alerts: int, schema_dir: str) -> None:
     assert produce(
         ProduceConfig(
@@ -93,16 +117,6 @@ def _passing(bootstrap: str, topic: str, schema_dir: str) -> dict[int, str]:
         if (store.get(schema_id).decode(body)["diaSource"]["snr"] or 0) > 10:
             out[m.offset()] = m.key().decode()
     return out
-
-
-def _counts_of(bootstrap: str, counts_topic: str) -> list[dict]:
-    return [json.loads(m.value()) for m in consume_all(bootstrap, counts_topic)]
-
-
-def _read(records: list[dict]) -> int:
-    """Alerts the job's batches read, each batch once."""
-    batches = {(r["query_id"], r["batch_id"]): r for r in records if r["kind"] == "counts"}
-    return sum(r["alerts_read"] for r in batches.values())
 
 
 @pytest.mark.slow
@@ -137,14 +151,11 @@ def test_a_quota_withholds_past_its_records_until_the_next_utc_day(
         _visit(bootstrap, topic_name, seed, 60, schema_dir)
     with open(out, "w") as log:
         job = processes(command, stdout=log, stderr=subprocess.STDOUT)
-    wait_for(
-        lambda: _read(_counts_of(bootstrap, counts_topic)) == 180, "three visits", 240, job, out
-    )
+    wait_for(lambda: counted_alerts(bootstrap, counts_topic) == 180, "three visits", 240, job, out)
     passing = _passing(bootstrap, topic_name, schema_dir)
     assert 2 * QUOTA < len(passing) < 180  # the cut splits the visits
-    records = _counts_of(bootstrap, counts_topic)
     batches = sorted(
-        (r for r in records if r["kind"] == "counts"), key=lambda r: r["input"][topic_name]["0"][0]
+        counted_batches(bootstrap, counts_topic), key=lambda r: r["input"][topic_name]["0"][0]
     )
     published = [b["filters"]["quota_me"]["published"] for b in batches]
     withheld = [b["filters"]["quota_me"]["withheld"] for b in batches]
@@ -158,6 +169,7 @@ def test_a_quota_withholds_past_its_records_until_the_next_utc_day(
     end = batches[reached]["input"][topic_name]["0"][1]  # every match of the batches before it
     assert sorted(on_topic) == sorted(k for o, k in passing.items() if o < end)
     assert sum(withheld) == len(passing) - len(on_topic)
+    records = [json.loads(m.value()) for m in consume_all(bootstrap, counts_topic)]
     (quota,) = [r for r in records if r["kind"] == "quota"]
     assert (quota["filter"], quota["quota"], quota["used"]["records"]) == (
         "quota_me",
@@ -178,7 +190,7 @@ def test_a_quota_withholds_past_its_records_until_the_next_utc_day(
     with open(out, "a") as log:
         job = processes(command, stdout=log, stderr=subprocess.STDOUT)
     wait_for(
-        lambda: _read(_counts_of(bootstrap, counts_topic)) >= 240, "the fourth visit", 240, job, out
+        lambda: counted_alerts(bootstrap, counts_topic) >= 240, "the fourth visit", 240, job, out
     )
     os.killpg(job.pid, signal.SIGTERM)
     job.wait(90)
@@ -186,8 +198,8 @@ def test_a_quota_withholds_past_its_records_until_the_next_utc_day(
     fourth = [k for o, k in _passing(bootstrap, topic_name, schema_dir).items() if o >= 180]
     after = [
         b["filters"]["quota_me"]
-        for b in _counts_of(bootstrap, counts_topic)
-        if b["kind"] == "counts" and b["input"][topic_name]["0"][0] >= 180
+        for b in counted_batches(bootstrap, counts_topic)
+        if b["input"][topic_name]["0"][0] >= 180
     ]
     assert sum(f["published"] for f in after) == 0
     assert sum(f["withheld"] for f in after) == len(fourth) > 0
@@ -218,13 +230,13 @@ def test_a_quota_withholds_past_its_records_until_the_next_utc_day(
     thread.start()
     try:
         _visit(bootstrap, topic_name, 5, 20, schema_dir)
-        wait_for(lambda: _read(_counts_of(bootstrap, counts_topic)) >= 260, "a fifth visit", 120)
+        wait_for(lambda: counted_alerts(bootstrap, counts_topic) >= 260, "a fifth visit", 120)
         assert sorted(m.key().decode() for m in consume_all(bootstrap, topic_out)) == sorted(
             on_topic
         )
         now["t"] += dt.timedelta(minutes=2)  # 00:01 the next day
         _visit(bootstrap, topic_name, 6, 20, schema_dir)
-        wait_for(lambda: _read(_counts_of(bootstrap, counts_topic)) >= 280, "a sixth visit", 120)
+        wait_for(lambda: counted_alerts(bootstrap, counts_topic) >= 280, "a sixth visit", 120)
     finally:
         stream.stop()
         thread.join(120)

@@ -5,15 +5,24 @@ join): both must keep a filter Real-Time-Mode capable."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 
 import pytest
 from field_catalog import NAME as NEAR_FIELD_SOURCE
-from job_helpers import NAMES, expected_matches, job_command, wait_for
+from job_helpers import (
+    NAMES,
+    counted_alerts,
+    counted_batches,
+    expected_matches,
+    job_command,
+    wait_for,
+)
 from kafka_helpers import consume_all
 
+from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.filtering.model import AlertFilter, FilterError, PythonFilter
 from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
@@ -40,8 +49,11 @@ def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str):
 
 
 def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> subprocess.Popen:
-    """The job in Real-Time Mode (2 partitions, 2 cores), Kafka outputs only; what it prints goes
-    to ``workdir/job.log`` (shown if it exits while a test waits on it)."""
+    """The job in Real-Time Mode (2 partitions, 2 cores), Kafka outputs only, with ``capped``
+    (a daily quota of ``QUOTA`` records); what it prints goes to ``workdir/job.log`` (shown if it
+    exits while a test waits on it)."""
+    config = workdir / "job.yaml"
+    config.write_text(json.dumps({"filter_outputs": {"capped": {"quota": {"records": QUOTA}}}}))
     args = job_command(
         bootstrap,
         topic,
@@ -52,6 +64,10 @@ def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> s
         "kafka",
         "--timeout",
         "300",
+        "--config",
+        str(config),
+        "--sql",
+        f"capped={CAPPED}",
         names=RTM_NAMES,
         catalog_dir=catalogs,
     )
@@ -59,6 +75,23 @@ def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> s
 
 
 RTM_NAMES = (*NAMES, "rising", NEAR_FIELD_SOURCE)
+CAPPED, QUOTA = "diaSource.snr > 10", 10
+
+
+def _capped(bootstrap: str, topic: str, schema_dir: str) -> set[str]:
+    """The input's alerts ``capped`` passes (plain Python over fastavro)."""
+    store = LocalSchemaStore(schema_dir)
+    return {
+        m.key().decode()
+        for m in consume_all(bootstrap, topic)
+        if store.get(unframe(m.value())[0]).decode(unframe(m.value())[1])["diaSource"]["snr"] > 10
+    }
+
+
+def _quota_counts(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(published, withheld) of ``capped`` on the counts topic, each epoch once."""
+    capped = [r["filters"]["capped"] for r in counted_batches(bootstrap, f"{topic}-counts")]
+    return sum(c["published"] for c in capped), sum(c["withheld"] for c in capped)
 
 
 def _published(bootstrap: str, topic: str) -> dict[str, list[str]]:
@@ -82,20 +115,36 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(
     assert first_expected["rising"], "the visit has alerts the features filter selects"
     assert first_expected[NEAR_FIELD_SOURCE], "the visit has alerts the crossmatch filter selects"
 
+    first_capped = _capped(bootstrap, topic_name, schema_dir)
+    assert len(first_capped) > QUOTA
+
     job = _realtime_job(processes, bootstrap, topic_name, tmp_path, field_catalog)
+    log = tmp_path / "job.log"
     wait_for(
         lambda: _all_there(bootstrap, topic_name, first_expected),
         "the first visit's matches",
         240,
         job,
-        tmp_path / "job.log",
+        log,
     )
+    # capped reached its quota with the epoch that read the visit: the query restarts with it
+    # withheld, and a second visit's matches of it are counted, not published.
+    wait_for(lambda: "the hot path restarts" in log.read_text(), "the restart", 120, job, log)
+    assert _visit(bootstrap, topic_name, 63, schema_dir).ok
+    _, live_expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
+    wait_for(lambda: _all_there(bootstrap, topic_name, live_expected), "visit 2", 240, job, log)
+    # An epoch is counted when its checkpoint interval ends: both visits', before the kill.
+    counts = f"{topic_name}-counts"
+    wait_for(lambda: counted_alerts(bootstrap, counts) == 300, "visit 2 counted", 60, job, log)
     os.killpg(job.pid, signal.SIGKILL)  # mid-stream: the query never ends on its own
     job.wait(30)
+    capped_out = [m.key().decode() for m in consume_all(bootstrap, f"{topic_name}-capped")]
+    # Overshoot: at most the epoch that reached the quota (the whole first visit, read at once).
+    assert QUOTA <= len(set(capped_out)) and set(capped_out) <= first_capped
 
     assert _visit(bootstrap, topic_name, 62, schema_dir).ok  # produced while the job is down
     total, expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
-    assert total == 300 and sum(len(expected[n] - first_expected[n]) for n in RTM_NAMES) > 0
+    assert total == 450 and sum(len(expected[n] - live_expected[n]) for n in RTM_NAMES) > 0
     job = _realtime_job(processes, bootstrap, topic_name, tmp_path, field_catalog)
     wait_for(
         lambda: _all_there(bootstrap, topic_name, expected),
@@ -104,10 +153,20 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(
         job,
         tmp_path / "job.log",
     )
+    wait_for(lambda: counted_alerts(bootstrap, counts) == 450, "visit 3 counted", 60, job, log)
     os.killpg(job.pid, signal.SIGTERM)
     job.wait(60)
     got = _published(bootstrap, topic_name)
     assert {n: set(got[n]) for n in RTM_NAMES} == expected  # every match, nothing else
+    # The restart the same day read capped's use back: nothing more published; every match of
+    # it counted once, published or withheld.
+    capped = _capped(bootstrap, topic_name, schema_dir)
+    assert {m.key().decode() for m in consume_all(bootstrap, f"{topic_name}-capped")} == set(
+        capped_out
+    )
+    published, withheld = _quota_counts(bootstrap, topic_name)
+    assert (published, withheld) == (len(set(capped_out)), len(capped) - len(set(capped_out)))
+    assert "reached its quota for" in log.read_text() and "before this start" in log.read_text()
 
 
 def test_real_time_mode_is_refused_for_python_filters_and_too_few_cores(kafka, spark, topic_name):
@@ -125,14 +184,6 @@ def test_real_time_mode_is_refused_for_python_filters_and_too_few_cores(kafka, s
     assert str(err.value) == (
         "--trigger realtime=5 minutes: filter 'py' (filters/py.py) is a Python function, which Real-Time"
         " Mode cannot run (no Python UDFs); run it in micro-batches (--trigger 0) or write it as SQL"
-    )
-    quota = AlertFilter(name="capped", sql="diaSource.snr > 50", quota={"records": 10})
-    with pytest.raises(ConfigError) as err:
-        check_realtime(spark, cfg, [sql, quota])
-    assert str(err.value) == (
-        "--trigger realtime=5 minutes: daily quotas (capped) need micro-batches: a Real-Time Mode"
-        " batch runs for its whole checkpoint interval, with no point between two batches to"
-        " withhold a filter at; use micro-batches (--trigger 0) or no quota"
     )
     with pytest.raises(ConfigError) as err:
         check_realtime(spark, cfg, [sql])

@@ -5,9 +5,10 @@ boolean column -> one row per (alert, matching filter), plus one per quarantined
 native Kafka sink, whose per-row ``topic`` column fans out to every filter's topic in one write.
 No foreachBatch, cache or collect: nothing waits for the driver, so the same plan runs in
 micro-batches or in Real-Time Mode (milliseconds from input append to output append). The one
-exception is a job with daily quotas (``alertsieve.stream.quotas``): which filters are withheld
-is the driver's decision at each batch's start, so its rows go through ``publish_within`` (a
-foreachBatch writing the same Kafka records, less the withheld filters'), micro-batches only.
+exception is a job with daily quotas in micro-batches (``alertsieve.stream.quota_gate``): which
+filters are withheld is the driver's decision at each batch's start, so its rows go through
+``publish_within`` (a foreachBatch writing the same Kafka records, less the withheld filters').
+In Real-Time Mode the withheld filters are planned into the query (their rows get no topic).
 
 What the job reports per batch is counted on the way by ``observe()`` (``alertsieve.stream.metrics``);
 the Delta archive is its own query reading these topics (``alertsieve.stream.archive``).
@@ -145,7 +146,7 @@ def outcome_metrics(plan: JobPlan, sized: frozenset[str] = frozenset()) -> list:
     filters' indices, one int per published record (``metrics.matches_by_filter`` counts them).
     Not N aggregates (a thousand sums in every batch's plan), and not ``histogram_numeric``
     (exact in one task, but it over-counted when partial histograms were merged: 27 for 10).
-    The filters of ``sized`` (a daily quota of bytes) have their records' bytes summed."""
+    The filters of ``sized`` (those with a daily quota) have their records' bytes summed."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
@@ -169,16 +170,22 @@ def outcome_metrics(plan: JobPlan, sized: frozenset[str] = frozenset()) -> list:
     return out
 
 
-def outcomes(flags, plan: JobPlan, cfg: JobConfig):
+def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = frozenset()):
     """One row per (alert, matching filter), per quarantined message and per Python filter error,
-    with its ``_index`` (see ``evaluated``), ``_topic_out`` (none for an error row),
+    with its ``_index`` (see ``evaluated``), ``_topic_out`` (none for an error row, nor for a
+    match of a ``withheld`` filter: its daily quota reached, counted but not published),
     ``_filter``, ``_version`` and ``_out_value`` (the original bytes, or the filter's fields
     record). Only the rows kept are ever copied with their ~100 KB of alert bytes, and most
     alerts match nothing."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
-    topics = F.array(*[F.lit(contract.filter_topic(f, cfg.output_prefix)) for f in plan.filters])
+    topics = F.array(
+        *[
+            F.lit(None if f.name in withheld else contract.filter_topic(f, cfg.output_prefix))
+            for f in plan.filters
+        ]
+    ).cast("array<string>")
     names = F.array(*[F.lit(f.name) for f in plan.filters])
     versions = F.array(*[F.lit(plan.versions.get(f.name, "")) for f in plan.filters])
     fields_filters = [f.name for f in plan.filters if f.name in plan.payloads]
@@ -290,20 +297,26 @@ def sink_options(cfg: JobConfig) -> dict[str, str]:
     return opts
 
 
-def hot_path(raw, plan: JobPlan, cfg: JobConfig, sized: frozenset[str] | None = None):
+def hot_path(
+    raw,
+    plan: JobPlan,
+    cfg: JobConfig,
+    sized: frozenset[str] = frozenset(),
+    withheld: frozenset[str] = frozenset(),
+    keep_filter: bool = False,
+):
     """The streaming frame the Kafka sink writes, with its metrics observed: arrivals on the Kafka
     rows as they come (no copy), outcomes on the few rows that publish (``metrics.batch_stats``
     joins the two). An observed frame is materialised row by row, so neither observation sits
-    where every alert's bytes would be copied for it. ``sized``: a job with quotas, the filters
-    whose bytes are counted (a bytes quota); its rows keep their filter for ``publish_within``."""
+    where every alert's bytes would be copied for it. In a job with quotas: ``sized``, the
+    filters that have one (their bytes counted); ``withheld``, those whose rows get no topic
+    (Real-Time Mode); ``keep_filter``, rows that keep their filter for ``publish_within``."""
     arrived = raw.observe(ARRIVED, *arrival_metrics())
     flags = evaluated(arrived, plan)
     if any(f.runs_python for f in plan.filters):
         flags = flags.observe(COST, *cost_metrics(plan))
-    outcome = outcomes(flags, plan, cfg).observe(
-        OBSERVED, *outcome_metrics(plan, sized or frozenset())
-    )
-    return output_rows(outcome, cfg, keep_filter=sized is not None)
+    outcome = outcomes(flags, plan, cfg, withheld).observe(OBSERVED, *outcome_metrics(plan, sized))
+    return output_rows(outcome, cfg, keep_filter)
 
 
 def publish_within(batch, withheld: frozenset[str], cfg: JobConfig) -> None:

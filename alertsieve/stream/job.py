@@ -150,10 +150,16 @@ class FilterStream:
         if gate is None:
             writer = hot_path(raw, self.plan, cfg).writeStream.format("kafka")
             writer = writer.options(**sink_options(cfg))
-        else:
+        elif cfg.realtime:  # no foreachBatch: the withheld filters planned in, restarted on change
+            withheld = gate.new_query(realtime=True)
+            frame = hot_path(raw, self.plan, cfg, frozenset(gate.limits), withheld)
+            writer = frame.writeStream.format("kafka").options(**sink_options(cfg))
+        else:  # each batch decides what it withholds once the batches before it are counted
             gate.new_query()
-            writer = hot_path(raw, self.plan, cfg, sized=frozenset(gate.limits)).writeStream
-            writer = writer.foreachBatch(lambda rows, i: publish_within(rows, gate.decide(i), cfg))
+            frame = hot_path(raw, self.plan, cfg, frozenset(gate.limits), keep_filter=True)
+            writer = frame.writeStream.foreachBatch(
+                lambda rows, i: publish_within(rows, gate.decide(i), cfg)
+            )
         writer = writer.option("checkpointLocation", cfg.checkpoint).queryName(QUERY_NAME)
         if cfg.realtime:
             writer = realtime_trigger(writer.outputMode("update"), self.spark, cfg.realtime)
@@ -176,7 +182,15 @@ class FilterStream:
         try:
             if archive and not self.cfg.available_now:
                 queries.append(archive.start())
-            poll = self._watcher(queries) if self.cfg.watch and not self.cfg.available_now else None
+            polls = [
+                *(
+                    [self._watcher(queries)]
+                    if self.cfg.watch and not self.cfg.available_now
+                    else []
+                ),
+                *([self._quota_restart(queries)] if self.cfg.realtime else []),
+            ]
+            poll = (lambda: [p() for p in polls]) if polls else None
             _await(
                 queries, None if self.cfg.available_now else self.cfg.timeout_s, poll, self.stopping
             )
@@ -198,6 +212,19 @@ class FilterStream:
             if q.exception():
                 raise JobFailed(f"the {q.name} query failed: {q.exception()}")
         return self.metrics.written
+
+    def _quota_restart(self, queries: list):
+        """A poll for ``_await`` in Real-Time Mode: restart the hot path when the filters it
+        withholds change (a quota reached, or a new UTC day; ``QuotaGate.restart_due``)."""
+
+        def poll() -> None:
+            if self.quotas is not None and queries[0].isActive and self.quotas.restart_due():
+                log.info("quota: the withheld filters changed: the hot path restarts")
+                self._stop(queries[0])
+                self.metrics.flush(queries[0].recentProgress)
+                queries[0] = self.start()
+
+        return poll
 
     def _stop(self, query) -> None:
         """The hot path in Real-Time Mode as it runs (its batch never ends between alerts), any
@@ -424,8 +451,7 @@ def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
 
 
 def check_realtime(spark, cfg: JobConfig, filters) -> None:
-    """Real-Time Mode runs SQL only, no daily quotas, and one long-running task per input
-    partition at once."""
+    """Real-Time Mode runs SQL only, and one long-running task per input partition at once."""
     from alertsieve.kafka.topics import partition_count
 
     python = [f for f in filters if f.runs_python]
@@ -435,13 +461,6 @@ def check_realtime(spark, cfg: JobConfig, filters) -> None:
             f"--trigger {cfg.trigger}: filter {f.name!r} ({f.origin}) is a Python function, which"
             " Real-Time Mode cannot run (no Python UDFs); run it in micro-batches (--trigger 0)"
             " or write it as SQL"
-        )
-    quotas = sorted(limits_of(filters, cfg.quota_default))
-    if quotas:
-        raise ConfigError(
-            f"--trigger {cfg.trigger}: daily quotas ({', '.join(quotas)}) need micro-batches: a"
-            " Real-Time Mode batch runs for its whole checkpoint interval, with no point between"
-            " two batches to withhold a filter at; use micro-batches (--trigger 0) or no quota"
         )
     cores = spark.sparkContext.defaultParallelism
     partitions = partition_count(

@@ -168,16 +168,15 @@ class MetricsLog:
         on_batch: Callable[[BatchStats, dict], None] | None = None,
         diagnose: Callable[[BatchStats], str | None] | None = None,
         python_budget: float | None = None,
-        withheld_in: Callable[[int], frozenset[str]] | None = None,
     ):
         """``on_batch(stats, progress)``: called once per batch after its line is written (the
         counts topic). ``diagnose(stats)``: the line to add about a batch that quarantined every
         message, or None (``alertsieve.stream.diagnosis.Diagnoser``). ``python_budget``: seconds
         per 1,000 alerts a Python filter may take in a batch; above it, a WARNING names it.
-        ``withheld_in(batch_id)``: the filters whose matches that batch withheld (a job with
-        quotas, ``BatchStats.withhold``)."""
+        ``withheld_in(batch_id)``, set by a job with quotas once they are read back: the filters
+        whose matches that batch withheld (``BatchStats.withhold``)."""
         self.on_batch = on_batch
-        self.withheld_in = withheld_in
+        self.withheld_in: Callable[[int], frozenset[str]] | None = None
         self.python_budget = python_budget
         self.diagnose = diagnose
         self.path = Path(path) if path else None

@@ -8,6 +8,12 @@ started by then. So the hot path of a job with quotas publishes through a foreac
 overshot by at most the batch that reached it. A new UTC day (by ``clock``) is seen at the next
 batch's start, and the withheld filters publish again.
 
+Real-Time Mode has no foreachBatch and no point between two records to decide at: the withheld
+filters are planned into the query (``new_query``), and when they change (a quota reached at
+an epoch's end, or a new day) the job restarts the query (``restart_due``): a quota is overshot
+by the epoch that reached it and what the next one published before the restart (a second or
+two of a checkpoint interval).
+
 A job (re)started reads today's use back from the counts topic (``QuotaBook.restore``): its
 records of the day, found by their Kafka timestamps, not the whole topic.
 """
@@ -61,6 +67,7 @@ class QuotaGate:
         self._lock = threading.Lock()
         self._decided: dict[int, frozenset[str]] = {}
         self._first: int | None = None  # the first batch of the running query
+        self._planned: frozenset[str] = frozenset()  # planned into a Real-Time Mode query
         for name in sorted(book.withheld):
             log.warning(
                 "quota: %s reached its quota for %s before this start (%s): its matches are"
@@ -94,9 +101,26 @@ class QuotaGate:
             self.book.limits = limits
             self.book.withheld &= limits.keys()
 
-    def new_query(self) -> None:
-        """The hot path's query (re)started: its first batch follows no batch of its own."""
-        self._first = None
+    def new_query(self, realtime: bool = False) -> frozenset[str]:
+        """The hot path's query (re)starts: its first batch follows no batch of its own. In
+        Real-Time Mode, the filters withheld for the query's life (to plan in); in micro-batches
+        none (each batch decides, ``decide``)."""
+        with self._lock:
+            self._first = None
+            self._roll()
+            self._planned = frozenset(self.book.withheld) if realtime else frozenset()
+            return self._planned
+
+    def restart_due(self) -> bool:
+        """Real-Time Mode: whether the withheld filters differ from those planned in (a quota
+        reached, or a new UTC day released them), so the query must be restarted."""
+        with self._lock:
+            self._roll()
+            return frozenset(self.book.withheld) != self._planned
+
+    def _roll(self) -> None:
+        if self.book.roll(utc_day(self.clock())):
+            log.info("quota: a new UTC day (%s): every filter publishes again", self.book.day)
 
     def decide(self, batch_id: int) -> frozenset[str]:
         """The filters batch ``batch_id`` withholds, once every earlier batch of the query is
@@ -111,8 +135,7 @@ class QuotaGate:
                 batch_id,
             )
         with self._lock:
-            if self.book.roll(utc_day(self.clock())):
-                log.info("quota: a new UTC day (%s): every filter publishes again", self.book.day)
+            self._roll()
             held = frozenset(self.book.withheld)
             self._decided[batch_id] = held
             for old in [b for b in self._decided if b < batch_id - DECISIONS_KEPT]:
@@ -120,9 +143,9 @@ class QuotaGate:
         return held
 
     def withheld_in(self, batch_id: int) -> frozenset[str]:
-        """What ``decide`` said for that batch (none for a batch it did not decide)."""
+        """What ``decide`` said for that batch, else what the query was planned with."""
         with self._lock:
-            return self._decided.get(batch_id, frozenset())
+            return self._decided.get(batch_id, self._planned)
 
     def count(self, stats: BatchStats, progress: dict) -> None:
         """A batch's counts on the counts topic (published, withheld and bytes of each filter with
