@@ -49,6 +49,8 @@ def test_a_quota_is_reached_once_and_a_new_day_releases_it():
     assert book.add({"bright": 6}, {"big": 600}) == ["bright", "big"]  # 26 records, 1000 bytes
     assert book.add({"bright": 3}, {}) == [] and book.withheld == {"bright", "big"}
     assert book.used["bright"] == {"records": 29, "bytes": 2000}
+    book.set_limits({"bright": {"records": 30}, "big": {"bytes": 900}})  # a deployment
+    assert book.withheld == {"big"}  # bright's quota raised past its use: it publishes again
     assert not book.roll(TODAY)
     assert book.roll(TODAY + dt.timedelta(days=1)) and book.withheld == set() and not book.used
 

@@ -98,8 +98,7 @@ class QuotaGate:
     def use_limits(self, limits: dict[str, dict[str, int]]) -> None:
         """The quotas of a new deployment (``--watch``): today's use goes on."""
         with self._lock:
-            self.book.limits = limits
-            self.book.withheld &= limits.keys()
+            self.book.set_limits(limits)
 
     def new_query(self, realtime: bool = False) -> frozenset[str]:
         """The hot path's query (re)starts: its first batch follows no batch of its own. In

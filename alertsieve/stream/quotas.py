@@ -60,6 +60,16 @@ class QuotaBook:
                 reached.append(name)
         return reached
 
+    def set_limits(self, limits: dict[str, dict[str, int]]) -> None:
+        """New quotas (a deployment): today's use goes on, measured against them (a raised
+        quota publishes again, a lowered one below the use withholds)."""
+        self.limits = limits
+        self.withheld = {
+            n
+            for n, limit in limits.items()
+            if any(self.used.get(n, {}).get(k, 0) >= v for k, v in limit.items())
+        }
+
     def roll(self, today: dt.date) -> bool:
         """A new UTC day: every use back to zero; True when filters were withheld (they publish
         again)."""
