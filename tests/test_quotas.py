@@ -26,6 +26,7 @@ from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import FilterStream
 from alertsieve.stream.quota_gate import QuotaGate
 from alertsieve.stream.quotas import QuotaBook
+from alertsieve.stream.redeploy import settings_changed
 
 TODAY = dt.date(2026, 11, 27)
 CUT = "diaSource.snr > 10"
@@ -91,6 +92,14 @@ def test_each_batch_decides_after_the_one_before_it_is_counted():
     assert not gate.restart_due() and gate.withheld_in(12) == {"bright"}
     now["t"] += dt.timedelta(days=1)
     assert gate.restart_due() and gate.new_query(realtime=True) == frozenset()
+
+
+def test_a_deployment_says_which_readers_and_quotas_changed():
+    """Under --watch, a plan that matches the same alerts changes no query: only what it says."""
+    readers = ({"a": ["User:bob"], "b": None}, {"a": ["User:bob"], "b": ["User:carol"]})
+    quotas = ({"a": {"records": 25}}, {"a": {"records": 50}, "c": {"bytes": 10}})
+    assert settings_changed(readers, quotas) == ["readers of b", "daily quotas of a, c"]
+    assert settings_changed((readers[0], readers[0]), (quotas[1], quotas[1])) == []
 
 
 def _visit(bootstrap: str, topic: str, seed: int, alerts: int, schema_dir: str) -> None:

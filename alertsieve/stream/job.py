@@ -237,7 +237,7 @@ class FilterStream:
     def _watcher(self, queries: list):
         """A poll for ``_await``: when the watched files change, deploy the new plan (replacing
         ``queries`` in place) or refuse it and keep the running one."""
-        from alertsieve.stream.redeploy import describe_change, snapshot
+        from alertsieve.stream.redeploy import describe_change, settings_changed, snapshot
 
         state = {"files": snapshot(self.cfg), "topics": set(archive_topics(self.plan, self.cfg))}
 
@@ -259,16 +259,27 @@ class FilterStream:
             except AlertsieveError as e:
                 log.warning("watch: change refused, the running filters go on: %s", e)
                 return
-            if plan.versions == self.plan.versions:
-                readers = {f.name: f.readers for f in self.plan.filters}
-                changed = {f.name for f in plan.filters if readers.get(f.name) != f.readers}
+            limits = limits_of(plan.filters, self.cfg.quota_default)
+            gated = limits and self.quotas is None  # quotas publish through the gate: a restart
+            if plan.versions == self.plan.versions and not gated:
+                changed = settings_changed(
+                    (
+                        {f.name: f.readers for f in self.plan.filters},
+                        {f.name: f.readers for f in plan.filters},
+                    ),
+                    (self.quotas.limits if self.quotas else {}, limits),
+                )
                 self.plan, self.filters = plan, plan.filters  # the same matches: no restart
+                self._use_quotas()
                 if changed:
-                    log.info("watch: readers of %s updated", ", ".join(sorted(changed)))
+                    log.info("watch: %s updated", "; ".join(changed))
                 else:
                     log.warning("watch: nothing to deploy, the running filters go on")
                 return
             change = describe_change(self.plan.versions, plan.versions)  # ~name: a new version
+            if gated:  # the job's first quotas
+                quotas = f"daily quotas of {', '.join(sorted(limits))}"
+                change = quotas if plan.versions == self.plan.versions else f"{change}; {quotas}"
             self._stop(queries[0])
             self.metrics.flush(
                 queries[0].recentProgress

@@ -12,6 +12,7 @@ from a Kafka source's subscription would be data lost to its checkpoint).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from alertsieve.filtering.discovery import builtin_filter_dir, filter_files
 from alertsieve.stream.config import JobConfig
@@ -59,3 +60,17 @@ def describe_change(before: dict[str, str], after: dict[str, str]) -> str:
             f" ({len(added)} added, {len(removed)} removed, {len(changed)} changed)",
         ]
     return " ".join(parts) or "no filter changed"
+
+
+def settings_changed(
+    readers: tuple[dict[str, Any], dict[str, Any]], quotas: tuple[dict[str, Any], dict[str, Any]]
+) -> list[str]:
+    """What a plan that matches the same alerts changes, as words for the console: the filters
+    whose ``readers`` (their topic's ACLs) or daily ``quotas`` differ, each (before, after) as
+    {filter: value}. Neither needs the hot path restarted."""
+    out = []
+    for what, (before, after) in (("readers", readers), ("daily quotas", quotas)):
+        names = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n))
+        if names:
+            out.append(f"{what} of {', '.join(names)}")
+    return out
