@@ -20,6 +20,7 @@ from oracles import FILTERS
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.filtering.model import AlertFilter
+from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
 from alertsieve.stream.metrics import read_lines
@@ -220,3 +221,31 @@ def counted_batches(bootstrap: str, counts_topic: str) -> list[dict]:
 def counted_alerts(bootstrap: str, counts_topic: str) -> int:
     """Alerts the job's counted batches read."""
     return sum(r["alerts_read"] for r in counted_batches(bootstrap, counts_topic))
+
+
+def simulated_visit(
+    bootstrap: str,
+    topic: str,
+    seed: int,
+    schema_dir: str,
+    alerts: int,
+    partitions: int = 4,
+    producers: int = 1,
+):
+    """One simulated visit of ``alerts`` alerts without stamps, sent back to back; the
+    producer's result (``.ok`` when every alert was acknowledged)."""
+    return produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic,
+            visits=1,
+            alerts_per_visit=alerts,
+            interval_s=0,
+            stamp_size=0,
+            seed=seed,
+            partitions=partitions,
+            producers=producers,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    )

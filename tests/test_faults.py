@@ -24,13 +24,13 @@ from job_helpers import (
     expected_matches,
     job_command,
     rows_read,
+    simulated_visit,
     wait_for,
 )
 from kafka_helpers import consume_all
 
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import admin, create_topic, end_offsets
-from alertsieve.produce.producer import ProduceConfig, produce
 
 CLI = [sys.executable, "-m", "alertsieve.cli"]
 
@@ -70,24 +70,6 @@ def cluster3(tmp_path_factory, kafka):
     assert embedded.status(data_dir)["running"] is False
 
 
-def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str, alerts: int = 300):
-    return produce(
-        ProduceConfig(
-            bootstrap=bootstrap,
-            topic=topic,
-            visits=1,
-            alerts_per_visit=alerts,
-            interval_s=0,
-            producers=2,
-            partitions=4,
-            stamp_size=0,
-            seed=seed,
-            progress=False,
-            schema_dir=schema_dir,
-        )
-    )
-
-
 def _leader(bootstrap: str, topic: str, partition: int = 0) -> int:
     return (
         admin(bootstrap).list_topics(topic, timeout=10).topics[topic].partitions[partition].leader
@@ -99,7 +81,7 @@ def _leader(bootstrap: str, topic: str, partition: int = 0) -> int:
 def test_a_broker_killed_mid_stream_loses_nothing(cluster3, spark, topic_name, tmp_path, processes):
     data_dir, cluster = cluster3
     bootstrap, schema_dir = cluster.bootstrap_servers, str(tmp_path / "schemas")
-    assert _visit(bootstrap, topic_name, 41, schema_dir).ok
+    assert simulated_visit(bootstrap, topic_name, 41, schema_dir, 300, producers=2).ok
     job = processes(
         job_command(bootstrap, topic_name, tmp_path, "--timeout", "400"),
         stdout=subprocess.DEVNULL,
@@ -111,7 +93,9 @@ def test_a_broker_killed_mid_stream_loses_nothing(cluster3, spark, topic_name, t
         victim = _leader(bootstrap, topic_name)
         second: dict = {}
         sender = threading.Thread(
-            target=lambda: second.setdefault("s", _visit(bootstrap, topic_name, 42, schema_dir))
+            target=lambda: second.setdefault(
+                "s", simulated_visit(bootstrap, topic_name, 42, schema_dir, 300, producers=2)
+            )
         )
         sender.start()
         embedded.kill_node(data_dir, victim)
@@ -121,7 +105,7 @@ def test_a_broker_killed_mid_stream_loses_nothing(cluster3, spark, topic_name, t
             lambda: rows_read(tmp_path) == 600, "both visits read with a broker down", 240, job
         )
         embedded.restart_node(data_dir, victim)
-        assert _visit(bootstrap, topic_name, 43, schema_dir).ok
+        assert simulated_visit(bootstrap, topic_name, 43, schema_dir, 300, producers=2).ok
         wait_for(lambda: rows_read(tmp_path) == 900, "the third visit, broker back", 240, job)
     finally:
         os.killpg(job.pid, signal.SIGKILL)
@@ -163,7 +147,7 @@ def _committed_batches(checkpoint: Path) -> int:
 def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, processes):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     for seed in (51, 52):
-        assert _visit(bootstrap, topic_name, seed, schema_dir, alerts=400).ok
+        assert simulated_visit(bootstrap, topic_name, seed, schema_dir, 400, producers=2).ok
     replayable: set[tuple[int, int]] = set()
     committed_before, sent = 0, 800
     # Kill points spread over the stream, reached as conditions (alerts read), never timed:
@@ -186,7 +170,9 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, p
         committed_before = committed
         replayable |= _interrupted_range(tmp_path / "ckpt", topic_name) or set()
         if then_send:
-            assert _visit(bootstrap, topic_name, then_send, schema_dir, alerts=400).ok
+            assert simulated_visit(
+                bootstrap, topic_name, then_send, schema_dir, 400, producers=2
+            ).ok
             sent += 400
     total, expected = expected_matches(bootstrap, topic_name, schema_dir)
     final = subprocess.run(

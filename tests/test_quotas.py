@@ -16,12 +16,11 @@ import threading
 
 import pytest
 import yaml
-from job_helpers import counted_alerts, counted_batches, job_command, wait_for
+from job_helpers import counted_alerts, counted_batches, job_command, simulated_visit, wait_for
 from kafka_helpers import consume_all
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.cli import main
-from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import FilterStream
 from alertsieve.stream.quota_gate import QuotaGate
@@ -102,23 +101,6 @@ def test_a_deployment_says_which_readers_and_quotas_changed():
     assert settings_changed((readers[0], readers[0]), (quotas[1], quotas[1])) == []
 
 
-def _visit(bootstrap: str, topic: str, seed: int, alerts: int, schema_dir: str) -> None:
-    assert produce(
-        ProduceConfig(
-            bootstrap=bootstrap,
-            topic=topic,
-            visits=1,
-            alerts_per_visit=alerts,
-            interval_s=0,
-            stamp_size=0,
-            seed=seed,
-            partitions=1,
-            progress=False,
-            schema_dir=schema_dir,
-        )
-    ).ok
-
-
 def _passing(bootstrap: str, topic: str, schema_dir: str) -> dict[int, str]:
     """{offset: alert id} of the input's alerts the cut passes (plain Python over fastavro)."""
     store = LocalSchemaStore(schema_dir)
@@ -159,7 +141,7 @@ def test_a_quota_withholds_past_its_records_until_the_next_utc_day(
         per_batch=20,
     )
     for seed in (1, 2, 3):  # three visits of 60 alerts
-        _visit(bootstrap, topic_name, seed, 60, schema_dir)
+        assert simulated_visit(bootstrap, topic_name, seed, schema_dir, 60, partitions=1).ok
     with open(out, "w") as log:
         job = processes(command, stdout=log, stderr=subprocess.STDOUT)
     wait_for(lambda: counted_alerts(bootstrap, counts_topic) == 180, "three visits", 240, job, out)
@@ -197,7 +179,7 @@ def test_a_quota_withholds_past_its_records_until_the_next_utc_day(
     # kill -9, a fourth visit, a restart the same day: it reads its use back, publishes nothing.
     os.killpg(job.pid, signal.SIGKILL)
     job.wait(30)
-    _visit(bootstrap, topic_name, 4, 60, schema_dir)
+    assert simulated_visit(bootstrap, topic_name, 4, schema_dir, 60, partitions=1).ok
     with open(out, "a") as log:
         job = processes(command, stdout=log, stderr=subprocess.STDOUT)
     wait_for(
@@ -240,13 +222,13 @@ def test_a_quota_withholds_past_its_records_until_the_next_utc_day(
     thread = threading.Thread(target=stream.run)
     thread.start()
     try:
-        _visit(bootstrap, topic_name, 5, 20, schema_dir)
+        assert simulated_visit(bootstrap, topic_name, 5, schema_dir, 20, partitions=1).ok
         wait_for(lambda: counted_alerts(bootstrap, counts_topic) >= 260, "a fifth visit", 120)
         assert sorted(m.key().decode() for m in consume_all(bootstrap, topic_out)) == sorted(
             on_topic
         )
         now["t"] += dt.timedelta(minutes=2)  # 00:01 the next day
-        _visit(bootstrap, topic_name, 6, 20, schema_dir)
+        assert simulated_visit(bootstrap, topic_name, 6, schema_dir, 20, partitions=1).ok
         wait_for(lambda: counted_alerts(bootstrap, counts_topic) >= 280, "a sixth visit", 120)
     finally:
         stream.stop()

@@ -18,6 +18,7 @@ from job_helpers import (
     counted_batches,
     expected_matches,
     job_command,
+    simulated_visit,
     wait_for,
 )
 from kafka_helpers import consume_all
@@ -25,27 +26,9 @@ from kafka_helpers import consume_all
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.filtering.model import AlertFilter, FilterError, PythonFilter
 from alertsieve.kafka.topics import create_topic
-from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.settings import ConfigError
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import _is_timeout, check_realtime
-
-
-def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str):
-    return produce(
-        ProduceConfig(
-            bootstrap=bootstrap,
-            topic=topic,
-            visits=1,
-            alerts_per_visit=150,
-            interval_s=0,
-            stamp_size=0,
-            seed=seed,
-            partitions=2,
-            progress=False,
-            schema_dir=schema_dir,
-        )
-    )
 
 
 def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> subprocess.Popen:
@@ -110,7 +93,7 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(
     kafka, topic_name, tmp_path, field_catalog, processes
 ):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
-    assert _visit(bootstrap, topic_name, 61, schema_dir).ok
+    assert simulated_visit(bootstrap, topic_name, 61, schema_dir, 150, partitions=2).ok
     _, first_expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
     assert first_expected["rising"], "the visit has alerts the features filter selects"
     assert first_expected[NEAR_FIELD_SOURCE], "the visit has alerts the crossmatch filter selects"
@@ -130,7 +113,7 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(
     # capped reached its quota with the epoch that read the visit: the query restarts with it
     # withheld, and a second visit's matches of it are counted, not published.
     wait_for(lambda: "the hot path restarts" in log.read_text(), "the restart", 120, job, log)
-    assert _visit(bootstrap, topic_name, 63, schema_dir).ok
+    assert simulated_visit(bootstrap, topic_name, 63, schema_dir, 150, partitions=2).ok
     _, live_expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
     wait_for(lambda: _all_there(bootstrap, topic_name, live_expected), "visit 2", 240, job, log)
     # An epoch is counted when its checkpoint interval ends: both visits', before the kill.
@@ -142,7 +125,9 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(
     # Overshoot: at most the epoch that reached the quota (the whole first visit, read at once).
     assert QUOTA <= len(set(capped_out)) and set(capped_out) <= first_capped
 
-    assert _visit(bootstrap, topic_name, 62, schema_dir).ok  # produced while the job is down
+    assert simulated_visit(
+        bootstrap, topic_name, 62, schema_dir, 150, partitions=2
+    ).ok  # produced while the job is down
     total, expected = expected_matches(bootstrap, topic_name, schema_dir, RTM_NAMES)
     assert total == 450 and sum(len(expected[n] - live_expected[n]) for n in RTM_NAMES) > 0
     job = _realtime_job(processes, bootstrap, topic_name, tmp_path, field_catalog)

@@ -15,12 +15,18 @@ from collections import Counter
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from job_helpers import JOB_FILTERS, drain_archive, expected_matches, job_command, wait_for
+from job_helpers import (
+    JOB_FILTERS,
+    drain_archive,
+    expected_matches,
+    job_command,
+    simulated_visit,
+    wait_for,
+)
 from kafka_helpers import consume_all
 
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import end_offsets
-from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.publish.versions import filter_version
 
 #: The same cut as JOB_FILTERS["bright"], written the other way round: another version.
@@ -31,22 +37,6 @@ def _filter_file(path, name: str, sql: str) -> None:
     path.write_text(
         f'from alertsieve.filtering.model import AlertFilter\n\nFILTER = AlertFilter(name="{name}", sql={sql!r})\n'
     )
-
-
-def _visit(bootstrap: str, topic: str, seed: int, schema_dir: str) -> None:
-    assert produce(
-        ProduceConfig(
-            bootstrap=bootstrap,
-            topic=topic,
-            visits=1,
-            alerts_per_visit=120,
-            interval_s=0,
-            stamp_size=0,
-            seed=seed,
-            progress=False,
-            schema_dir=schema_dir,
-        )
-    ).ok
 
 
 def _keys(bootstrap: str, topic: str) -> list[str]:
@@ -61,7 +51,7 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
     folder, out = tmp_path / "filters", tmp_path / "job.out"
     folder.mkdir()
     _filter_file(folder / "bright.py", "bright", JOB_FILTERS["bright"][0])
-    _visit(bootstrap, topic_name, 41, schema_dir)
+    assert simulated_visit(bootstrap, topic_name, 41, schema_dir, 120).ok
     _, first = expected_matches(bootstrap, topic_name, schema_dir, ("bright", "first_seen"))
     with open(out, "w") as log:
         job = processes(
@@ -94,7 +84,7 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
         wait_for(
             lambda: "watch: deployed +first_seen" in said(), "the new filter deployed", 120, job
         )
-        _visit(bootstrap, topic_name, 42, schema_dir)
+        assert simulated_visit(bootstrap, topic_name, 42, schema_dir, 120).ok
 
         # Together: first_seen's file broken, a new module that does not import, and bright
         # written another way (the same alerts pass, under a new version).
@@ -111,7 +101,7 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
             120,
             job,
         )
-        _visit(bootstrap, topic_name, 43, schema_dir)
+        assert simulated_visit(bootstrap, topic_name, 43, schema_dir, 120).ok
 
         total, expected = expected_matches(
             bootstrap, topic_name, schema_dir, ("bright", "first_seen")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from alertsieve.cli.shared import chosen_filters
+from alertsieve.cli.shared import add_kafka_conf, chosen_filters
 from alertsieve.publish import contract
 
 #: ``filters list`` shows each filter up to this many, and counts by source beyond.
@@ -36,14 +36,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=contract.DEFAULT_PREFIX,
         help=f"that job's output prefix (default {contract.DEFAULT_PREFIX}): its counts topic",
     )
-    listed.add_argument(
-        "--kafka-conf",
-        action="extend",
-        nargs="+",
-        default=[],
-        metavar="KEY=VALUE",
-        help="librdkafka settings, e.g. security.protocol=SASL_SSL sasl.password=env:PW",
-    )
+    add_kafka_conf(listed)
     listed.set_defaults(handler=run_list)
     check = action.add_parser(
         "check", help="compile each filter and run it on sample alerts of every schema version"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alertsieve.alerts.schemas import SchemaError
+from alertsieve.cli.shared import add_kafka_conf
 from alertsieve.publish import contract
 from alertsieve.settings import SettingsError, parse_pairs
 from alertsieve.subscribe.errors import SubscribeError
@@ -82,14 +83,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--schema-registry", metavar="URL", help="Confluent Schema Registry URL (the job's)"
     )
-    p.add_argument(
-        "--kafka-conf",
-        action="extend",
-        nargs="+",
-        default=[],
-        metavar="KEY=VALUE",
-        help="librdkafka settings, e.g. security.protocol=SASL_SSL sasl.password=env:PW",
-    )
+    add_kafka_conf(p)
     p.set_defaults(handler=run)
     return p
 

@@ -1,5 +1,6 @@
 """What several commands share: the ``-v``/``-q`` every command takes, a night on the command line,
-and the filters a command is given by name."""
+the librdkafka settings of a command that reads a job's topics, and the filters a command is given
+by name."""
 
 from __future__ import annotations
 
@@ -28,6 +29,18 @@ def add_verbosity(parser: argparse.ArgumentParser, inherited: bool = False) -> N
         action="store_true",
         default=default,
         help="warnings and errors only; no progress bar",
+    )
+
+
+def add_kafka_conf(parser: argparse.ArgumentParser) -> None:
+    """``--kafka-conf KEY=VALUE ...``: the client's librdkafka settings (a secured cluster)."""
+    parser.add_argument(
+        "--kafka-conf",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka settings, e.g. security.protocol=SASL_SSL sasl.password=env:PW",
     )
 
 
