@@ -1,6 +1,6 @@
-"""Packages: the library, and three top-level folders a checkout keeps where contributors look
-(``filters/``, ``schemas/``, ``conf/``) installed as packages of their own, so a wheel carries the
-contributed filters, ZTF's schemas and the demo's settings, read with ``importlib.resources``.
+"""Packages: the library, and four top-level folders a checkout keeps where contributors look
+(``filters/``, ``models/``, ``schemas/``, ``conf/``) installed as packages of their own, so a wheel carries the
+contributed filters and models, ZTF's schemas and the demo's settings, read with ``importlib.resources``.
 Everything else is in pyproject.toml: its ``[tool.setuptools]`` cannot both find the library's
 packages and install folders under other names, which this file does in a few lines."""
 
@@ -8,13 +8,18 @@ from setuptools import find_packages, setup
 
 FOLDERS = {
     "alertsieve_filters": "filters",
+    "alertsieve_models": "models",
     "alertsieve_schemas": "schemas",
     "alertsieve_conf": "conf",
 }
 #: Subfolders that hold only data, and their files. Each is a package too: Python imports any
 #: folder, so setuptools warns at every install about a subfolder whose files it ships but whose
 #: package it was not given (a new data subfolder goes here).
-DATA_SUBFOLDERS = {"alertsieve_schemas.ztf": ["*.avsc"], "alertsieve_conf.experiments": ["*.yaml"]}
+DATA_SUBFOLDERS = {
+    "alertsieve_schemas.ztf": ["*.avsc"],
+    "alertsieve_conf.experiments": ["*.yaml"],
+    "alertsieve_models.files": ["*.zip", "*.csv", "*.onnx", "*.md"],
+}
 
 setup(
     packages=[*find_packages(include=["alertsieve*"]), *FOLDERS, *DATA_SUBFOLDERS],

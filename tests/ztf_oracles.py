@@ -12,12 +12,16 @@ cut on); NaN fails every comparison; -999, null or NaN in ``ssdistnr`` is no kno
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable
-from functools import partial
+from functools import cache, partial
 
+import fastavro
 from astropy import units as u
 from astropy.coordinates import SkyCoord
+from crafted import ztf_messages
+from fink_oracle import fink_anomaly_scores
 from oracles import expected_ztf_features
 
 from alertsieve.filtering.discovery import discover
@@ -207,6 +211,22 @@ def _known_asteroid(a: dict, max_ndethist: int, max_detections: int, max_mag_off
     )
 
 
+@cache
+def _known_scores() -> dict[int, float]:
+    """fink-science's score of every real alert and edited copy the tests send, by candid, in
+    one batch (its functions load the forests at every call)."""
+    alerts = [next(fastavro.reader(io.BytesIO(m))) for _, m in ztf_messages()]
+    return dict(zip((a["candid"] for a in alerts), fink_anomaly_scores(alerts), strict=True))
+
+
+def _anomalous(a: dict, max_score: float) -> bool:
+    """Clean, and its light curve among the most anomalous by fink-science's own score."""
+    score = _known_scores().get(a["candid"])
+    if score is None:
+        (score,) = fink_anomaly_scores([a])
+    return _clean(a["candidate"]) and score < max_score
+
+
 def ztf_oracles() -> dict[str, Callable[[dict], bool]]:
     """{contributed ZTF filter: its science in plain Python, over one alert as fastavro decodes
     it}, at the filters' declared parameter values (read as data; their SQL is not run)."""
@@ -216,6 +236,7 @@ def ztf_oracles() -> dict[str, Callable[[dict], bool]]:
         "ztf_fast_transients": _fast_transient,
         "ztf_long_variables": _long_variable,
         "ztf_known_asteroids": _known_asteroid,
+        "ztf_anomalies": _anomalous,
     }
     assert set(science) == set(params), "a contributed ZTF filter has no oracle here"
     return {name: partial(test, **params[name]) for name, test in science.items()}

@@ -13,7 +13,9 @@ from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import Filter, FilterError
 from alertsieve.filtering.prepare import prepare
-from alertsieve.publish.versions import filter_version
+from alertsieve.filtering.scores.discovery import discover_models
+from alertsieve.filtering.scores.model import Model
+from alertsieve.publish.versions import filter_version, model_versions_of
 from alertsieve.spark.session import driver_heap_mb
 
 
@@ -39,16 +41,24 @@ def filter_named(name: str, paths: list[str | Path], builtin: bool = True) -> Fi
 
 
 def diff(
-    spark, before: Filter, after: Filter, alerts: AlertSource, catalog_dir: str = "catalogs"
+    spark,
+    before: Filter,
+    after: Filter,
+    alerts: AlertSource,
+    catalog_dir: str = "catalogs",
+    models: list[Model] | None = None,
 ) -> FilterDiff:
-    """Both versions of a filter over ``alerts``: what each passes, and the alerts they differ on."""
+    """Both versions of a filter over ``alerts``: what each passes, and the alerts they differ on
+    (with the scores of ``models`` they read; default: the models found)."""
     from pyspark.sql import functions as F
 
     renamed = [replace(before, name="before"), replace(after, name="after")]
     decoder = alerts.decoder
-    prepared = prepare(spark, renamed, decoder, alerts.head, catalog_dir, driver_heap_mb(spark))
+    prepared = prepare(
+        spark, renamed, decoder, alerts.head, catalog_dir, driver_heap_mb(spark), models=models
+    )
     decoded = decoder.decode(alerts.raw, prepared.paths)
-    view = filter_view(decoded, ("_reason",), prepared.context)
+    view = filter_view(decoded, ("_reason",), prepared.context, prepared.scoring)
     ok = F.col("_reason").isNull()
     (was, _), (now, _) = (f.evaluate() for f in renamed)
     was, now = F.coalesce(was, F.lit(False)) & ok, F.coalesce(now, F.lit(False)) & ok
@@ -69,10 +79,11 @@ def diff(
     refuse_or_warn(read, undecodable)  # so some alerts decoded: their group is there
     totals = next(r for r in by_reason if r["_reason"] is None)
     differing = rows.where(F.col("a") != F.col("b")).collect()
+    versions = model_versions_of(lambda: models if models is not None else discover_models())
     return FilterDiff(
         after.name,
-        filter_version(before, catalog_dir),
-        filter_version(after, catalog_dir),
+        filter_version(before, catalog_dir, model_versions=versions),
+        filter_version(after, catalog_dir, model_versions=versions),
         int(totals["n"]),
         int(totals["b"] or 0),
         int(totals["a"] or 0),

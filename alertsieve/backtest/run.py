@@ -23,6 +23,7 @@ from alertsieve.backtest.sources import AlertSource
 from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import Filter, FilterError
 from alertsieve.filtering.prepare import prepare
+from alertsieve.filtering.scores.model import Model
 from alertsieve.spark.session import driver_heap_mb
 
 #: Alerts a night each survey sends, for a rate's "per night": Rubin's ~10 million (design
@@ -63,20 +64,28 @@ def backtest(
     catalog_dir: str = "catalogs",
     since: date | None = None,
     until: date | None = None,
+    models: list[Model] | None = None,
 ) -> list[BacktestRow]:
     """Every filter over the same alerts, in one pass, decoding only the fields they read, with
-    the catalogs they name from ``catalog_dir``; only the observing nights from ``since`` to
-    ``until`` (inclusive) when given."""
+    the catalogs they name from ``catalog_dir`` and the scores of ``models`` they read (default:
+    the models found); only the observing nights from ``since`` to ``until`` (inclusive) when
+    given."""
     from pyspark.sql import functions as F
 
     prepared = prepare(
-        spark, filters, alerts.decoder, alerts.head, catalog_dir, driver_heap_mb(spark)
+        spark,
+        filters,
+        alerts.decoder,
+        alerts.head,
+        catalog_dir,
+        driver_heap_mb(spark),
+        models=models,
     )
     decoded = alerts.decoder.decode(
         alerts.raw, list(dict.fromkeys([*prepared.paths, alerts.decoder.observed]))
     )
     ok = F.col("_reason").isNull()
-    alert = filter_view(decoded, ("_reason",), prepared.context).withColumn(
+    alert = filter_view(decoded, ("_reason",), prepared.context, prepared.scoring).withColumn(
         "_night", F.expr(alerts.decoder.night_sql())
     )
     if since is not None:

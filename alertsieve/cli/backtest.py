@@ -33,6 +33,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     bt.add_argument(
         "--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)"
     )
+    bt.add_argument(
+        "--model-path", action="append", metavar="DIR", help="more model modules (scores.*)"
+    )
     bt.set_defaults(handler=run)
     return bt
 
@@ -41,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from alertsieve.backtest.report import report
     from alertsieve.backtest.run import backtest, for_survey
     from alertsieve.backtest.sources import load_alerts
+    from alertsieve.filtering.scores.discovery import discover_models
     from alertsieve.spark.session import command_session
 
     filters = chosen_filters(args.filter, args.filter_path)
@@ -49,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         filters = for_survey(
             filters, alerts.decoder.survey, ", ".join(args.input), named=bool(args.filter)
         )
-        rows = backtest(spark, filters, alerts, args.catalog_dir, args.since, args.until)
+        models = discover_models(args.model_path or [])
+        rows = backtest(spark, filters, alerts, args.catalog_dir, args.since, args.until, models)
         text, ok = report(rows, args.max_rate)
     print(text)
     return 0 if ok else 1

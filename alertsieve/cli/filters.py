@@ -69,6 +69,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         parser.add_argument(
             "--catalog-dir", default="catalogs", help="catalogs the filters name (default catalogs)"
         )
+        parser.add_argument(
+            "--model-path", action="append", metavar="DIR", help="more model modules (scores.*)"
+        )
     return flt
 
 
@@ -77,9 +80,10 @@ def run_list(args: argparse.Namespace) -> int:
     if args.names:
         print("\n".join(f.name for f in filters))
         return 0
+    from alertsieve.filtering.scores.discovery import discover_models
     from alertsieve.publish.versions import filter_versions
 
-    versions = filter_versions(filters, args.catalog_dir)
+    versions = filter_versions(filters, args.catalog_dir, discover_models(args.model_path or []))
     states = _job_states(args, filters, versions) if args.bootstrap else {}
     if len(filters) > LIST_IN_FULL:
         from alertsieve.filtering.discovery import counts_by_source
@@ -134,12 +138,14 @@ def run_check(args: argparse.Namespace) -> int:
     from alertsieve.filtering.lacking import lacking_fields, lacking_lines
     from alertsieve.filtering.model import FilterError
     from alertsieve.filtering.prepare import prepare
+    from alertsieve.filtering.scores.discovery import discover_models
     from alertsieve.publish.payloads import check_payload, record_types
     from alertsieve.spark.session import command_session
     from alertsieve.view.decode_settings import DecodeSettings
     from alertsieve.view.surveys import rubin_decoder, ztf_decoder
 
     decoders = {"rubin": rubin_decoder(DecodeSettings(survey="rubin")), "ztf": ztf_decoder([])}
+    models = discover_models(args.model_path or [])
     failures = 0
     with command_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"}) as spark:
         for f in filters:
@@ -152,7 +158,9 @@ def run_check(args: argparse.Namespace) -> int:
                 )  # its fields compile on every version
 
             try:
-                prepared = prepare(spark, [f], decoder, catalog_dir=args.catalog_dir, check=payload)
+                prepared = prepare(
+                    spark, [f], decoder, catalog_dir=args.catalog_dir, check=payload, models=models
+                )
                 print(f"ok      {f.name} ({decoder.survey})")
                 for line in lacking_lines(lacking_fields(decoder, [f], prepared.reads)):
                     print(f"        {line}")
@@ -166,6 +174,7 @@ def run_diff(args: argparse.Namespace) -> int:
     from alertsieve.backtest.diff import diff, diff_lines, filter_named
     from alertsieve.backtest.sources import load_alerts
     from alertsieve.filtering.model import FilterError
+    from alertsieve.filtering.scores.discovery import discover_models
     from alertsieve.spark.session import command_session
 
     if not args.name or "," in args.name or not args.input or not args.against:
@@ -177,6 +186,8 @@ def run_diff(args: argparse.Namespace) -> int:
     before = filter_named(args.name, [args.against], builtin=False)
     with command_session("alertsieve-filters-diff", conf={"spark.ui.enabled": "false"}) as spark:
         alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
-        result = diff(spark, before, after, alerts, args.catalog_dir)
+        result = diff(
+            spark, before, after, alerts, args.catalog_dir, discover_models(args.model_path or [])
+        )
     print("\n".join(diff_lines(result, args.against, after.origin, args.show)))
     return 0

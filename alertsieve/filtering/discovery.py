@@ -26,10 +26,16 @@ def builtin_filter_dir() -> Path | None:
     """The folder of the contributed filters, where alertsieve is installed (a checkout's
     ``filters/`` in an editable install, the wheel's ``alertsieve_filters`` otherwise): the
     package its ``contributed`` entry point names. None when the entry point is not installed."""
+    return contributed_dir(ENTRY_POINT_GROUP)
+
+
+def contributed_dir(group: str) -> Path | None:
+    """The folder of the package the ``contributed`` entry point of ``group`` names (filters:
+    ``alertsieve_filters``; models: ``alertsieve_models``), or None when it is not installed."""
     from importlib.metadata import entry_points
     from importlib.util import find_spec
 
-    ep = next((e for e in entry_points(group=ENTRY_POINT_GROUP) if e.name == CONTRIBUTED), None)
+    ep = next((e for e in entry_points(group=group) if e.name == CONTRIBUTED), None)
     spec = find_spec(ep.value) if ep is not None else None
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -54,33 +60,27 @@ def looked_in(
 def _filters_in(namespace: dict, origin: str) -> list[Filter]:
     """The public filters of a module: each value that is a filter, and the filters in each list
     or tuple (a module defining many filters at once: ``FILTERS = [AlertFilter(...), ...]``)."""
-    found: list[Filter] = []
+    return defined_in(namespace, Filter, origin)
+
+
+def defined_in(namespace: dict, kind: type, origin: str) -> list:
+    """The public values of a module that are ``kind`` (a filter, a model), and those in each
+    list or tuple, each with its ``origin``."""
+    found: list = []
     for key, value in namespace.items():
         if key.startswith("_"):
             continue
-        if isinstance(value, Filter):
+        if isinstance(value, kind):
             found.append(value)
         elif isinstance(value, list | tuple):
-            found += [v for v in value if isinstance(v, Filter)]
+            found += [v for v in value if isinstance(v, kind)]
     return [replace(f, origin=origin) for f in found]
 
 
 def load_filter_file(path: Path) -> list[Filter]:
     """Import one filter module from a file and return the filters it defines at top level."""
-    import importlib.util
-    import sys
-
-    module_name = f"alertsieve_user_filters.{path.stem}"
     try:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-        # Spark ships Python filters to its workers by pickling; a module loaded from a path is
-        # not importable there, so its functions must travel by value.
-        from pyspark import cloudpickle
-
-        cloudpickle.register_pickle_by_value(module)
+        module = import_file(path, "alertsieve_user_filters")
     except Exception as e:  # noqa: BLE001 - any import failure is the module author's to fix
         raise FilterError(
             f"{path}: the filter module cannot be imported: {type(e).__name__}: {e}",
@@ -94,6 +94,24 @@ def load_filter_file(path: Path) -> list[Filter]:
             origin=str(path),
         )
     return filters
+
+
+def import_file(path: Path, package: str):
+    """Import a module from a file, as ``package.<stem>``. Spark ships Python filters and models
+    to its workers by pickling; a module loaded from a path is not importable there, so its
+    functions travel by value."""
+    import importlib.util
+    import sys
+
+    from pyspark import cloudpickle
+
+    module_name = f"{package}.{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    cloudpickle.register_pickle_by_value(module)
+    return module
 
 
 def filter_files(folder: Path) -> list[Path]:

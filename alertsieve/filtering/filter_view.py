@@ -1,15 +1,22 @@
-"""What filters see of a decoded alert: its fields, its light-curve features and the catalogs
-they name, as columns of one frame (the hot path, the start-up samples, backtest and diff)."""
+"""What filters see of a decoded alert: its fields, its light-curve features, the catalogs they
+name and the models' scores they read, as columns of one frame (the hot path, the start-up samples, backtest and diff)."""
 
 from __future__ import annotations
 
 from alertsieve.catalogs.context import Context, with_context
+from alertsieve.filtering.scores.column import Scoring, with_scores
 
 
-def filter_view(decoded, keep: tuple[str, ...] = (), context: Context | None = None):
+def filter_view(
+    decoded,
+    keep: tuple[str, ...] = (),
+    context: Context | None = None,
+    scoring: Scoring | None = None,
+):
     """What filters see: the alert struct's top-level fields as columns (``diaSource.snr``), for
     Rubin and ZTF alerts the light-curve ``features`` (``alertsieve.filtering.features``), and the
-    catalogs the filters name (``xmatch``, ``watch``: ``alertsieve.catalogs.context``), beside the
+    catalogs the filters name (``xmatch``, ``watch``: ``alertsieve.catalogs.context``) and the
+    scores of the models they read (``scores``: ``alertsieve.filtering.scores``), beside the
     ``keep`` columns of ``decoded``."""
     from pyspark.sql import functions as F
 
@@ -18,4 +25,4 @@ def filter_view(decoded, keep: tuple[str, ...] = (), context: Context | None = N
     alert = [
         F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names
     ]
-    return with_context(with_features(decoded.select(*keep, *alert)), context)
+    return with_scores(with_context(with_features(decoded.select(*keep, *alert)), context), scoring)

@@ -15,6 +15,11 @@ from alertsieve.filtering.checks import validate
 from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import Filter
 from alertsieve.filtering.references import ViewReferences
+from alertsieve.filtering.scores.choose import choose_models
+from alertsieve.filtering.scores.column import Scoring
+from alertsieve.filtering.scores.discovery import discover_models
+from alertsieve.filtering.scores.model import Model
+from alertsieve.filtering.scores.runtime import Runtime
 from alertsieve.filtering.sql_text import named_catalogs
 from alertsieve.view.decoder import Decoder, view_paths
 from alertsieve.view.samples import message_frame, rubin_samples
@@ -29,6 +34,7 @@ class Prepared:
     reads: dict[str, list[str]]  # filter -> the view fields it reads
     paths: list[str]  # what to decode: the fields the filters read, the alert id, the tell
     checked: Any = None  # what the caller's ``check`` returned
+    scoring: Scoring | None = None  # the models the filters read (scores.*), once per alert
 
 
 def prepare(
@@ -39,6 +45,8 @@ def prepare(
     catalog_dir: str | Path = "catalogs",
     heap_mb: float | None = None,
     check: Callable[[Any], Any] | None = None,
+    models: list[Model] | None = None,
+    runtime: Runtime | None = None,
 ) -> Prepared:
     """Load the catalogs ``filters`` name from ``catalog_dir`` (refused when their broadcast would
     not fit a driver heap of ``heap_mb``), decode sample alerts (``head``: the source's first
@@ -46,13 +54,19 @@ def prepare(
 
     ``check`` runs on the sample alerts once the filters compile and before their reads are
     analysed: what a higher layer checks on them (the fields records of ``alertsieve.publish``)
-    fails there with its own message, not as an analysis error of the reads."""
+    fails there with its own message, not as an analysis error of the reads.
+
+    ``models``: those the filters may read as ``scores.<name>`` (default: every model found,
+    ``alertsieve.filtering.scores.discovery``); the ones they read run, with ``runtime``."""
+    models = discover_models() if models is None else models
     context = load_context(catalog_dir, catalog_uses(filters), decoder.detection, heap_mb)
-    samples = sample_alerts(spark, decoder, head, context)
+    scoring = Scoring(tuple(choose_models(filters, models, decoder.survey)), runtime or Runtime())
+    samples = sample_alerts(spark, decoder, head, context, scoring)
     validate(filters, samples, decoder.view)
     checked = check(samples) if check is not None else None
-    reads = filter_reads(spark, decoder, filters, context)
-    return Prepared(context, samples, reads, filter_paths(decoder, reads), checked)
+    survey_models = [m for m in models if m.survey == decoder.survey]
+    reads = filter_reads(spark, decoder, filters, context, survey_models)
+    return Prepared(context, samples, reads, filter_paths(decoder, reads), checked, scoring)
 
 
 def catalog_uses(filters: list[Filter]) -> Iterator[CatalogUse]:
@@ -64,7 +78,13 @@ def catalog_uses(filters: list[Filter]) -> Iterator[CatalogUse]:
                 yield CatalogUse(f"filter {f.name!r} ({f.origin})", family, name)
 
 
-def sample_alerts(spark, decoder: Decoder, head: list[bytes] = (), context: Context | None = None):
+def sample_alerts(
+    spark,
+    decoder: Decoder,
+    head: list[bytes] = (),
+    context: Context | None = None,
+    scoring: Scoring | None = None,
+):
     """Real sample alerts in the filter view (all of it but the cutouts), decoded as the job
     decodes: for Rubin, lsst-alert-packet's sample alert of every version the job reads; for ZTF,
     the topic's first messages. Filters compile and Python filters run on these at start-up."""
@@ -72,15 +92,20 @@ def sample_alerts(spark, decoder: Decoder, head: list[bytes] = (), context: Cont
     decoded = decoder.decode(
         message_frame(spark, messages), view_paths(decoder, with_cutouts=False)
     )
-    return filter_view(decoded.where("_reason IS NULL"), context=context)
+    return filter_view(decoded.where("_reason IS NULL"), context=context, scoring=scoring)
 
 
 def filter_reads(
-    spark, decoder: Decoder, filters: list[Filter], context: Context | None = None
+    spark,
+    decoder: Decoder,
+    filters: list[Filter],
+    context: Context | None = None,
+    models: list[Model] = (),
 ) -> dict[str, list[str]]:
     """Per filter, the view fields it reads (Spark's analysis of its expressions, one analysis
-    per expression shape: ``alertsieve.filtering.references``)."""
-    with ViewReferences(spark, decoder.view, context) as refs:
+    per expression shape: ``alertsieve.filtering.references``), a score's model's columns
+    included."""
+    with ViewReferences(spark, decoder.view, context, models) as refs:
         return {
             f.name: refs.read_by([*f.expressions().values(), *f.fields.values()]) for f in filters
         }

@@ -25,6 +25,8 @@ from typing import Any
 from alertsieve.alerts.view import ViewField
 from alertsieve.catalogs.context import Context, context_types
 from alertsieve.filtering.features import has_history, read_paths, with_features
+from alertsieve.filtering.scores.column import SCORES, named_models, scores_type
+from alertsieve.filtering.scores.model import Model
 from alertsieve.filtering.sql_text import named_catalogs, only_existence, without_strings
 from alertsieve.view.reader_schema import view_type
 
@@ -44,13 +46,24 @@ class ViewReferences:
 
     Use as a context manager: the scan's empty folder is removed on exit."""
 
-    def __init__(self, spark, view: list[ViewField], context: Context | None = None):
+    def __init__(
+        self,
+        spark,
+        view: list[ViewField],
+        context: Context | None = None,
+        models: list[Model] = (),
+    ):
+        """``models``: those whose ``scores.<name>`` an expression may read; it then reads what
+        the model's columns read."""
         self.spark, self.view, self.context = spark, view, context
+        self.models = {m.name: m for m in models}
         self._folder = tempfile.mkdtemp(prefix="alertsieve-view-")
         whole = self._bare(view)
         self._computed = dict(context_types(whole, context))
         if has_history(whole):
             self._computed["features"] = with_features(whole).schema["features"].dataType
+        if models:
+            self._computed[SCORES] = scores_type(list(models))
         self._feature_paths = read_paths(whole)
         self._scan = self._typed(whole)
         self._tops = _by_top(view)
@@ -70,8 +83,8 @@ class ViewReferences:
         return self.spark.read.schema(kind).parquet(self._folder)
 
     def _typed(self, frame):
-        """The view as filters see it. ``features``, ``xmatch`` and ``watch`` stand in as typed
-        nulls: computed, they pass whole records through projections and joins, where Spark stops
+        """The view as filters see it. ``features``, ``xmatch``, ``watch`` and ``scores`` stand in
+        as typed nulls: computed, they pass whole records through projections and joins, where Spark stops
         pruning; what they read is known (the features' ``READ_PATHS``, the position) and added for the
         expressions that name them."""
         from pyspark.sql import functions as F
@@ -107,6 +120,9 @@ class ViewReferences:
             used |= set(self._feature_paths)
         if self.context is not None and named_catalogs(expression):
             used |= {self.context.ra, self.context.dec}
+        for name in named_models(expression) & set(self.models):
+            for column in self.models[name].columns.values():
+                used |= self.paths(column)
         return used
 
     def read_by(self, expressions: Iterable[str]) -> list[str]:

@@ -143,6 +143,9 @@ PUBLISHED = "published"
 #: withheld (its quota for the UTC day reached: counted, not published).
 BYTES = "bytes"
 WITHHELD = "withheld"
+#: Per filter, when it failed on some alerts of the batch: the first error (a Python filter's, or
+#: that of a model whose score it reads): those alerts had no match of it.
+ERROR = "error"
 RECORDS = "records"  # a quota's other kind (with BYTES)
 #: ``kind`` of the record written when a filter reaches its quota: ``{FILTER, VERSION, DAY,
 #: USED, QUOTA, WRITTEN_AT}``.

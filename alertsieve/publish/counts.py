@@ -47,11 +47,12 @@ def counts_record(
     quarantine_topic: str,
     withheld: Mapping[str, int] | None = None,
     sizes: Mapping[str, int] | None = None,
+    errors: Mapping[str, str] | None = None,
 ) -> dict:
     """The counts of one batch, from Spark's progress report and the batch's observed counts;
     for the filters with a daily quota, ``withheld`` (matches not published: quota reached) and
-    ``sizes`` (bytes published)."""
-    withheld, sizes = withheld or {}, sizes or {}
+    ``sizes`` (bytes published); for the filters that failed on some alerts, ``errors``."""
+    withheld, sizes, errors = withheld or {}, sizes or {}, errors or {}
     return {
         contract.KIND: contract.COUNTS_KIND,
         contract.QUERY_ID: progress.get("id"),
@@ -72,6 +73,7 @@ def counts_record(
                     if p.name in sizes or p.name in withheld
                     else {}
                 ),
+                **({contract.ERROR: errors[p.name]} if p.name in errors else {}),
             }
             for p in published
         },
@@ -145,6 +147,7 @@ class CountsTopic:
         matches: Mapping[str, int],
         withheld: Mapping[str, int] | None = None,
         sizes: Mapping[str, int] | None = None,
+        errors: Mapping[str, str] | None = None,
     ) -> dict:
         record = counts_record(
             progress,
@@ -155,6 +158,7 @@ class CountsTopic:
             self.quarantine_topic,
             withheld,
             sizes,
+            errors,
         )
         self._producer.produce(
             self.topic,

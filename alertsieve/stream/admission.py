@@ -18,6 +18,7 @@ import logging
 from alertsieve.backtest.run import backtest
 from alertsieve.backtest.sources import load_alerts
 from alertsieve.filtering.model import Filter, FilterError
+from alertsieve.filtering.scores.discovery import discover_models
 from alertsieve.stream.config import Admission, JobConfig
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,12 @@ def over_cap(
     reference = ", ".join(admission.reference)
     alerts = load_alerts(spark, admission.reference, cfg.bootstrap, cfg.schema_dir)
     mine = [f for f in new if f.survey in (None, alerts.decoder.survey)]
-    rows = {r.name: r for r in backtest(spark, mine, alerts, cfg.catalog_dir)}
+    rows = {
+        r.name: r
+        for r in backtest(
+            spark, mine, alerts, cfg.catalog_dir, models=discover_models(cfg.model_paths)
+        )
+    }
     refused = []
     for f in mine:
         row, cap = rows[f.name], cap_of(f, admission)

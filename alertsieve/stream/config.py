@@ -164,6 +164,28 @@ class JobConfig(BaseModel):
         examples=[["~/my-filters"]],
         json_schema_extra=_flag("--filter-path", cli="append", example="DIR"),
     )
+    model_paths: list[str] = Field(
+        default_factory=list,
+        description="more folders (or files) of model modules, whose scores filters read as"
+        " scores.NAME (models/ and installed packages' are found anyway)",
+        examples=[["~/my-models"]],
+        json_schema_extra=_flag("--model-path", cli="append", example="DIR"),
+    )
+    model_threads: int = Field(
+        1,
+        ge=1,
+        description="ONNX Runtime's intra-op threads per Python worker for each model (Spark"
+        " runs a worker per core already; one thread keeps a forest's scores bit-stable)",
+        examples=[2],
+        json_schema_extra=_flag("--model-threads", example="2"),
+    )
+    model_providers: list[str] = Field(
+        default_factory=lambda: ["CPUExecutionProvider"],
+        min_length=1,
+        description="ONNX Runtime's execution providers for the models, in order of preference",
+        examples=[["CUDAExecutionProvider", "CPUExecutionProvider"]],
+        json_schema_extra=_flag("--model-providers", cli="csv", example="CPUExecutionProvider"),
+    )
     filter_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="per filter: parameters to override (typed by the filter's defaults)",
@@ -214,8 +236,8 @@ class JobConfig(BaseModel):
     python_filter_budget: float | None = Field(
         None,
         gt=0,
-        description="seconds per 1,000 alerts a Python filter may take in a batch; above, a"
-        " WARNING names it with its cost (default: none)",
+        description="seconds per 1,000 alerts a Python filter or a model may take in a batch;"
+        " above, a WARNING names it with its cost (default: none)",
         examples=[0.5],
         json_schema_extra=_flag("--python-filter-budget", example="0.5"),
     )

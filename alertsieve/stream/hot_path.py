@@ -17,6 +17,8 @@ the Delta archive is its own query reading these topics (``alertsieve.stream.arc
 from __future__ import annotations
 
 from alertsieve.filtering.filter_view import filter_view
+from alertsieve.filtering.scores.column import hidden
+from alertsieve.filtering.scores.runtime import ERROR, ROWS, SECONDS
 from alertsieve.publish import contract
 from alertsieve.publish.payloads import record_column
 from alertsieve.stream.config import JobConfig
@@ -27,7 +29,7 @@ from alertsieve.view.decoder import META
 #: The names of the ``observe()`` metrics of each batch (``alertsieve.stream.metrics``).
 ARRIVED = "alertsieve_input"
 OBSERVED = "alertsieve"
-COST = "alertsieve_python"  # the seconds each Python filter's function took in the batch
+COST = "alertsieve_python"  # the seconds each Python filter and model took, models' rows and errors
 MATCHES = "matches"  # the observed list of matched filters' indices
 FILTER = "_filter"  # the filter of an output row, kept for ``publish_within`` (quotas)
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker
@@ -62,11 +64,29 @@ def size(i: int) -> str:
     return f"_b{i}"
 
 
+def model_seconds(j: int) -> str:
+    return f"_ms{j}"
+
+
+def model_rows(j: int) -> str:
+    return f"_mn{j}"
+
+
+def model_error(j: int) -> str:
+    return f"_me{j}"
+
+
+def models_of(plan: JobPlan) -> list:
+    """The models the plan's filters read, in the plan's order (their metrics' indices)."""
+    return list(plan.scoring.models) if plan.scoring else []
+
+
 def evaluated(raw, plan: JobPlan):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
     ``error_index(i)`` where Python filter i failed), an error column per Python filter and its
-    seconds (``cost``: on the first row of each chunk it ran on).
+    seconds (``cost``: on the first row of each chunk it ran on), and each model's seconds, rows
+    and first error (``model_seconds``, ``model_rows``, ``model_error``: likewise per chunk).
 
     The filters' conditions fill one array with their index or null, and the nulls are dropped
     there, per alert, before anything is exploded: a thousand filters cost a thousand conditions
@@ -76,8 +96,15 @@ def evaluated(raw, plan: JobPlan):
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths)
-    flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context)
+    flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context, plan.scoring)
     slots, errors, records, costs = [], [], [], []
+    for j, m in enumerate(models_of(plan)):
+        result = F.col(hidden(m))
+        costs += [
+            result[SECONDS].alias(model_seconds(j)),
+            result[ROWS].alias(model_rows(j)),
+            result[ERROR].alias(model_error(j)),
+        ]
     for i, f in enumerate(plan.filters):
         match, err, seconds = f.evaluate_timed()
         if seconds is not None:
@@ -109,10 +136,19 @@ def evaluated(raw, plan: JobPlan):
 
 
 def cost_metrics(plan: JobPlan) -> list:
-    """Counted on every alert's row: the seconds each Python filter's function took."""
+    """Counted on every alert's row: the seconds each Python filter's function took, and each
+    model's seconds, the rows it scored (its invocations: one per alert however many filters
+    read it) and its first error."""
     from pyspark.sql import functions as F
 
-    return [F.sum(cost(i)).alias(cost(i)) for i, f in enumerate(plan.filters) if f.runs_python]
+    out = [F.sum(cost(i)).alias(cost(i)) for i, f in enumerate(plan.filters) if f.runs_python]
+    for j, _ in enumerate(models_of(plan)):
+        out += [
+            F.sum(model_seconds(j)).alias(model_seconds(j)),
+            F.sum(model_rows(j)).alias(model_rows(j)),
+            F.first(model_error(j), ignorenulls=True).alias(model_error(j)),
+        ]
+    return out
 
 
 def arrival_metrics() -> list:
@@ -313,7 +349,7 @@ def hot_path(
     (Real-Time Mode); ``keep_filter``, rows that keep their filter for ``publish_within``."""
     arrived = raw.observe(ARRIVED, *arrival_metrics())
     flags = evaluated(arrived, plan)
-    if any(f.runs_python for f in plan.filters):
+    if any(f.runs_python for f in plan.filters) or models_of(plan):
         flags = flags.observe(COST, *cost_metrics(plan))
     outcome = outcomes(flags, plan, cfg, withheld).observe(OBSERVED, *outcome_metrics(plan, sized))
     return output_rows(outcome, cfg, keep_filter)

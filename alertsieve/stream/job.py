@@ -18,6 +18,7 @@ from py4j.protocol import Py4JJavaError
 from alertsieve.catalogs.store import CatalogError
 from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import FilterError
+from alertsieve.filtering.scores.choose import models_read
 from alertsieve.publish import contract
 from alertsieve.publish.counts import CountsTopic, Published
 from alertsieve.settings import ConfigError
@@ -85,6 +86,7 @@ class FilterStream:
             on_batch=self._count,
             diagnose=diagnoser,
             python_budget=cfg.python_filter_budget,
+            models=self.plan.readers,
         )
         self.quotas: QuotaGate | None = None
         self._use_quotas()
@@ -130,7 +132,13 @@ class FilterStream:
         if self.quotas is not None:
             self.quotas.count(stats, progress)
         else:
-            self.counts.write(progress, stats.input_rows, stats.quarantined_rows, stats.matches)
+            self.counts.write(
+                progress,
+                stats.input_rows,
+                stats.quarantined_rows,
+                stats.matches,
+                errors=stats.filter_errors,
+            )
 
     def start(self):
         """The hot path's query, started."""
@@ -287,7 +295,9 @@ class FilterStream:
             self.plan, self.filters = plan, plan.filters
             self._use_quotas()
             self.metrics.use_filters(
-                [f.name for f in plan.filters], {f.name for f in plan.filters if f.runs_python}
+                [f.name for f in plan.filters],
+                {f.name for f in plan.filters if f.runs_python},
+                plan.readers,
             )
             self.counts.use(published(plan, self.cfg))
             queries[0] = self.start()
@@ -472,6 +482,15 @@ def check_realtime(spark, cfg: JobConfig, filters) -> None:
             f"--trigger {cfg.trigger}: filter {f.name!r} ({f.origin}) is a Python function, which"
             " Real-Time Mode cannot run (no Python UDFs); run it in micro-batches (--trigger 0)"
             " or write it as SQL"
+        )
+    scored = [f for f in filters if models_read(f)]
+    if scored:
+        f = scored[0]
+        raise FilterError(
+            f"--trigger {cfg.trigger}: filter {f.name!r} ({f.origin}) reads"
+            f" {', '.join(f'scores.{n}' for n in sorted(models_read(f)))}, which a model computes in"
+            " Python, which Real-Time Mode cannot run (no Python UDFs); run it in micro-batches"
+            " (--trigger 0)"
         )
     cores = spark.sparkContext.defaultParallelism
     partitions = partition_count(

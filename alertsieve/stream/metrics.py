@@ -16,6 +16,10 @@ Fields of a ``batch`` line:
   filter_seconds {filter: s}: each Python filter's function time in the batch, summed over the
   chunks of rows it ran on (executor time, not wall time), and filter_seconds_per_1000 {filter:
   s per 1,000 input alerts}; SQL filters share one generated expression and have none;
+  model_invocations {model: rows}: the alerts each model scored in the batch (one per alert
+  however many filters read its score), model_seconds {model: s} and model_seconds_per_1000
+  {model: s per 1,000 input alerts}, model_errors {model: message} (a model that raised on some
+  rows: their scores are null; each filter reading it is named in filter_errors too);
   batch_seconds (Spark's trigger execution time), rows_per_s (input_rows / batch_seconds);
   latency_s {p50, p95, p99, max}: end of the batch (when its records are on the output topics)
   minus Kafka append time, over every input alert of the batch; latency_basis: "batch_end";
@@ -63,6 +67,9 @@ class BatchStats:
     filter_seconds: dict[str, float] = field(default_factory=dict)
     withheld: dict[str, int] = field(default_factory=dict)
     published_bytes: dict[str, int] = field(default_factory=dict)
+    model_invocations: dict[str, int] = field(default_factory=dict)
+    model_seconds: dict[str, float] = field(default_factory=dict)
+    model_errors: dict[str, str] = field(default_factory=dict)
     reason_min: str | None = None
     reason_max: str | None = None
     kind: str = "batch"
@@ -74,7 +81,12 @@ class BatchStats:
     @property
     def seconds_per_1000(self) -> dict[str, float]:
         """Each Python filter's seconds per 1,000 input alerts of the batch."""
-        return {n: round(1000 * s / self.input_rows, 4) for n, s in self.filter_seconds.items()}
+        return _per_1000(self.filter_seconds, self.input_rows)
+
+    @property
+    def model_seconds_per_1000(self) -> dict[str, float]:
+        """Each model's seconds per 1,000 input alerts of the batch."""
+        return _per_1000(self.model_seconds, self.input_rows)
 
     def withhold(self, names: frozenset[str]) -> None:
         """The batch ran with the matches of ``names`` withheld (their daily quota reached):
@@ -84,6 +96,10 @@ class BatchStats:
             self.matches[name] = 0
             if name in self.published_bytes:
                 self.published_bytes[name] = 0
+
+
+def _per_1000(seconds: dict[str, float], rows: int) -> dict[str, float]:
+    return {n: round(1000 * s / rows, 4) for n, s in seconds.items()}
 
 
 def latency_from_timestamps(output_time: float, ts_quantiles: dict[str, float | None]) -> dict:
@@ -101,8 +117,10 @@ def console_line(stats: BatchStats, realtime: bool = False) -> str:
     """A batch in a line. A Real-Time Mode batch (an epoch) lasts its checkpoint interval and
     publishes each match as it comes, so its duration, rate and end-of-batch latency say nothing
     of the job's: the line gives what it read and matched."""
-    matched = matches_line(stats.matches) + python_line(stats)
+    matched = matches_line(stats.matches) + python_line(stats) + models_line(stats)
     errors = f" | FILTER ERRORS: {', '.join(stats.filter_errors)}" if stats.filter_errors else ""
+    if stats.model_errors:
+        errors += f" | MODEL ERRORS: {', '.join(stats.model_errors)} (their scores null)"
     if any(stats.withheld.values()):
         errors = f"; withheld (quota): {matches_line(stats.withheld)}{errors}"
     if realtime:
@@ -138,6 +156,17 @@ def python_line(stats: BatchStats) -> str:
     )
 
 
+def models_line(stats: BatchStats) -> str:
+    """``; models: ztf_anomaly 0.40s (0.81 s/1k, 493 alerts)``: what each model cost."""
+    if not stats.model_seconds:
+        return ""
+    per = stats.model_seconds_per_1000
+    return "; models: " + ", ".join(
+        f"{n} {s:.2f}s ({per[n]:.2f} s/1k, {stats.model_invocations.get(n, 0)} alerts)"
+        for n, s in stats.model_seconds.items()
+    )
+
+
 def matches_line(matches: dict[str, int]) -> str:
     """``a=3, b=1`` for the filters that matched, the busiest first past ``CONSOLE_FILTERS``."""
     hit = [(k, v) for k, v in matches.items() if v]
@@ -168,11 +197,14 @@ class MetricsLog:
         on_batch: Callable[[BatchStats, dict], None] | None = None,
         diagnose: Callable[[BatchStats], str | None] | None = None,
         python_budget: float | None = None,
+        models: dict[str, list[str]] | None = None,
     ):
-        """``on_batch(stats, progress)``: called once per batch after its line is written (the
+        """``models``: each model the filters read -> the filters reading it (told when it fails).
+        ``on_batch(stats, progress)``: called once per batch after its line is written (the
         counts topic). ``diagnose(stats)``: the line to add about a batch that quarantined every
         message, or None (``alertsieve.stream.diagnosis.Diagnoser``). ``python_budget``: seconds
-        per 1,000 alerts a Python filter may take in a batch; above it, a WARNING names it.
+        per 1,000 alerts a Python filter or a model may take in a batch; above it, a WARNING names
+        it.
         ``withheld_in(batch_id)``, set by a job with quotas once they are read back: the filters
         whose matches that batch withheld (``BatchStats.withhold``)."""
         self.on_batch = on_batch
@@ -184,6 +216,7 @@ class MetricsLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.filters = filters
         self.python_filters = python_filters
+        self.models = models or {}
         self.query_name = query_name
         self.realtime = realtime
         self._done: set[int] = set()
@@ -210,7 +243,7 @@ class MetricsLog:
             return self._handled.wait_for(lambda: self._handled_through >= batch_id, timeout)
 
     def _add(self, progress: dict) -> None:
-        stats = batch_stats(progress, self.filters, self.python_filters)
+        stats = batch_stats(progress, self.filters, self.python_filters, self.models)
         if stats is None:
             return
         with self._lock:
@@ -223,26 +256,39 @@ class MetricsLog:
         log.info("%s", console_line(stats, self.realtime))
         if diagnosis:  # beside the batch's line, where the person running the job looks; it goes on
             log.warning("%s", diagnosis)
-        for name, per in stats.seconds_per_1000.items():
-            if self.python_budget is not None and per > self.python_budget:
-                log.warning(
-                    "batch %d: python filter %s took %.2f s per 1,000 alerts (%.2f s for %d),"
-                    " above the budget of %.2f s (python_filter_budget)",
-                    stats.batch_id,
-                    name,
-                    per,
-                    stats.filter_seconds[name],
-                    stats.input_rows,
-                    self.python_budget,
-                )
+        costs = [
+            ("python filter", stats.seconds_per_1000, stats.filter_seconds),
+            ("model", stats.model_seconds_per_1000, stats.model_seconds),
+        ]
+        for kind, per_1000, seconds in costs:
+            for name, per in per_1000.items():
+                if self.python_budget is not None and per > self.python_budget:
+                    log.warning(
+                        "batch %d: %s %s took %.2f s per 1,000 alerts (%.2f s for %d),"
+                        " above the budget of %.2f s (python_filter_budget)",
+                        stats.batch_id,
+                        kind,
+                        name,
+                        per,
+                        seconds[name],
+                        stats.input_rows,
+                        self.python_budget,
+                    )
         self._write(stats, progress)
         if self.on_batch:
             self.on_batch(stats, progress)
 
-    def use_filters(self, filters: list[str], python_filters: set[str]) -> None:
-        """The filters of the batches from now on (a job that deployed a new set: ``--watch``)."""
+    def use_filters(
+        self,
+        filters: list[str],
+        python_filters: set[str],
+        models: dict[str, list[str]] | None = None,
+    ) -> None:
+        """The filters (and models) of the batches from now on (a job that deployed a new set:
+        ``--watch``)."""
         with self._lock:
             self.filters, self.python_filters = filters, python_filters
+            self.models = models or {}
 
     def flush(self, progresses: list) -> None:
         """``progresses``: a query's ``recentProgress`` (PySpark's progress objects, or dicts)."""
@@ -254,6 +300,7 @@ class MetricsLog:
         line = asdict(stats)
         line["rows_per_s"] = round(stats.rows_per_s, 1)
         line["filter_seconds_per_1000"] = stats.seconds_per_1000
+        line["model_seconds_per_1000"] = stats.model_seconds_per_1000
         line["batch_seconds"] = round(stats.batch_seconds, 3)
         line["spark"] = {
             k: progress.get(k)
@@ -269,11 +316,25 @@ class MetricsLog:
 
 
 def batch_stats(
-    progress: dict, filters: list[str], python_filters: set[str] = frozenset()
+    progress: dict,
+    filters: list[str],
+    python_filters: set[str] = frozenset(),
+    models: dict[str, list[str]] | None = None,
 ) -> BatchStats | None:
     """A hot-path batch's stats from its progress report; None for a batch without alerts (or
-    another query's report)."""
-    from alertsieve.stream.hot_path import ARRIVED, COST, MATCHES, OBSERVED, cost, error, size
+    another query's report). ``models``: each model run -> the filters reading its score."""
+    from alertsieve.stream.hot_path import (
+        ARRIVED,
+        COST,
+        MATCHES,
+        OBSERVED,
+        cost,
+        error,
+        model_error,
+        model_rows,
+        model_seconds,
+        size,
+    )
 
     observed = progress.get("observedMetrics") or {}
     seen = {**(observed.get(OBSERVED) or {}), **(observed.get(ARRIVED) or {})}
@@ -300,6 +361,13 @@ def batch_stats(
         for i, n in enumerate(filters)
         if n in python_filters and cost(i) in costs
     }
+    models = models or {}
+    model_errors = {
+        m: costs[model_error(j)] for j, m in enumerate(models) if costs.get(model_error(j))
+    }
+    for m, message in model_errors.items():
+        for reader in models[m]:
+            errors.setdefault(reader, message)
     return BatchStats(
         batch_id=int(progress["batchId"]),
         input_rows=int(seen["input_rows"]),
@@ -313,6 +381,15 @@ def batch_stats(
         },
         filter_errors=errors,
         filter_seconds=python_seconds,
+        model_invocations={
+            m: int(costs.get(model_rows(j)) or 0) for j, m in enumerate(models) if costs
+        },
+        model_seconds={
+            m: round(float(costs.get(model_seconds(j)) or 0.0), 4)
+            for j, m in enumerate(models)
+            if costs
+        },
+        model_errors=model_errors,
         published_bytes={
             n: int(seen.get(size(i)) or 0) for i, n in enumerate(filters) if size(i) in seen
         },

@@ -16,6 +16,9 @@ from alertsieve.filtering.lacking import lacking_fields, lacking_lines
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.filtering.prepare import prepare
 from alertsieve.filtering.refusals import SKIP, Refusals
+from alertsieve.filtering.scores.column import Scoring
+from alertsieve.filtering.scores.discovery import discover_models
+from alertsieve.filtering.scores.runtime import Runtime
 from alertsieve.kafka.acls import PRINCIPAL
 from alertsieve.kafka.topics import head_messages
 from alertsieve.publish import contract
@@ -48,6 +51,15 @@ class JobPlan:
     )  # the fields filters' records
     #: ``on_bad_filter: skip``: what was left out and why, which running versions go on
     refusals: Refusals | None = None
+    scoring: Scoring | None = None  # the models the filters read (scores.*), run once per alert
+
+    @property
+    def readers(self) -> dict[str, list[str]]:
+        """model -> the filters that read its score (told when it fails)."""
+        from alertsieve.filtering.scores.choose import models_read
+
+        models = [m.name for m in (self.scoring.models if self.scoring else ())]
+        return {m: [f.name for f in self.filters if m in models_read(f)] for m in models}
 
     def describe(self) -> list[str]:
         """What a person starting the job should know: the survey, versions, view and what each
@@ -59,6 +71,10 @@ class JobPlan:
             f" decoding {len(self.paths)} of the view's {len(d.view)} fields"
         ]
         lines += [f"catalog {describe(m)}" for m in (self.context.catalogs if self.context else ())]
+        lines += [
+            f"model {m.name} {m.version} ({m.origin}), read by {', '.join(self.readers[m.name])}"
+            for m in (self.scoring.models if self.scoring else ())
+        ]
         return lines + lacking_lines(self.lacking)
 
 
@@ -71,17 +87,27 @@ def plan_job(spark, cfg: JobConfig, running: JobPlan | None = None) -> JobPlan:
     decoder = make_decoder(cfg.decode_settings, head, seen=newest_messages(cfg, topics))
     refusals = Refusals(cfg.on_bad_filter == SKIP, running.filters if running else [])
     filters = select_filters(cfg, decoder.survey, refusals)
+    models = discover_models(cfg.model_paths)
+    runtime = Runtime(cfg.model_threads, tuple(cfg.model_providers))
 
     def records(samples) -> tuple[dict[str, str], dict]:
         """The filters' versions and their fields records' types, compiled on the samples."""
-        versions = filter_versions(filters, cfg.catalog_dir)
+        versions = filter_versions(filters, cfg.catalog_dir, models)
         return versions, record_types(filters, decoder, versions, samples)
 
     admitted = dict(running.versions) if running else {}  # versions that need no admission
     while True:
         try:
             prepared = prepare(
-                spark, filters, decoder, head, cfg.catalog_dir, driver_heap_mb(spark), check=records
+                spark,
+                filters,
+                decoder,
+                head,
+                cfg.catalog_dir,
+                driver_heap_mb(spark),
+                check=records,
+                models=models,
+                runtime=runtime,
             )
             versions = prepared.checked[0]
             refused = over_cap(spark, cfg, filters, versions, admitted)
@@ -117,6 +143,7 @@ def plan_job(spark, cfg: JobConfig, running: JobPlan | None = None) -> JobPlan:
         if types
         else {},
         refusals=refusals,
+        scoring=prepared.scoring,
     )
 
 

@@ -158,6 +158,7 @@ class QuotaGate:
             stats.matches,
             {n: stats.withheld.get(n, 0) for n in book.limits},
             {n: stats.published_bytes.get(n, 0) for n in book.limits},
+            stats.filter_errors,
         )
         with self._lock:
             reached = book.add(stats.matches, stats.published_bytes)
