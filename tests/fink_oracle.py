@@ -52,6 +52,8 @@ def _fink():
 def fink_anomaly_scores(alerts: list[dict]) -> list[float]:
     """Each alert's score (an alert as fastavro decodes it), by fink-science 7.4.0, in one batch
     as Fink's pandas UDF scores a batch."""
+    import warnings
+
     import pandas as pd
 
     features_of, anomaly_score = _fink()
@@ -60,7 +62,9 @@ def fink_anomaly_scores(alerts: list[dict]) -> list[float]:
         history = [*(a.get("prv_candidates") or []), a["candidate"]]
         columns = [[h.get(k) for h in history] for k in LIGHT_CURVE]
         features.append(features_of(*columns[:4], a["objectId"], *columns[4:]))
-    return [float(s) for s in anomaly_score(pd.Series(features))]
+    with warnings.catch_warnings():  # pandas 2 on its fillna(inplace=True): it still fills
+        warnings.simplefilter("ignore", FutureWarning)
+        return [float(s) for s in anomaly_score(pd.Series(features))]
 
 
 def fink_model_files() -> dict[str, str]:

@@ -146,9 +146,11 @@ class FilterStream:
         for key, value in codegen_conf(self.plan).items():  # read as each batch is planned
             self.spark.conf.set(key, value)
         options = source_options(cfg)
-        if any(f.runs_python for f in self.filters) and cfg.max_offsets_per_trigger:
-            # Spark queues each whole row (~100 KB) while Python computes a filter over a few of its
-            # columns, and its writer runs a whole partition ahead: small partitions bound that queue.
+        in_python = any(f.runs_python for f in self.filters) or self.plan.readers
+        if in_python and cfg.max_offsets_per_trigger:
+            # Spark queues each whole row (~100 KB) while Python computes a filter or a model over a
+            # few of its columns, and its writer runs a whole partition ahead: small partitions
+            # bound that queue.
             options["minPartitions"] = str(
                 -(-cfg.max_offsets_per_trigger // PYTHON_ROWS_PER_PARTITION)
             )
