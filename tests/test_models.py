@@ -206,6 +206,8 @@ def test_a_job_publishes_fink_sciences_scores_runs_a_model_once_and_survives_a_f
         output_partitions=1,
         discover_filters=False,
         model_paths=[str(tmp_path / "models")],
+        model_threads=1,  # bit-stable forests: the oracle opens them with one thread too
+        model_providers=["CPUExecutionProvider"],
         sql_filters=[
             {
                 "name": "scored",
