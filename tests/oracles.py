@@ -12,6 +12,7 @@ from functools import partial
 import numpy as np
 from astropy import units as u
 from astropy.coordinates import SkyCoord
+from rubin_model_oracle import rubin_transients_scores
 
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.features import BANDS, COLOUR_WINDOW_DAYS
@@ -154,6 +155,16 @@ def _fast_riser(
     )
 
 
+def _rising_transient(a: dict, min_rising: float, max_bogus: float, min_reliability: float) -> bool:
+    """The transients model's riser, not its artefact, and reliable by Rubin's score."""
+    (scores,) = rubin_transients_scores([a])
+    return (
+        scores["rising"] > min_rising
+        and scores["bogus"] < max_bogus
+        and _above(a["diaSource"]["reliability"], min_reliability)
+    )
+
+
 def _periodic_variable(
     a: dict, min_sign_changes: int, min_chi2: float, min_reliability: float
 ) -> bool:
@@ -203,6 +214,7 @@ def contributed_oracles() -> dict[str, Callable[[dict], bool]]:
         "periodic_variables": _periodic_variable,
         "extragalactic": _extragalactic,
         "fast_risers": _fast_riser,
+        "rubin_rising_transients": _rising_transient,
     }
     assert set(science) == set(params), "a contributed filter has no oracle here"
     return {name: partial(test, **params[name]) for name, test in science.items()}

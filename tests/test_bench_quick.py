@@ -13,6 +13,7 @@ import re
 import time
 from collections.abc import Callable
 
+import fastavro
 import numpy as np
 import pytest
 from kafka_helpers import consume_all
@@ -193,6 +194,32 @@ def check_stream(result: dict, made: list[str], bootstrap: str, store: LocalSche
     assert len(runs) == 2  # the triggers realtime and 0
     assert_latency_runs(bootstrap, made, store, runs, lambda _: bench_filters(10)[0])
     check_history_axis(result["history_axis"]["points"], made, bootstrap, store)
+    check_model_axis(result["model_axis"], made, bootstrap)
+
+
+def check_model_axis(axis: dict, made: list[str], bootstrap: str) -> None:
+    """The topic holds the real alerts the rounds sent; the model ran once per alert in the runs
+    that read its score (none in the one that does not), and each run's matches are what the
+    plain cut and fink-science's own scores say."""
+    from crafted import ztf_history_files
+    from fink_oracle import fink_anomaly_scores
+
+    from alertsieve.bench.commands.models import PLAIN, THRESHOLDS
+    from alertsieve.bench.commands.stream import QUICK
+
+    (topic,) = inputs(made, "models")
+    rounds = QUICK["model_rounds"]
+    alerts = [next(fastavro.reader(open(p, "rb"))) for p in ztf_history_files()]
+    assert topic == axis["topic"] and offsets(bootstrap, topic) == axis["alerts"]
+    assert axis["alerts"] == rounds * len(alerts)
+    scores = fink_anomaly_scores(alerts)
+    bright = sum(a["candidate"]["magpsf"] < float(PLAIN.split("<")[1]) for a in alerts)
+    runs = {r["run"]: r for r in axis["runs"]}
+    assert [r["model_invocations"] for r in runs.values()] == [0, axis["alerts"], axis["alerts"]]
+    for name, thresholds in [("without", ()), ("read1", THRESHOLDS[:1]), ("read10", THRESHOLDS)]:
+        anomalous = sum(s < t for t in thresholds for s in scores)
+        assert runs[name]["matches"] == rounds * (bright + anomalous), name
+        positive(runs[name]["steady_alerts_per_s"])
 
 
 def check_history_axis(points: list[dict], made: list[str], bootstrap: str, store) -> None:

@@ -20,6 +20,9 @@ from alertsieve.filtering.checks import validate
 from alertsieve.filtering.discovery import discover, load_filter_file
 from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import AlertFilter, FilterError
+from alertsieve.filtering.scores.choose import models_read
+from alertsieve.filtering.scores.column import Scoring
+from alertsieve.filtering.scores.discovery import discover_models
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 from alertsieve.view.decoder import view_paths
 
@@ -397,10 +400,16 @@ def _decoded(record: dict) -> dict:
     return SCHEMA.decode(SCHEMA.encode(record))
 
 
+#: The Rubin models, whose scores a contributed filter reads (scores.rubin_transients).
+SCORING = Scoring(tuple(m for m in discover_models() if m.survey == "rubin"))
+
+
 def _filter_view(source: AlertSource):
-    """The alerts as filters see them (the view and its light-curve features), in their order."""
+    """The alerts as filters see them (the view, its light-curve features and the Rubin models'
+    scores), in their order."""
     decoded = source.decoder.decode(source.raw, view_paths(source.decoder, with_cutouts=False))
-    return filter_view(decoded.where("_reason IS NULL"), ("_offset",)).orderBy("_offset")
+    view = filter_view(decoded.where("_reason IS NULL"), ("_offset",), scoring=SCORING)
+    return view.orderBy("_offset")
 
 
 def _matches(view, names) -> list[dict[str, bool]]:
@@ -419,9 +428,9 @@ def evaluate(spark):
     return run
 
 
-def test_six_contributed_filters_all_sql():
-    """All six are SQL filters (so a job running them can use Real-Time Mode), each described,
-    with a contact."""
+def test_seven_contributed_filters_all_sql():
+    """All seven are SQL filters, each described, with a contact; six read the alert alone (a
+    job running them can use Real-Time Mode), one a model's score (micro-batches)."""
     assert set(FILTERS) == {
         "bright_high_snr",
         "new_sources",
@@ -429,7 +438,9 @@ def test_six_contributed_filters_all_sql():
         "periodic_variables",
         "fast_risers",
         "extragalactic",
+        "rubin_rising_transients",
     }
+    assert [n for n, f in FILTERS.items() if models_read(f)] == ["rubin_rising_transients"]
     assert all(isinstance(f, AlertFilter) for f in FILTERS.values())
     assert all(f.description and f.contact and f.survey == "rubin" for f in FILTERS.values())
 

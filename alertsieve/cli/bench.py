@@ -140,11 +140,22 @@ def _add_stream(which: Any) -> None:
     parser.add_argument(
         "--history-alerts", type=int, default=2000, help="alerts per history (default 2000)"
     )
+    parser.add_argument(
+        "--model-alerts",
+        default="tests/data/real/ztf-3.3-histories",
+        help="real ZTF alerts (container files) of the model axis ('' to skip)",
+    )
+    parser.add_argument(
+        "--model-rounds",
+        type=int,
+        default=160,
+        help="times the model axis sends them (default 160: 19,840 alerts of the 124)",
+    )
     _quick(
         parser,
         "one visit of 300 alerts in batches of 100, 1 and 10 SQL filters, 1 Python filter,"
         " 2 visits 3 s apart, 4 s at the latency's rate and a 400-alert burst, 100 alerts of"
-        " each history",
+        " each history, the model axis' alerts twice",
     )
     parser.set_defaults(handler=run_stream)
 
@@ -156,7 +167,13 @@ def run_stream(args: argparse.Namespace) -> int:
     histories = _counts(args.histories)
     if args.quick:
         return _print_json(
-            bench_stream(args.bootstrap, latency_triggers=triggers, histories=histories, **QUICK)
+            bench_stream(
+                args.bootstrap,
+                latency_triggers=triggers,
+                histories=histories,
+                model_alerts=args.model_alerts or None,
+                **QUICK,
+            )
         )
     live = (
         LiveScale(args.live_visits, args.live_interval, args.alerts) if args.live_visits else None
@@ -174,6 +191,8 @@ def run_stream(args: argparse.Namespace) -> int:
             latency_triggers=triggers,
             histories=histories,
             history_alerts=args.history_alerts,
+            model_alerts=args.model_alerts or None,
+            model_rounds=args.model_rounds,
         )
     )
 

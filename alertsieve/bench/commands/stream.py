@@ -6,7 +6,9 @@ consumer that decodes each alert with fastavro and runs the filters in Python, a
 reading the bytes only into its noop sink, beside the job's decode + 10 filters into the same
 sink (``alertsieve.bench.noop``). Then the history axis: topics whose alerts carry 0, 25 and 400
 earlier detections (deep-drilling fields), the contributed light-curve filter over each against
-Spark's bytes-only read of the same topic.
+Spark's bytes-only read of the same topic. Then the model axis (``alertsieve.bench.commands.models``):
+real ZTF alerts with light curves, the job with and without ``scores.ztf_anomaly``, and the score
+read by 1 and by 10 filters.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import median
 
 from alertsieve.alerts.schemas import LocalSchemaStore
@@ -26,6 +29,7 @@ from alertsieve.bench.commands.latency import (
     LatencyScale,
     latency_run,
 )
+from alertsieve.bench.commands.models import REAL_HISTORIES, model_axis
 from alertsieve.bench.live_job import live_job
 from alertsieve.bench.noop import decode_over_bytes
 from alertsieve.bench.place import MANY_QUERIES, Bench, BenchTopic, bench_place, fill_topic
@@ -252,10 +256,14 @@ def bench_stream(
     histories: tuple[int, ...] = HISTORIES,
     history_alerts: int = 2_000,
     history_repeats: int = 3,
+    model_alerts: Path | None = REAL_HISTORIES,
+    model_rounds: int = 160,
+    model_batch: int = 5_000,
 ) -> dict:
     """The benchmark of the module doc, as its JSON: a topic filled with ``visits``, the baselines,
     the job's SQL and Python runs, visits at the survey's cadence (``live``; None: skipped), the
-    latency per trigger and the history axis (``histories``; empty: skipped)."""
+    latency per trigger, the history axis (``histories``; empty: skipped) and the model axis
+    (``model_alerts``, sent ``model_rounds`` times, in batches of ``model_batch``; None: skipped)."""
     with bench_place("stream", bootstrap, spark_conf=MANY_QUERIES) as bench:
         filled = fill_topic(bench, "stream", visits, alerts_per_visit)
         baselines = _baselines(filled, batch, seeds_alerts)
@@ -273,6 +281,11 @@ def bench_stream(
             for t in latency_triggers
         ]
         by_history = history_axis(bench, histories, history_alerts, batch, history_repeats)
+        models = (
+            model_axis(bench, Path(model_alerts), model_rounds, model_batch)
+            if model_alerts
+            else None
+        )
         return {
             "benchmark": "stream",
             "machine": bench.machine(),
@@ -291,12 +304,14 @@ def bench_stream(
                 "lsst_average_alerts_per_s": LSST_AVERAGE_ALERTS_PER_S,
                 "points": by_history,
             },
+            "model_axis": models,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
 
 
 #: ``--quick``: one visit of 300 alerts in batches of 100, two SQL filter counts and one Python,
-#: two visits 3 s apart while the job runs, seconds at the latency's rate, 100 alerts a history.
+#: two visits 3 s apart while the job runs, seconds at the latency's rate, 100 alerts a history,
+#: the real ZTF alerts twice for the model axis, in batches of 124.
 QUICK = {
     "visits": 1,
     "alerts_per_visit": 300,
@@ -308,6 +323,8 @@ QUICK = {
     "latency": QUICK_LATENCY,
     "history_alerts": 100,
     "history_repeats": 1,
+    "model_rounds": 2,
+    "model_batch": 124,
 }
 
 
