@@ -24,6 +24,7 @@ from confluent_kafka import Producer
 
 from alertsieve.bench.outputs import OutputReader, quantiles
 from alertsieve.filtering.model import FilterError
+from alertsieve.filtering.scores.choose import models_read
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import create_topic, end_offsets
 from alertsieve.produce.producer import ProduceConfig, produce, stop_resource_tracker
@@ -69,13 +70,22 @@ def received_and_verified(
 def choose_trigger(spark, cfg: JobConfig) -> tuple[JobConfig, str]:
     """Real-Time Mode where the machine allows it: the hot path alone while alerts arrive (its
     long-running tasks hold a core per input partition, so on two cores the archive runs after the
-    stream), else micro-batches with the archive beside; and the reason, said in the output."""
+    stream), with the filters it can run (not those in Python or reading a model's score, which
+    it names), else micro-batches with the archive beside; and the reason, said in the output."""
     live = cfg.model_copy(update={"trigger": "realtime=5 seconds", "sinks": ["kafka"]})
     try:
-        check_realtime(spark, live, select_filters(live, "rubin"))
+        filters = select_filters(live, "rubin")
+        sql_only = [f for f in filters if not f.runs_python and not models_read(f)]
+        left_out = [f.name for f in filters if f not in sql_only]
+        if left_out and sql_only:
+            live = live.model_copy(update={"filters": [f.name for f in sql_only]})
+        check_realtime(spark, live, sql_only or filters)
     except (FilterError, ConfigError) as e:
         return cfg, f"micro-batches with the archive beside (not Real-Time Mode: {e})"
-    return live, "Real-Time Mode, the archive after the stream (its tasks hold both cores)"
+    how = "Real-Time Mode, the archive after the stream (its tasks hold both cores)"
+    if left_out:
+        how += f"; left out: {', '.join(left_out)} (a model's score or Python: micro-batches only)"
+    return live, how
 
 
 def _run_keeping_failure(job: FilterStream, failed: list) -> None:
@@ -155,7 +165,9 @@ def _start_job(spark, cfg: JobConfig) -> tuple[FilterStream, threading.Thread]:
     that no alert is sent before it reads."""
     live, how = choose_trigger(spark, cfg)
     job = FilterStream(spark, live)
-    print(f"Job      : {CONFIG.name}, every filter in filters/, {how}; started before the alerts")
+    print(
+        f"Job      : {CONFIG.name}, the Rubin filters of filters/, {how}; started before the alerts"
+    )
     failed: list[BaseException] = []
     runner = threading.Thread(target=_run_keeping_failure, args=(job, failed), daemon=True)
     runner.start()
@@ -229,9 +241,9 @@ def _summary(spark, cfg: JobConfig, job: FilterStream, sent: Sent, workdir: Path
     """The stopped job's outputs read back, one line each: matches, quarantine, latency, what a
     subscriber receives, the archive; then the verdict (nothing lost, or a mismatch)."""
     lines = job.metrics.written
-    counts = run_archive(
-        cfg.model_copy(update={"available_now": True}), spark
-    )  # what the stream left it
+    counts = run_archive(  # what the stream left it, of the filters it ran
+        cfg.model_copy(update={"available_now": True, "filters": job.cfg.filters}), spark
+    )
     totals = Counter()
     for line in lines:
         totals.update(line["matches"])
