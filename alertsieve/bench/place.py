@@ -75,6 +75,34 @@ def bench_place(
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def available_now_job(
+    bench: Bench,
+    topic: str,
+    label: str,
+    filters: list,
+    batch: int,
+    output_partitions: int = 1,
+    survey: str = "rubin",
+) -> JobConfig:
+    """An available-now job of ``filters`` over ``topic``, Kafka outputs only, its own prefix
+    (``<topic>-<label>-``) and checkpoint, the bench's schema store."""
+    return JobConfig(
+        bootstrap=bench.bootstrap,
+        topic=topic,
+        available_now=True,
+        max_offsets_per_trigger=batch,
+        discover_filters=False,
+        code_filters=filters,
+        metrics_path=None,
+        output_partitions=output_partitions,
+        output_prefix=f"{topic}-{label}-",
+        sinks=["kafka"],
+        survey=survey,
+        checkpoint=str(bench.workdir / f"job-{label}"),
+        schema_dir=str(bench.workdir / "schemas"),
+    )
+
+
 @dataclass(frozen=True)
 class BenchTopic:
     bench: Bench
@@ -85,21 +113,8 @@ class BenchTopic:
         self, label: str, filters: list, batch: int, output_partitions: int = 1
     ) -> JobConfig:
         """An available-now job over the topic, Kafka outputs only, its own prefix and checkpoint."""
-        workdir = self.bench.workdir
-        return JobConfig(
-            bootstrap=self.bench.bootstrap,
-            topic=self.topic,
-            available_now=True,
-            max_offsets_per_trigger=batch,
-            discover_filters=False,
-            code_filters=filters,
-            metrics_path=None,
-            output_partitions=output_partitions,
-            output_prefix=f"{self.topic}-{label}-",
-            sinks=["kafka"],
-            survey="rubin",
-            checkpoint=str(workdir / f"job-{label}"),
-            schema_dir=str(workdir / "schemas"),
+        return available_now_job(
+            self.bench, self.topic, label, filters, batch, output_partitions, survey="rubin"
         )
 
     @property

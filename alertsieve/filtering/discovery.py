@@ -79,21 +79,31 @@ def defined_in(namespace: dict, kind: type, origin: str) -> list:
 
 def load_filter_file(path: Path) -> list[Filter]:
     """Import one filter module from a file and return the filters it defines at top level."""
+    return load_defined(
+        path,
+        Filter,
+        FilterError,
+        "defines no filter; assign an AlertFilter(...) or a @python_filter function at module"
+        " level (e.g. FILTER = AlertFilter(name=..., sql=...)), or a list of them",
+    )
+
+
+def load_defined(path: Path, kind: type, error: type[FilterError], missing: str) -> list:
+    """The ``kind`` values (filters, models) a module file defines at top level. A file that does
+    not import, or defines none (``missing``: what to write instead), fails with ``error``
+    naming it."""
+    noun = kind.__name__.lower()
     try:
-        module = import_file(path, "alertsieve_user_filters")
+        module = import_file(path, f"alertsieve_user_{noun}s")
     except Exception as e:  # noqa: BLE001 - any import failure is the module author's to fix
-        raise FilterError(
-            f"{path}: the filter module cannot be imported: {type(e).__name__}: {e}",
+        raise error(
+            f"{path}: the {noun} module cannot be imported: {type(e).__name__}: {e}",
             origin=str(path),
         ) from None
-    filters = _filters_in(vars(module), str(path))
-    if not filters:
-        raise FilterError(
-            f"{path}: defines no filter; assign an AlertFilter(...) or a @python_filter function"
-            " at module level (e.g. FILTER = AlertFilter(name=..., sql=...)), or a list of them",
-            origin=str(path),
-        )
-    return filters
+    found = defined_in(vars(module), kind, str(path))
+    if not found:
+        raise error(f"{path}: {missing}", origin=str(path))
+    return found
 
 
 def import_file(path: Path, package: str):

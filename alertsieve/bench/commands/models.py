@@ -12,11 +12,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from alertsieve.bench.place import Bench
+from alertsieve.bench.place import Bench, available_now_job
 from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic
-from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
 
 #: The real alerts replayed (a checkout's; real ZTF alerts with 5-25 earlier detections).
@@ -58,20 +57,7 @@ def fill_real_ztf(bench: Bench, folder: Path, rounds: int, partitions: int = 4) 
 
 def model_run(bench: Bench, topic: str, label: str, filters: list, batch: int) -> dict:
     """One available-now job of ``filters`` over the topic: steady rate, the model's cost."""
-    cfg = JobConfig(
-        bootstrap=bench.bootstrap,
-        topic=topic,
-        available_now=True,
-        max_offsets_per_trigger=batch,
-        discover_filters=False,
-        code_filters=filters,
-        metrics_path=None,
-        output_partitions=1,
-        output_prefix=f"{topic}-{label}-",
-        sinks=["kafka"],
-        survey="ztf",
-        checkpoint=str(bench.workdir / f"job-{label}"),
-    )
+    cfg = available_now_job(bench, topic, label, filters, batch, survey="ztf")
     lines = run_job(cfg, spark=bench.spark)
     steady = [b for b in lines[1:] if b["input_rows"]] or lines
     rows = sum(b["input_rows"] for b in steady)

@@ -13,7 +13,7 @@ from alertsieve.filtering.discovery import (
     CONTRIBUTED,
     contributed_dir,
     defined_in,
-    import_file,
+    load_defined,
 )
 from alertsieve.filtering.scores.model import Model, ModelError
 
@@ -27,21 +27,13 @@ def _models_in(namespace: dict, origin: str) -> list[Model]:
 def load_model_file(path: Path) -> list[Model]:
     """The models a module file defines at top level; a file that defines none, or does not
     import, fails naming it."""
-    try:
-        module = import_file(path, "alertsieve_user_models")
-    except Exception as e:  # noqa: BLE001 - any import failure is the module author's to fix
-        raise ModelError(
-            f"{path}: the model module cannot be imported: {type(e).__name__}: {e}",
-            origin=str(path),
-        ) from None
-    models = _models_in(vars(module), str(path))
-    if not models:
-        raise ModelError(
-            f"{path}: defines no model; assign MODEL = Model(name=..., survey=..., columns=...,"
-            " load=..., predict=...) at module level",
-            origin=str(path),
-        )
-    return models
+    return load_defined(
+        path,
+        Model,
+        ModelError,
+        "defines no model; assign MODEL = Model(name=..., survey=..., columns=..., load=...,"
+        " predict=...) at module level",
+    )
 
 
 def discover_models(
