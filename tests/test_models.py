@@ -283,6 +283,7 @@ def test_a_model_module_without_a_model_or_with_a_bad_survey_fails_naming_the_fi
         discover_models([tmp_path / "odd.py"], builtin=False, entry_points=False)
 
 
+@pytest.mark.slow  # 1,000 simulated and 147 real alerts through the view: ~30 s
 def test_the_rubin_models_scores_equal_onnxruntime_over_numpy_features(spark):
     """``scores.rubin_transients.{rising,bogus}`` through the filter view equal the model's ONNX
     file run by onnxruntime over features computed in numpy from fastavro-decoded alerts
