@@ -45,13 +45,28 @@ def fill_real_ztf(bench: Bench, folder: Path, rounds: int, partitions: int = 4) 
     topic = f"bench-models-{uuid.uuid4().hex[:8]}"
     create_topic(bench.bootstrap, topic, partitions)
     producer = Producer({"bootstrap.servers": bench.bootstrap, "linger.ms": 20})
+    failed: list[str] = []
+
+    def acked(error, _message) -> None:
+        if error is not None:
+            failed.append(str(error))
+
     sent = 0
     for _ in range(rounds):
         for message in messages:
-            producer.produce(topic, message, partition=sent % partitions)
+            while True:
+                try:
+                    producer.produce(topic, message, partition=sent % partitions, on_delivery=acked)
+                    break
+                except BufferError:  # the client's queue is full: let the broker catch up
+                    producer.poll(0.5)
             sent += 1
             producer.poll(0)
-    producer.flush(60)
+    left = producer.flush(120)
+    if left or failed:
+        raise AlertsieveError(
+            f"filling {topic}: {left} messages unsent, {len(failed)} refused ({failed[:1]})"
+        )
     return topic, sent
 
 
