@@ -15,7 +15,7 @@ from alertsieve.filtering.checks import validate
 from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import Filter
 from alertsieve.filtering.references import ViewReferences
-from alertsieve.filtering.scores.choose import choose_models
+from alertsieve.filtering.scores.choose import choose_models, expressions_of
 from alertsieve.filtering.scores.column import Scoring
 from alertsieve.filtering.scores.discovery import discover_models
 from alertsieve.filtering.scores.model import Model
@@ -73,7 +73,7 @@ def catalog_uses(filters: list[Filter]) -> Iterator[CatalogUse]:
     """The catalogs each filter's expressions name, in the filters' order (a fields payload may
     read them too): what ``load_context`` loads, or refuses naming the filter."""
     for f in filters:
-        for expression in [*f.expressions().values(), *f.fields.values()]:
+        for expression in expressions_of(f):
             for family, name in sorted(named_catalogs(expression)):
                 yield CatalogUse(f"filter {f.name!r} ({f.origin})", family, name)
 
@@ -106,9 +106,7 @@ def filter_reads(
     per expression shape: ``alertsieve.filtering.references``), a score's model's columns
     included."""
     with ViewReferences(spark, decoder.view, context, models) as refs:
-        return {
-            f.name: refs.read_by([*f.expressions().values(), *f.fields.values()]) for f in filters
-        }
+        return {f.name: refs.read_by(expressions_of(f)) for f in filters}
 
 
 def filter_paths(decoder: Decoder, reads: dict[str, list[str]]) -> list[str]:

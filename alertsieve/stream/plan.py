@@ -16,6 +16,7 @@ from alertsieve.filtering.lacking import lacking_fields, lacking_lines
 from alertsieve.filtering.model import Filter, FilterError, with_params
 from alertsieve.filtering.prepare import prepare
 from alertsieve.filtering.refusals import SKIP, Refusals
+from alertsieve.filtering.scores.choose import models_read
 from alertsieve.filtering.scores.column import Scoring
 from alertsieve.filtering.scores.discovery import discover_models
 from alertsieve.filtering.scores.runtime import Runtime
@@ -56,8 +57,6 @@ class JobPlan:
     @property
     def readers(self) -> dict[str, list[str]]:
         """model -> the filters that read its score (told when it fails)."""
-        from alertsieve.filtering.scores.choose import models_read
-
         models = [m.name for m in (self.scoring.models if self.scoring else ())]
         return {m: [f.name for f in self.filters if m in models_read(f)] for m in models}
 

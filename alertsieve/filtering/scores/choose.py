@@ -13,7 +13,8 @@ from alertsieve.filtering.scores.model import Model, ModelError
 
 
 def expressions_of(f: Filter) -> list[str]:
-    """Everything of a filter that may read a score: its expressions and its fields."""
+    """Everything of a filter that reads the view: its expressions and its fields (a catalog, a
+    score or a field read by either is read by the filter)."""
     return [*f.expressions().values(), *f.fields.values()]
 
 

@@ -20,10 +20,6 @@ from alertsieve.filtering.scores.model import Model, ModelError
 ENTRY_POINT_GROUP = "alertsieve.models"
 
 
-def _models_in(namespace: dict, origin: str) -> list[Model]:
-    return defined_in(namespace, Model, origin)
-
-
 def load_model_file(path: Path) -> list[Model]:
     """The models a module file defines at top level; a file that defines none, or does not
     import, fails naming it."""
@@ -68,7 +64,7 @@ def discover_models(
                     f"entry point {ep.name} ({ep.value}) cannot be loaded: {e}"
                 ) from None
             namespace = vars(target) if not isinstance(target, Model) else {ep.name: target}
-            found += _models_in(namespace, f"entry point {ep.value}")
+            found += defined_in(namespace, Model, f"entry point {ep.value}")
     seen: dict[str, Model] = {}
     for m in found:
         m.check()
