@@ -9,7 +9,12 @@ From the real alerts of ``tests/data/real`` (see its SOURCES.md) this writes, wi
   inside ``candidate``, with a map of scores;
 - ``ztf.parquet``: the same rows as one Parquet file;
 - ``rubin-v7_4-hats/``: Operations Rehearsal v7.4 alerts as a hive-partitioned Parquet dataset laid
-  out as HATS catalogs are (``Norder=/Dir=/Npix=``, HEALPix order 1).
+  out as HATS catalogs are (``Norder=/Dir=/Npix=``, HEALPix order 1);
+- ``rubin-v10-null-records.avro/``: the LSSTCam v10.0 alerts as a broker that builds each struct
+  field by field writes them: an absent ``ssSource`` or ``mpc_orbits`` as a record of nulls;
+- ``ztf-mixed/``: one folder holding ZTF container files of real alerts under a writer schema no
+  start-up knows (4.01, ``tests/ztf_versions.py``) beside a broker's Spark-written export of
+  other real ZTF alerts.
 The two real Parquet exports (``tests/data/exports``) are used as they are.
 
 Run it to look at them: ``python tests/export_fixtures.py OUT_FOLDER``.
@@ -20,6 +25,8 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+
+from ztf_versions import as_ztf_401
 
 REAL = Path(__file__).parent / "data" / "real"
 EXPORTS = Path(__file__).parent / "data" / "exports"
@@ -78,6 +85,24 @@ def write_exports(spark, out: Path) -> dict[str, Path]:
     (single,) = parquet.glob("*.parquet")
     written["ztf.parquet"] = single.rename(out / "ztf.parquet")
     shutil.rmtree(parquet)
+
+    absent_as_nulls = [
+        F.when(F.col(c).isNull(), F.struct(*[
+            F.lit(None).cast(f.dataType).alias(f.name) for f in rubin.schema[c].dataType.fields
+        ])).otherwise(F.col(c)).alias(c) if c in ("ssSource", "mpc_orbits") else F.col(c)
+        for c in rubin.columns
+    ]  # fmt: skip
+    written["rubin-v10-null-records.avro"] = _one_file(
+        rubin.select(absent_as_nulls), "avro", out / "rubin-v10-null-records.avro"
+    )
+
+    mixed = out / "ztf-mixed"
+    mixed.mkdir()
+    for f in sorted((REAL / "ztf-3.3-histories").glob("*.avro"))[ZTF_FILES : ZTF_FILES + 20]:
+        (mixed / f.name).write_bytes(as_ztf_401(f.read_bytes()))
+    for part in (out / "ztf-spark.avro").glob("part-*.avro"):
+        shutil.copy(part, mixed / part.name)
+    written["ztf-mixed"] = mixed
 
     opsim = spark.read.format("avro").load(str(REAL / "rubin-opsrehearsal-v7_4.avro"))
     hats = (

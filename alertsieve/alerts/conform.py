@@ -7,7 +7,9 @@ and the value where that would lose information: a fraction for an integer, a do
 32-bit float, an integer above 2**53 stored as a double (the export rounded it). Where the alert
 holds the same id exactly elsewhere (``diaSource.diaObjectId`` is ``diaObject``'s), that one is
 taken. Fields the export lacks take their official default (null); a null where the official type
-is not nullable is refused.
+is not nullable is refused. A record whose every field is null, where the official field is a
+nullable record, is the record absent: Spark writes an absent nullable struct (Rubin's
+``ssSource``) that way when a broker builds it field by field.
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ def _value(value: Any, avro_type: Any, path: str) -> Any:
             if nullable:
                 return None
             raise ExportError(f"{path}: null, but its official type {avro_type} is not nullable")
+        if nullable and _all_null(value) and any(_is_record(t) for t in avro_type):
+            return None
         branches = [t for t in avro_type if t != "null"]
         errors = []
         for branch in branches:
@@ -176,6 +180,17 @@ def _float32(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ExportError(f"{path}: {value!r} is not a number (official type float)")
     return float(np.float32(value))
+
+
+def _all_null(value: Any) -> bool:
+    """A record (a dict) whose every field, in nested records too, is null."""
+    return isinstance(value, dict) and all(
+        v is None or _all_null(v) for v in value.values()
+    )
+
+
+def _is_record(avro_type: Any) -> bool:
+    return isinstance(avro_type, dict) and avro_type.get("type") == "record"
 
 
 def _is_nan(value: Any) -> bool:

@@ -15,7 +15,7 @@ from alertsieve.alerts.view import version_order
 from alertsieve.filtering.model import FilterError
 from alertsieve.kafka.topics import head_messages
 from alertsieve.view.decode_settings import DecodeSettings
-from alertsieve.view.decoder import Decoder, view_paths
+from alertsieve.view.decoder import Decoder, container_writer, view_paths
 from alertsieve.view.surveys import make_decoder
 
 
@@ -72,7 +72,18 @@ def files_source(spark, paths: list[str], schema_dir: str | None = None) -> Aler
     stated = _rubin_versions_in([m for _, m in official[:20]]) or ()
     rubin = tuple(sorted(versions.union(stated), key=version_order))
     settings = DecodeSettings(topic=name, schema_dir=schema_dir, schema_versions=rubin or None)
-    return AlertSource(raw, make_decoder(settings, head, view_also=view_versions()), head)
+    decoder = make_decoder(settings, head, view_also=view_versions(), seen=one_per_writer(raw))
+    return AlertSource(raw, decoder, head)
+
+
+def one_per_writer(raw) -> list[bytes]:
+    """A message of each ZTF writer schema the input holds: a backtest reads a finite input, so
+    it learns every writer first (a stream learns them as they come)."""
+    from pyspark.sql import functions as F
+
+    writers = raw.select(container_writer(F.col("value")).alias("writer"), "value")
+    firsts = writers.where("writer IS NOT NULL").groupBy("writer").agg(F.first("value"))
+    return [r[1] for r in firsts.collect()]
 
 
 def _simulated(count: int, version: str | None) -> list[tuple[str, bytes]]:

@@ -125,16 +125,12 @@ class Decoder:
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import from_avro
 
-        from alertsieve.alerts.ztf import HEADER_SCHEMA, MAGIC
-
         if self.wire_format == "plain":
             (key,) = self.writers
             return F.lit(key)
         if self.wire_format == "confluent":
             return F.when(size >= 5, F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long"))
-        header = from_avro(value, json.dumps(HEADER_SCHEMA), {"mode": "PERMISSIVE"})
-        is_container = F.substring(value, 1, 4) == F.lit(MAGIC)
-        return F.when(is_container, F.sha2(header["_container_meta"]["avro.schema"], 256))
+        return container_writer(value)
 
     def _reason(self, value, size, key, decoded):
         from pyspark.sql import functions as F
@@ -172,6 +168,19 @@ class Decoder:
             F.format_string("a ZTF container whose writer schema (sha256 %s) was not seen at"
                             " start-up: restart the job to read it", key),
         ).when(failed, F.format_string("undecodable Avro body in a container of sha256 %s", key))  # fmt: skip
+
+
+def container_writer(value):
+    """The writer a ZTF message names: the SHA-256 of its container's schema (null when the
+    message is no container)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    from alertsieve.alerts.ztf import HEADER_SCHEMA, MAGIC
+
+    header = from_avro(value, json.dumps(HEADER_SCHEMA), {"mode": "PERMISSIVE"})
+    is_container = F.substring(value, 1, 4) == F.lit(MAGIC)
+    return F.when(is_container, F.sha2(header["_container_meta"]["avro.schema"], 256))
 
 
 def _at(column, path: str):
