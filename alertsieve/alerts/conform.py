@@ -184,9 +184,7 @@ def _float32(value: Any, path: str) -> float:
 
 def _all_null(value: Any) -> bool:
     """A record (a dict) whose every field, in nested records too, is null."""
-    return isinstance(value, dict) and all(
-        v is None or _all_null(v) for v in value.values()
-    )
+    return isinstance(value, dict) and all(v is None or _all_null(v) for v in value.values())
 
 
 def _is_record(avro_type: Any) -> bool:

@@ -123,7 +123,6 @@ class Decoder:
     def _key(self, value, size):
         """Which writer a message names: its schema id, or its header schema's fingerprint."""
         from pyspark.sql import functions as F
-        from pyspark.sql.avro.functions import from_avro
 
         if self.wire_format == "plain":
             (key,) = self.writers
