@@ -195,7 +195,11 @@ JUNK = [
     (b"\x01garbage", "magic byte is 0x01, expected 0x00"),
     (b"\x01more garbage", "magic byte is 0x01, expected 0x00"),
     (b"\x00\x00\x00", "message of 3 bytes is shorter than the 5-byte header"),
-    (b"\x00\x00\x00\x03\xe7" + b"\x02" * 40, "unknown schema id 999"),
+    (
+        b"\x00\x00\x00\x03\xe7" + b"\x02" * 40,
+        "unknown schema id 999: neither the local schema store nor Rubin's shipped versions hold"
+        " it; register it",
+    ),
 ]
 
 

@@ -25,8 +25,10 @@ ZTF_FIX = (
 )
 CONTAINER = "not an Avro container file (starts with 0x{}; ZTF sends one per message)"
 UNKNOWN_ID_FIX = (
-    "the job's schemas (read at start-up from schema_registry, else the local store) lack that id:"
-    " point schema_registry at the producer's registry, or register the schema there, then restart the job"
+    "the job looked that id up when it first met it (in schema_registry, else the local store, then"
+    " Rubin's shipped versions) and found it nowhere: point schema_registry at the producer's"
+    " registry, or register the schema there, then restart the job (it looks the quarantined"
+    " messages' ids up again)"
 )
 
 
@@ -87,13 +89,15 @@ CASES = [
         "the producer compresses its containers: have it write them uncompressed (codec null), as ZTF sends them",
     ),
     (
-        "a ZTF container whose writer schema (sha256 0a1b) was not seen at start-up: restart the job to read it",
-        "a ZTF container whose writer schema (sha256 9f8e) was not seen at start-up: restart the job to read it",
+        "a ZTF container whose writer schema (sha256 0a1b) this job has not learned",
+        "a ZTF container whose writer schema (sha256 9f8e) this job has not learned",
         "ztf",
         "container",
         "a ZTF container whose writer schema (sha256 ...",
-        "restart the job: at start-up it learns ZTF's writer schemas from schemas/ztf/, the topic's first and newest"
-        " messages and the quarantined ones (which keep their bytes on the quarantine topic)",
+        "a running job learns a new ZTF writer schema from its first message; where the job did not"
+        " (a backtest of a topic), restart it: at start-up it learns them from schemas/ztf/, the"
+        " topic's first and newest messages and the quarantined ones (which keep their bytes on the"
+        " quarantine topic)",
     ),
     (
         "undecodable Avro body in a container of sha256 0a1b",

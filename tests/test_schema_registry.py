@@ -8,19 +8,22 @@ from __future__ import annotations
 import io
 import json
 import struct
+import threading
+from pathlib import Path
 
 import fastavro
 import pytest
-from job_helpers import JOB_FILTERS, NAMES
+from job_helpers import JOB_FILTERS, NAMES, counted_alerts, wait_for
 from kafka_helpers import consume_all
 from registry_server import FIRST_ID, serve
 
-from alertsieve.alerts.schemas import RegistrySchemaStore, SchemaError, load_rubin_schema
+from alertsieve.alerts.schemas import RegistrySchemaStore, SchemaError, frame, load_rubin_schema
 from alertsieve.filtering.model import AlertFilter
+from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.settings import ConfigError
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.job import run_job
+from alertsieve.stream.job import FilterStream, run_job
 from alertsieve.view.decode_settings import DecodeSettings
 from alertsieve.view.surveys import rubin_decoder
 
@@ -112,3 +115,90 @@ def test_a_visit_produced_and_filtered_through_the_registry(kafka, spark, topic_
             want
             and {m.key().decode() for m in consume_all(bootstrap, f"{topic_name}-{name}")} == want
         ), name
+
+
+def _real(path: str) -> list[dict]:
+    with open(Path(__file__).parent / "data" / "real" / path, "rb") as f:
+        return list(fastavro.reader(f))
+
+
+def test_a_running_job_reads_a_schema_id_registered_after_it_started(
+    kafka, spark, topic_name, tmp_path
+):
+    """Real-Time Mode. The registry holds Rubin v10.0 when the job starts, and its real LSSTCam
+    alerts are read; Rubin v7.4 is registered while it runs, and the real Operations Rehearsal
+    alerts framed with that new id are read too, nothing quarantined and each match published
+    once; a message naming an id no registry nor Rubin holds is quarantined with its reason."""
+    bootstrap, subject = kafka.bootstrap_servers, f"{topic_name}-value"
+    v10, v74 = (
+        _real("rubin-lsstcam-v10_0.avro") + _real("rubin-lsstcam-v10_0-b.avro"),
+        _real("rubin-opsrehearsal-v7_4.avro"),
+    )
+    create_topic(bootstrap, topic_name, 1)
+    prefix = f"{topic_name}-"
+    with serve() as (url, registry):
+        store = RegistrySchemaStore(url)
+        first = store.register(load_rubin_schema("10.0").definition, subject)
+        sent = [(str(a["diaSource"]["diaSourceId"]), frame(first.schema_id, first.encode(a)))
+                for a in v10]  # fmt: skip
+        _send(bootstrap, topic_name, sent)
+        cfg = JobConfig(
+            bootstrap=bootstrap,
+            topic=topic_name,
+            trigger="realtime=5s",
+            sinks=["kafka"],
+            output_prefix=prefix,
+            output_partitions=1,
+            discover_filters=False,
+            code_filters=[AlertFilter(name="bright", sql=BRIGHT)],
+            checkpoint=str(tmp_path / "ckpt"),
+            metrics_path=None,
+            schema_registry=url,
+        )
+        stream = FilterStream(spark, cfg)
+        job = threading.Thread(target=stream.run)
+        try:
+            job.start()
+            wait_for(lambda: counted_alerts(bootstrap, f"{prefix}counts") == 8, "v10.0 read", 120)
+            later = store.register(load_rubin_schema("7.4").definition, subject)
+            assert later.schema_id == FIRST_ID + 1 and registry.subjects[subject] == [
+                FIRST_ID,
+                FIRST_ID + 1,
+            ]
+            newer = [(str(a["diaSource"]["diaSourceId"]), frame(later.schema_id, later.encode(a)))
+                     for a in v74]  # fmt: skip
+            nowhere = ("nowhere", frame(1299, first.encode(v10[0])))
+            _send(bootstrap, topic_name, [*newer, nowhere])
+            sent += newer
+            wait_for(lambda: counted_alerts(bootstrap, f"{prefix}counts") == 15, "all read", 180)
+        finally:
+            stream.stop()
+            job.join(60)
+    published = [m.key().decode() for m in consume_all(bootstrap, f"{prefix}bright")]
+    bright = [k for k, a in zip([k for k, _ in sent], [*v10, *v74], strict=True) if _bright(a)]
+    assert sorted(published) == sorted(bright) and {k for k, _ in newer} & set(bright)
+    (quarantined,) = consume_all(bootstrap, f"{prefix}quarantine")
+    assert (
+        quarantined.key() == b"nowhere"
+        and dict(quarantined.headers())["reason"]
+        == (
+            f"unknown schema id 1299: neither {url} nor Rubin's shipped versions hold it;"
+            " register it"
+        ).encode()
+    )
+
+
+BRIGHT = "diaSource.snr > 10"
+
+
+def _bright(alert: dict) -> bool:
+    return (alert["diaSource"].get("snr") or 0) > 10
+
+
+def _send(bootstrap: str, topic: str, messages: list[tuple[str, bytes]]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for key, value in messages:
+        producer.produce(topic, key=key, value=value)
+    assert producer.flush(30) == 0

@@ -101,5 +101,5 @@ def test_spark_reads_ztf_messages_in_place_equal_to_fastavro(spark):
     assert reasons[1] == "empty message"
     assert reasons[2] == "a deflate-compressed container: only uncompressed ones are read in place"
     assert reasons[3].startswith("a ZTF container whose writer schema (sha256 ")
-    assert reasons[3].endswith(") was not seen at start-up: restart the job to read it")
+    assert reasons[3].endswith(") this job has not learned")
     assert all(r["alert"] is None for r in rows[len(messages) :])

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 
 import fastavro
 from crafted import spark_export, ztf_messages
+from job_helpers import counted_alerts, wait_for
 from kafka_helpers import consume_all
 from ztf_oracles import ztf_oracles
+from ztf_versions import as_ztf_401
 
 from alertsieve.alerts.ztf import header
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.job import run_job
+from alertsieve.stream.job import FilterStream, run_job
 
 
 def _export(folder, messages: list[tuple[str, bytes]]) -> list[dict]:
@@ -102,61 +105,85 @@ def _exported_messages(messages: list[tuple[str, bytes]]) -> list[tuple[str, byt
     return out
 
 
-def test_a_ztf_schema_is_learned_from_the_newest_and_the_quarantined_messages(
-    kafka, spark, tmp_path, topic_name
-):
-    """A writer schema that is not among the topic's first messages: learned at start-up from its
-    newest ones; one in the middle is quarantined ("restart the job to read it"), and the restart
-    learns it from the quarantine topic."""
+def _bright(messages: list[tuple[str, bytes]]) -> list[str]:
+    """The oracle of ``candidate.magpsf < 17``: fastavro over each message, plain Python."""
+    return [
+        k for k, m in messages if next(fastavro.reader(io.BytesIO(m)))["candidate"]["magpsf"] < 17
+    ]
+
+
+def _ztf_job(bootstrap: str, topic: str, prefix: str, checkpoint, **settings) -> JobConfig:
+    return JobConfig(
+        bootstrap=bootstrap,
+        topic=topic,
+        survey="ztf",
+        sinks=["kafka"],
+        output_prefix=prefix,
+        output_partitions=1,
+        discover_filters=False,
+        code_filters=[AlertFilter(name="bright", sql="candidate.magpsf < 17")],
+        checkpoint=str(checkpoint),
+        metrics_path=None,
+        **settings,
+    )
+
+
+def _send(bootstrap: str, topic: str, messages: list[tuple[str, bytes]]) -> None:
     from confluent_kafka import Producer
 
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for key, value in messages:
+        producer.produce(topic, key=key, value=value)
+    assert producer.flush(30) == 0
+
+
+def test_ztf_writer_schemas_met_mid_stream_are_learned_and_read(kafka, spark, tmp_path, topic_name):
+    """Writer schemas a job did not know at start-up, met mid-stream, are read with nothing
+    quarantined. Available-now over a topic whose middle holds alerts under the Spark export's
+    schema: the batch mixes both, so its task stops at the first new one and the batch is read
+    again (what it published before is published again: only alerts before that one). A running
+    job (micro-batches), fed real 3.3 alerts, then real alerts under ZTF's 4.01 schema
+    (``ztf_versions``), then 3.3 again: every match published once."""
     bootstrap = kafka.bootstrap_servers
     real = ztf_messages()[:30]
     exported = _exported_messages(real[12:18])
-
-    def run(topic: str, messages: list[tuple[str, bytes]], checkpoint: str) -> list[dict]:
-        create_topic(bootstrap, topic, 1)
-        producer = Producer({"bootstrap.servers": bootstrap})
-        for key, value in messages:
-            producer.produce(topic, key=key, value=value)
-        assert producer.flush(30) == 0
-        cfg = JobConfig(
-            bootstrap=bootstrap,
-            topic=topic,
-            survey="ztf",
-            available_now=True,
-            sinks=["kafka"],
-            output_prefix=f"{topic_name}-",
-            output_partitions=1,
-            discover_filters=False,
-            code_filters=[AlertFilter(name="bright", sql="candidate.magpsf < 17")],
-            checkpoint=str(tmp_path / checkpoint),
-            metrics_path=None,
-        )
-        return run_job(cfg, spark=spark)
-
     middle = [*real[:12], *exported, *real[18:]]  # the first and newest messages: 3.3 only
-    lines = run(topic_name, middle, "a")
-    assert sum(b["quarantined_rows"] for b in lines) == len(exported)
-    quarantine = {
-        m.key().decode(): dict(m.headers())
-        for m in consume_all(bootstrap, f"{topic_name}-quarantine")
-    }
-    assert set(quarantine) == {k for k, _ in exported}
-    assert all(
-        b"was not seen at start-up: restart the job to read it" in h["reason"]
-        for h in quarantine.values()
+    create_topic(bootstrap, topic_name, 1)
+    _send(bootstrap, topic_name, middle)
+    prefix = f"{topic_name}-a-"
+    lines = run_job(
+        _ztf_job(bootstrap, topic_name, prefix, tmp_path / "a", available_now=True), spark=spark
     )
+    assert sum(b["input_rows"] for b in lines) == len(middle)
+    assert sum(b["quarantined_rows"] for b in lines) == 0
+    assert consume_all(bootstrap, f"{prefix}quarantine") == []
+    published = [m.key().decode() for m in consume_all(bootstrap, f"{prefix}bright")]
+    assert set(published) == set(_bright(middle)) and _bright(exported)
+    again = {k for k in published if published.count(k) > 1}
+    assert again <= set(_bright(real[:12]))  # published before the task met the new schema
 
-    lines = run(topic_name, [], "b")  # restarted (afresh): the quarantined messages told the schema
-    assert (
-        sum(b["input_rows"] for b in lines) == len(middle)
-        and sum(b["quarantined_rows"] for b in lines) == 0
-    )
-
-    newest = [*real[:12], *exported]  # the new schema at the end only
-    lines = run(f"{topic_name}-newest", newest, "c")
-    assert (
-        sum(b["input_rows"] for b in lines) == len(newest)
-        and sum(b["quarantined_rows"] for b in lines) == 0
-    )
+    live = f"{topic_name}-live"
+    create_topic(bootstrap, live, 1)
+    prefix = f"{topic_name}-b-"
+    stream = FilterStream(spark, _ztf_job(bootstrap, live, prefix, tmp_path / "b", trigger="1"))
+    job = threading.Thread(target=stream.run)
+    newer = [(k, as_ztf_401(m)) for k, m in real[10:20]]
+    sent = []
+    try:
+        job.start()
+        for part in (real[:10], newer, real[20:]):
+            _send(bootstrap, live, part)
+            sent += part
+            count = len(sent)
+            wait_for(
+                lambda count=count: counted_alerts(bootstrap, f"{prefix}counts") == count,
+                f"{count} alerts counted",
+                120,
+            )
+    finally:
+        stream.stop()
+        job.join(60)
+    assert "4.01" in stream.plan.decoder.versions.values()
+    assert consume_all(bootstrap, f"{prefix}quarantine") == []
+    published = [m.key().decode() for m in consume_all(bootstrap, f"{prefix}bright")]
+    assert sorted(published) == sorted(_bright(sent)) and _bright(newer)

@@ -220,3 +220,38 @@ def head_messages(
         return values
     finally:
         consumer.close()
+
+
+def message_at(
+    bootstrap: str,
+    topic: str,
+    partition: int,
+    offset: int,
+    extra: dict | None = None,
+    timeout: float = 10.0,
+) -> bytes | None:
+    """The value of one message (None when the partition no longer holds it). Commits nothing."""
+    import time
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "alertsieve-peek",
+            "enable.auto.commit": False,
+            "log_level": 5,
+            **librdkafka_conf(extra or {}),
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            return message.value() or b"" if message.offset() == offset else None
+        return None
+    finally:
+        consumer.close()

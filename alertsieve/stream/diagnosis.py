@@ -53,8 +53,10 @@ FIXES = [
     Fix(
         "container",
         r"a ZTF container whose writer schema",
-        "restart the job: at start-up it learns ZTF's writer schemas from schemas/ztf/, the topic's"
-        " first and newest messages and the quarantined ones (which keep their bytes on the quarantine topic)",
+        "a running job learns a new ZTF writer schema from its first message; where the job did"
+        " not (a backtest of a topic), restart it: at start-up it learns them from schemas/ztf/,"
+        " the topic's first and newest messages and the quarantined ones (which keep their bytes"
+        " on the quarantine topic)",
     ),
     Fix(
         "container",
@@ -76,9 +78,10 @@ FIXES = [
     Fix(
         "confluent",
         r"unknown schema id ",
-        "the job's schemas (read at start-up from schema_registry, else the local store) lack that"
-        " id: point schema_registry at the producer's registry, or register the schema there, then"
-        " restart the job",
+        "the job looked that id up when it first met it (in schema_registry, else the local store,"
+        " then Rubin's shipped versions) and found it nowhere: point schema_registry at the"
+        " producer's registry, or register the schema there, then restart the job (it looks the"
+        " quarantined messages' ids up again)",
     ),
     Fix(
         "confluent",

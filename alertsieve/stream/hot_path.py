@@ -95,7 +95,7 @@ def evaluated(raw, plan: JobPlan):
     it, which takes every condition with it)."""
     from pyspark.sql import functions as F
 
-    decoded = plan.decoder.decode(raw, plan.paths)
+    decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=True)
     flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context, plan.scoring)
     slots, errors, records, costs = [], [], [], []
     for j, m in enumerate(models_of(plan)):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 from py4j.protocol import Py4JJavaError
+from pyspark.errors import StreamingQueryException
 
 from alertsieve.catalogs.store import CatalogError
 from alertsieve.errors import AlertsieveError
@@ -90,6 +91,7 @@ class FilterStream:
         )
         self.quotas: QuotaGate | None = None
         self._use_quotas()
+        self.learned: list[bytes] = []  # first messages of writer schemas met mid-stream
 
     def _use_quotas(self) -> None:
         """The running filters' daily quotas, today's use read back from the counts topic when
@@ -201,14 +203,18 @@ class FilterStream:
                 *([self._quota_restart(queries)] if self.cfg.realtime else []),
             ]
             poll = (lambda: [p() for p in polls]) if polls else None
-            _await(
-                queries, None if self.cfg.available_now else self.cfg.timeout_s, poll, self.stopping
-            )
+            timeout = None if self.cfg.available_now else self.cfg.timeout_s
+            deadline = timeout and time.monotonic() + timeout
+            _await(queries, timeout, poll, self.stopping)
+            while self._learn(queries):  # the hot path stopped at a new writer schema: go on
+                left = deadline and max(deadline - time.monotonic(), 0.001)
+                _await(queries, left, poll, self.stopping)
             self.metrics.flush(
                 queries[0].recentProgress
             )  # the hot path's lines before the archive runs
             if archive and self.cfg.available_now and not queries[0].exception():
-                queries.append(archive.start(available_now=True))
+                # on the plan as it ends: it may have learned writer schemas on the way
+                queries.append(Archive(self.spark, self.cfg, self.plan).start(available_now=True))
                 _await(queries[1:], None)
         finally:
             for q in queries:
@@ -222,6 +228,24 @@ class FilterStream:
             if q.exception():
                 raise JobFailed(f"the {q.name} query failed: {q.exception()}")
         return self.metrics.written
+
+    def _learn(self, queries: list) -> bool:
+        """When the hot path stopped at a writer schema its plan does not know: the plan with it
+        learned (``alertsieve.stream.new_writers``), the archive restarted on it first (it
+        decodes what the hot path publishes), then the hot path from its checkpoint."""
+        from alertsieve.stream.new_writers import learn, new_writer_of
+
+        writer = new_writer_of(queries[0])
+        if writer is None or self.stopping.is_set():
+            return False
+        self.metrics.flush(queries[0].recentProgress)
+        self.plan, self.learned = learn(self.spark, self.cfg, self.plan, writer, self.learned)
+        self.filters = self.plan.filters
+        if len(queries) > 1:
+            stop_between_batches(queries[1])
+            queries[1] = Archive(self.spark, self.cfg, self.plan).start()
+        queries[0] = self.start()
+        return True
 
     def _quota_restart(self, queries: list):
         """A poll for ``_await`` in Real-Time Mode: restart the hot path when the filters it
@@ -345,7 +369,10 @@ def _await(
             # finishing): the loop's own test then sees it, rather than a wait on nothing.
             active = next((q for q in queries if q.isActive), None)
             if active is not None:
-                active.awaitTermination(1)
+                try:
+                    active.awaitTermination(1)
+                except StreamingQueryException:
+                    return  # its exception is the caller's to read (``query.exception()``)
 
 
 #: How long a stop waits for the running batch to end: bounded, as a batch may be stuck on a

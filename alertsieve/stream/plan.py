@@ -77,15 +77,24 @@ class JobPlan:
         return lines + lacking_lines(self.lacking)
 
 
-def plan_job(spark, cfg: JobConfig, running: JobPlan | None = None) -> JobPlan:
+def plan_job(
+    spark,
+    cfg: JobConfig,
+    running: JobPlan | None = None,
+    learned: list[bytes] = (),
+    filters: list[Filter] | None = None,
+) -> JobPlan:
     """Everything a bad setting or filter can break, checked before the stream starts (or, with
     ``running``, the job's plan under ``--watch``, before a deployment). With ``on_bad_filter:
-    skip`` a bad filter is left out, its running version kept (``alertsieve.filtering.refusals``)."""
+    skip`` a bad filter is left out, its running version kept (``alertsieve.filtering.refusals``).
+    ``learned``: messages of writer schemas the running job met (``alertsieve.stream.new_writers``),
+    planned for with the running ``filters``."""
     topics = cfg.topic and [cfg.topic] or cfg.topic_pattern
     head = head_messages(cfg.bootstrap, topics, extra=cfg.kafka_conf)
-    decoder = make_decoder(cfg.decode_settings, head, seen=newest_messages(cfg, topics))
+    seen = [*newest_messages(cfg, topics), *learned]
+    decoder = make_decoder(cfg.decode_settings, head, seen=seen)
     refusals = Refusals(cfg.on_bad_filter == SKIP, running.filters if running else [])
-    filters = select_filters(cfg, decoder.survey, refusals)
+    filters = filters or select_filters(cfg, decoder.survey, refusals)
     models = discover_models(cfg.model_paths)
     runtime = Runtime(cfg.model_threads, tuple(cfg.model_providers))
 

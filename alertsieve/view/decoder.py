@@ -32,6 +32,28 @@ META = {
 
 WireFormat = Literal["confluent", "plain", "container"]
 
+#: What a task that meets a writer schema its plan does not know fails with, followed by the
+#: writer's key and where the message is (``topic:partition:offset``; see ``NewWriter``).
+NEW_WRITER = "alertsieve-new-writer"
+
+
+@dataclass(frozen=True)
+class NewWriter:
+    """The first message of a writer schema a running job did not know, as its task reported."""
+
+    key: str  # a Rubin schema id or a ZTF schema's SHA-256, as text
+    topic: str
+    partition: int
+    offset: int
+
+    @classmethod
+    def found_in(cls, error: str) -> NewWriter | None:
+        """The new writer a query's failure names, if that is why it failed."""
+        import re
+
+        m = re.search(rf"{NEW_WRITER} (\S+) at ([^\s:]+):(\d+):(\d+)", error)
+        return m and cls(m[1], m[2], int(m[3]), int(m[4]))
+
 
 @dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, for the cache of columns
 class Decoder:
@@ -76,12 +98,19 @@ class Decoder:
         return sorted({p.split(".")[0] for p in self.paths if p.startswith("cutout")})
 
     def decode(
-        self, raw, paths: list[str], keep: tuple[str, ...] = (), only: frozenset | None = None
+        self,
+        raw,
+        paths: list[str],
+        keep: tuple[str, ...] = (),
+        only: frozenset | None = None,
+        stop_at_new: bool = False,
     ):
         """Kafka rows -> META columns, ``keep``, ``_schema_id`` (Rubin's; null for ZTF),
         ``_reason`` (null when decoded) and ``alert`` (the view struct for ``paths``, null when
         not decoded). ``only``: the writer keys the rows are known to carry (the archive's matched
-        rows); a plan over one version instead of ten is planned in a tenth of the time."""
+        rows); a plan over one version instead of ten is planned in a tenth of the time.
+        ``stop_at_new``: a message naming a writer neither read nor refused fails the task with
+        ``NEW_WRITER`` (the stream job learns it and plans again) instead of its quarantine."""
         from pyspark.sql import functions as F
 
         paths = list(dict.fromkeys([*paths, self.tell, self.id_path]))
@@ -94,7 +123,9 @@ class Decoder:
         )  # fmt: skip
         step = step.select("*", self._column(tuple(paths), only).alias("_decoded"))
         decoded = F.col("_decoded")
-        reason = self._reason(F.col("_value"), F.col("_size"), F.col("_writer"), decoded)
+        reason = self._reason(
+            F.col("_value"), F.col("_size"), F.col("_writer"), decoded, stop_at_new
+        )
         schema_id = F.col("_writer") if self.survey == "rubin" else F.lit(None)
         return step.select(
             *META, *keep, schema_id.cast("long").alias("_schema_id"), reason.alias("_reason"),
@@ -131,11 +162,29 @@ class Decoder:
             return F.when(size >= 5, F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("long"))
         return container_writer(value)
 
-    def _reason(self, value, size, key, decoded):
+    def _reason(self, value, size, key, decoded, stop_at_new: bool):
         from pyspark.sql import functions as F
 
-        failed = decoded.isNull() | _at(decoded, self.tell).isNull()
+        def unknown(reason, why):
+            """A writer neither read nor refused: its reason, or the task stopped to learn it."""
+            known = [*self.writers, *self.refused]
+            cond = ~key.isin(known) if known else F.lit(True)
+            if not stop_at_new:
+                return reason.when(cond, why)
+            where = F.format_string(
+                f"{NEW_WRITER} %s at %s:%d:%d",
+                key.cast("string"), F.col("_topic"), F.col("_partition"), F.col("_offset"),
+            )  # fmt: skip
+            return reason.when(cond, F.raise_error(where))
+
+        def refused(reason):
+            for writer, why in self.refused.items():  # known and not read: quarantined with why
+                reason = reason.when(key == writer, F.lit(why))
+            return reason
+
         reason = F.when(size == 0, F.lit("empty message"))
+
+        failed = decoded.isNull() | _at(decoded, self.tell).isNull()
         if self.wire_format == "plain":
             (name,) = self.names.values()
             return reason.when(failed, F.lit(f"undecodable Avro body for {name}"))
@@ -145,13 +194,10 @@ class Decoder:
                 size < 5,
                 F.format_string("message of %d bytes is shorter than the 5-byte header", size),
             ).when(magic != "00", F.format_string("magic byte is 0x%s, expected 0x00", magic))
-            for refused, why in self.refused.items():
-                reason = reason.when(key == refused, F.lit(why))
-            known = list(self.writers)
+            reason = unknown(refused(reason), F.format_string("unknown schema id %d", key))
             return reason.when(
-                ~key.isin(known) if known else F.lit(True),
-                F.format_string("unknown schema id %d", key),
-            ).when(failed, F.format_string("undecodable Avro body for schema id %d", key))
+                failed, F.format_string("undecodable Avro body for schema id %d", key)
+            )
         codec = F.col("_codec")
         reason = reason.when(
             key.isNull(), F.format_string(
@@ -161,12 +207,12 @@ class Decoder:
         ).when(codec != "null", F.format_string(
             "a %s-compressed container: only uncompressed ones are read in place", codec,
         ))  # fmt: skip
-        known = list(self.writers)
+        reason = unknown(refused(reason), F.format_string(
+            "a ZTF container whose writer schema (sha256 %s) this job has not learned", key,
+        ))  # fmt: skip
         return reason.when(
-            ~key.isin(known) if known else F.lit(True),
-            F.format_string("a ZTF container whose writer schema (sha256 %s) was not seen at"
-                            " start-up: restart the job to read it", key),
-        ).when(failed, F.format_string("undecodable Avro body in a container of sha256 %s", key))  # fmt: skip
+            failed, F.format_string("undecodable Avro body in a container of sha256 %s", key)
+        )
 
 
 def container_writer(value):

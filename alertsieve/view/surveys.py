@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 
 from alertsieve.alerts.schemas import (
+    AlertSchema,
+    SchemaError,
     SchemaStore,
     load_rubin_schema,
     open_store,
@@ -49,12 +51,25 @@ def survey_of(settings: DecodeSettings, head: list[bytes]) -> str:
 
 
 def rubin_decoder(
-    settings: DecodeSettings, store: SchemaStore | None = None, view_also: list[str] = ()
+    settings: DecodeSettings,
+    store: SchemaStore | None = None,
+    view_also: list[str] = (),
+    ids: set[int] = frozenset(),
 ) -> Decoder:
     """Every Rubin writer the topic may carry that the job reads, the view of their union (and of
     the versions ``view_also``: a backtest of one file's alerts runs filters written for the
-    job's view), and why the others are refused."""
+    job's view), and why the others are refused. ``ids``: schema ids messages were seen to name,
+    looked up by id when the topic's subject lacks them (the registry, then Rubin's own ids of
+    the shipped versions); one found nowhere is refused as an unknown schema id."""
     wanted = list(settings.schema_versions or view_versions())
+
+    def reads(version: str) -> bool:
+        """The versions asked for; by default every version from 7.0 on, those released after
+        this alertsieve too (a registry may hold them)."""
+        if settings.schema_versions:
+            return version in wanted
+        return version_order(version) >= version_order(wanted[0])
+
     if settings.wire_format == "plain":
         schema = load_rubin_schema(settings.writer_schema_version)
         version = rubin_version_of(schema.definition)
@@ -68,14 +83,16 @@ def rubin_decoder(
         )
     store = store or open_store(settings.schema_registry, settings.schema_dir)
     writers, names, versions, refused, definitions = {}, {}, {}, {}, {}
-    for schema in store.candidates(f"{settings.topic or 'alerts'}-value"):
+    schemas = store.candidates(f"{settings.topic or 'alerts'}-value")
+    schemas += _by_id(store, set(ids) - {s.schema_id for s in schemas}, settings, refused)
+    for schema in schemas:
         version = rubin_version_of(schema.definition)
         where = f"schema id {schema.schema_id} ({schema.name})"
         if version is None:
             refused[schema.schema_id] = (
                 f"{where} is not a Rubin alert schema (this job reads survey rubin)"
             )
-        elif version not in wanted:
+        elif not reads(version):
             refused[schema.schema_id] = (
                 f"{where} is not among the versions this job reads ({', '.join(wanted)});"
                 f" add {version} to schema_versions"
@@ -97,6 +114,29 @@ def rubin_decoder(
     return Decoder(
         "rubin", "confluent", view_of({**definitions, **in_view}), writers, names, versions, refused
     )
+
+
+def _by_id(
+    store: SchemaStore, ids: set[int], settings: DecodeSettings, refused: dict
+) -> list[AlertSchema]:
+    """The schemas of ``ids`` from the store, else Rubin's shipped version of that id; an id
+    found nowhere goes into ``refused`` with where it was looked for."""
+    found = []
+    for schema_id in sorted(ids):
+        try:
+            found.append(store.get(schema_id))
+            continue
+        except SchemaError:
+            pass
+        try:
+            found.append(load_rubin_schema(schema_id))
+        except SchemaError:
+            source = settings.schema_registry or "the local schema store"
+            refused[schema_id] = (
+                f"unknown schema id {schema_id}: neither {source} nor Rubin's shipped versions"
+                " hold it; register it"
+            )
+    return found
 
 
 def ztf_decoder(head: list[bytes]) -> Decoder:
@@ -144,4 +184,9 @@ def make_decoder(
     ``view_also``: Rubin versions the view covers beyond those read."""
     if survey_of(settings, head) == "ztf":
         return ztf_decoder([*head, *seen])
-    return rubin_decoder(settings, view_also=view_also)
+    return rubin_decoder(settings, view_also=view_also, ids=framed_ids([*head, *seen]))
+
+
+def framed_ids(messages: list[bytes]) -> set[int]:
+    """The schema ids Confluent-framed messages name."""
+    return {int.from_bytes(m[1:5], "big") for m in messages if len(m) >= 5 and m[:1] == b"\x00"}
