@@ -190,10 +190,11 @@ def test_ztf_exports_replay_as_official_containers_and_the_job_matches_plain_pyt
 
     _, lines = run_sql_job(kafka, spark, tmp_path, topic_name, {"cut": (ZTF_SQL, ztf_cut)})
     assert sum(b["quarantined_rows"] for b in lines) == 0
-    out = sorted(
-        m.key().decode() for m in consume_all(kafka.bootstrap_servers, f"{topic_name}-cut")
-    )
-    assert out == sorted(key(a) for a in alerts if ztf_cut(a))
+    assert sum(b["input_rows"] for b in lines) == len(alerts)
+    out = [m.key().decode() for m in consume_all(kafka.bootstrap_servers, f"{topic_name}-cut")]
+    # The batch holding the 4.01 containers is read again once the job has learned their schema:
+    # what it published before is published again (at least once), nothing else.
+    assert set(out) == {key(a) for a in alerts if ztf_cut(a)}
 
 
 def _all_null(record: dict) -> bool:
