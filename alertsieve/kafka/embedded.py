@@ -153,6 +153,9 @@ def _server_properties(cluster: Cluster, node: Node) -> str:
         "message.max.bytes": 16 * 1024 * 1024,
         "replica.fetch.max.bytes": 16 * 1024 * 1024,
         "log.retention.hours": 24,
+        # How often retention is applied (Kafka's default: 5 minutes): a topic given a short
+        # retention.ms loses its closed segments within a second, as a test of losses needs.
+        "log.retention.check.interval.ms": 1000,
         "auto.create.topics.enable": "false",
     }
     if cluster.secure:

@@ -170,17 +170,9 @@ def head_messages(
     import re
     import time
 
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "alertsieve-peek",
-            "enable.auto.commit": False,
-            "log_level": 5,
-            **librdkafka_conf(extra or {}),
-        }
-    )
+    consumer = _peeker(bootstrap, extra)
     try:
         metadata = consumer.list_topics(timeout=timeout).topics
         names = (
@@ -233,17 +225,9 @@ def message_at(
     """The value of one message (None when the partition no longer holds it). Commits nothing."""
     import time
 
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "alertsieve-peek",
-            "enable.auto.commit": False,
-            "log_level": 5,
-            **librdkafka_conf(extra or {}),
-        }
-    )
+    consumer = _peeker(bootstrap, extra)
     try:
         consumer.assign([TopicPartition(topic, partition, offset)])
         deadline = time.monotonic() + timeout
@@ -255,3 +239,34 @@ def message_at(
         return None
     finally:
         consumer.close()
+
+
+def watermarks(
+    bootstrap: str, partitions: list[tuple[str, int]], extra: dict | None = None
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """Each (topic, partition)'s earliest offset held and its end (high-water mark)."""
+    from confluent_kafka import TopicPartition
+
+    consumer = _peeker(bootstrap, extra)
+    try:
+        return {
+            (t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)
+            for t, p in partitions
+        }
+    finally:
+        consumer.close()
+
+
+def _peeker(bootstrap: str, extra: dict | None):
+    """A consumer that only looks: no group offsets committed."""
+    from confluent_kafka import Consumer
+
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "alertsieve-peek",
+            "enable.auto.commit": False,
+            "log_level": 5,
+            **librdkafka_conf(extra or {}),
+        }
+    )

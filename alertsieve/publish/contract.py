@@ -133,6 +133,9 @@ COUNTS_KIND = COUNTS  # the value of ``kind``: what the record is
 QUERY_ID = "query_id"
 BATCH_ID = "batch_id"
 INPUT = "input"  # {topic: {partition: [start, end)}}: the offsets the batch read
+#: {topic: {partition: [start, end)}}: offsets the batch was to read that the input no longer
+#: held (retention, a reset): never read, so never published; only when there were any.
+LOST_AT_SOURCE = "lost_at_source"
 ALERTS_READ = "alerts_read"
 QUARANTINED = "quarantined"
 FILTERS = "filters"  # {filter: {VERSION, TOPIC, PUBLISHED}}, every filter of the job

@@ -48,10 +48,12 @@ def counts_record(
     withheld: Mapping[str, int] | None = None,
     sizes: Mapping[str, int] | None = None,
     errors: Mapping[str, str] | None = None,
+    lost: Mapping[str, Mapping[str, list[int]]] | None = None,
 ) -> dict:
     """The counts of one batch, from Spark's progress report and the batch's observed counts;
     for the filters with a daily quota, ``withheld`` (matches not published: quota reached) and
-    ``sizes`` (bytes published); for the filters that failed on some alerts, ``errors``."""
+    ``sizes`` (bytes published); for the filters that failed on some alerts, ``errors``; the
+    offsets the input no longer held, ``lost`` (``alertsieve.stream.source_loss``)."""
     withheld, sizes, errors = withheld or {}, sizes or {}, errors or {}
     return {
         contract.KIND: contract.COUNTS_KIND,
@@ -78,6 +80,7 @@ def counts_record(
             for p in published
         },
         contract.QUARANTINE_TOPIC: quarantine_topic,
+        **({contract.LOST_AT_SOURCE: {t: dict(p) for t, p in lost.items()}} if lost else {}),
         contract.WRITTEN_AT: round(time.time(), 3),
     }
 
@@ -87,7 +90,7 @@ def input_ranges(progress: dict) -> dict[str, dict[str, list[int]]]:
     by Spark: it is then 0 (no earlier offset was read by this query)."""
     out: dict[str, dict[str, list[int]]] = {}
     for source in progress.get("sources", []):
-        start, end = _offsets(source.get("startOffset")), _offsets(source.get("endOffset"))
+        start, end = offsets_of(source.get("startOffset")), offsets_of(source.get("endOffset"))
         for topic, parts in end.items():
             for partition, stop in parts.items():
                 begin = start.get(topic, {}).get(partition, 0)
@@ -96,7 +99,8 @@ def input_ranges(progress: dict) -> dict[str, dict[str, list[int]]]:
     return out
 
 
-def _offsets(value) -> dict[str, dict[str, int]]:
+def offsets_of(value) -> dict[str, dict[str, int]]:
+    """A progress report's offsets ({topic: {partition: offset}}; Spark gives them as JSON text)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -148,6 +152,7 @@ class CountsTopic:
         withheld: Mapping[str, int] | None = None,
         sizes: Mapping[str, int] | None = None,
         errors: Mapping[str, str] | None = None,
+        lost: Mapping[str, Mapping[str, list[int]]] | None = None,
     ) -> dict:
         record = counts_record(
             progress,
@@ -159,6 +164,7 @@ class CountsTopic:
             withheld,
             sizes,
             errors,
+            lost,
         )
         self._producer.produce(
             self.topic,

@@ -111,6 +111,14 @@ class JobConfig(BaseModel):
         examples=["earliest"],
         json_schema_extra=_flag("--starting-offsets"),
     )
+    on_source_loss: Literal["continue", "fail"] = Field(
+        "continue",
+        description="when the input no longer holds offsets the checkpoint says are next"
+        " (retention, a reset): continue from the earliest held, the loss logged and counted"
+        " (lost_at_source), or fail the query",
+        examples=["continue"],
+        json_schema_extra=_flag("--on-source-loss"),
+    )
     max_offsets_per_trigger: int | None = Field(
         20_000,
         gt=0,

@@ -39,6 +39,7 @@ from alertsieve.stream.plan import plan_job
 from alertsieve.stream.quota_gate import QuotaGate
 from alertsieve.stream.quotas import limits_of
 from alertsieve.stream.source import source_options
+from alertsieve.stream.source_loss import SourceLosses
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ class FilterStream:
             diagnose=diagnoser,
             python_budget=cfg.python_filter_budget,
             models=self.plan.readers,
+            losses=SourceLosses(lambda parts: earliest_offsets(cfg, parts)),
         )
         self.quotas: QuotaGate | None = None
         self._use_quotas()
@@ -140,6 +142,7 @@ class FilterStream:
                 stats.quarantined_rows,
                 stats.matches,
                 errors=stats.filter_errors,
+                lost=stats.lost_at_source,
             )
 
     def start(self):
@@ -226,7 +229,7 @@ class FilterStream:
                 self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
         for q in queries:
             if q.exception():
-                raise JobFailed(f"the {q.name} query failed: {q.exception()}")
+                raise JobFailed(f"the {q.name} query failed: {q.exception()}{_hint(q)}")
         return self.metrics.written
 
     def _learn(self, queries: list) -> bool:
@@ -470,6 +473,25 @@ def _jobs_ended(tracker, scheduler, group: str) -> bool:
         for s, info in stages
         if info is not None
     )
+
+
+def _hint(query) -> str:
+    """What to do about a failure the job knows (after Spark's own message)."""
+    if "failOnDataLoss" in str(query.exception()) or "KAFKA_DATA_LOSS" in str(query.exception()):
+        return (
+            "\n(the input no longer holds offsets the checkpoint says are next; with"
+            " on_source_loss: continue the job goes on from the earliest held, counting the loss)"
+        )
+    return ""
+
+
+def earliest_offsets(cfg: JobConfig, partitions: list[tuple[str, int]]) -> dict:
+    """Each input partition's earliest offset held."""
+    from alertsieve.kafka.topics import watermarks
+
+    return {
+        tp: low for tp, (low, _) in watermarks(cfg.bootstrap, partitions, cfg.kafka_conf).items()
+    }
 
 
 def published(plan, cfg: JobConfig) -> list[Published]:

@@ -47,6 +47,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from alertsieve.stream.source_loss import loss_line
+
 log = logging.getLogger(__name__)
 
 
@@ -72,6 +74,8 @@ class BatchStats:
     model_errors: dict[str, str] = field(default_factory=dict)
     reason_min: str | None = None
     reason_max: str | None = None
+    #: offsets the batch was to read that the input no longer held (``stream.source_loss``)
+    lost_at_source: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     kind: str = "batch"
 
     @property
@@ -198,16 +202,19 @@ class MetricsLog:
         diagnose: Callable[[BatchStats], str | None] | None = None,
         python_budget: float | None = None,
         models: dict[str, list[str]] | None = None,
+        losses: Callable[[dict, int], dict] | None = None,
     ):
         """``models``: each model the filters read -> the filters reading it (told when it fails).
         ``on_batch(stats, progress)``: called once per batch after its line is written (the
         counts topic). ``diagnose(stats)``: the line to add about a batch that quarantined every
         message, or None (``alertsieve.stream.diagnosis.Diagnoser``). ``python_budget``: seconds
         per 1,000 alerts a Python filter or a model may take in a batch; above it, a WARNING names
-        it.
+        it. ``losses(progress, rows_read)``: the offsets the batch lost at the source
+        (``alertsieve.stream.source_loss.SourceLosses``).
         ``withheld_in(batch_id)``, set by a job with quotas once they are read back: the filters
         whose matches that batch withheld (``BatchStats.withhold``)."""
         self.on_batch = on_batch
+        self.losses = losses
         self.withheld_in: Callable[[int], frozenset[str]] | None = None
         self.python_budget = python_budget
         self.diagnose = diagnose
@@ -253,7 +260,11 @@ class MetricsLog:
             if self.withheld_in:
                 stats.withhold(self.withheld_in(stats.batch_id))
             diagnosis = self.diagnose(stats) if self.diagnose else None
+        if self.losses:
+            stats.lost_at_source = self.losses(progress, stats.input_rows)
         log.info("%s", console_line(stats, self.realtime))
+        if stats.lost_at_source:
+            log.warning("%s", loss_line(stats.batch_id, stats.lost_at_source))
         if diagnosis:  # beside the batch's line, where the person running the job looks; it goes on
             log.warning("%s", diagnosis)
         costs = [

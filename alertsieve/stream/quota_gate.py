@@ -159,6 +159,7 @@ class QuotaGate:
             {n: stats.withheld.get(n, 0) for n in book.limits},
             {n: stats.published_bytes.get(n, 0) for n in book.limits},
             stats.filter_errors,
+            stats.lost_at_source,
         )
         with self._lock:
             reached = book.add(stats.matches, stats.published_bytes)

@@ -24,7 +24,9 @@ def source_options(cfg: JobConfig) -> dict[str, str]:
         opts["maxOffsetsPerTrigger"] = str(cfg.max_offsets_per_trigger)
     if cfg.realtime:  # an idle partition's fetch returns after 10 ms, not 500
         opts.setdefault("kafka.fetch.max.wait.ms", "10")
-    opts["failOnDataLoss"] = "true"
+    # continue: Spark goes on from the earliest offset held; the job counts what it skipped
+    # (alertsieve.stream.source_loss).
+    opts["failOnDataLoss"] = str(cfg.on_source_loss == "fail").lower()
     # ~100 KB alerts: the client's 1 MB per-partition fetch would mean ten alerts a round trip.
     opts.setdefault("kafka.max.partition.fetch.bytes", str(16 * 1024 * 1024))
     opts.setdefault("kafka.fetch.max.bytes", str(64 * 1024 * 1024))

@@ -66,7 +66,9 @@ class _Index:
         return found
 
 
-def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Batch]:
+def _counted(counts: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The counts record of each batch, once: a batch run again writes its counts again (the
+    last is kept)."""
     last: dict[tuple[Any, Any], Mapping[str, Any]] = {}
     for c in counts:
         if (
@@ -74,8 +76,12 @@ def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Bat
             and c.get(contract.KIND, contract.COUNTS_KIND) == contract.COUNTS_KIND
         ):
             last[(c.get(contract.QUERY_ID), c.get(contract.BATCH_ID))] = c
+    return list(last.values())
+
+
+def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Batch]:
     batches = []
-    for c in last.values():
+    for c in _counted(counts):
         published = {
             str(name): (
                 str(f.get(contract.VERSION)),
@@ -96,13 +102,29 @@ def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Bat
     return batches
 
 
+def lost_at_source(counts: list) -> dict[str, dict[str, list[list[int]]]]:
+    """The ranges the counted batches lost at the source, each batch once."""
+    out: dict[str, dict[str, list[list[int]]]] = {}
+    for c in _counted(counts):
+        for topic, parts in (c.get(contract.LOST_AT_SOURCE) or {}).items():
+            for partition, (start, end) in parts.items():
+                out.setdefault(str(topic), {}).setdefault(str(partition), []).append([start, end])
+    for parts in out.values():
+        for spans in parts.values():
+            spans.sort()
+    return out
+
+
 def verify(
     received: Iterable[Received], counts: Iterable[Mapping[str, Any]], topics: Iterable[str]
 ) -> dict[str, Any]:
     """Received records against counted batches (see the module doc). Returns
     ``{"complete", "batches", "filters": {name: {version: {"counted", "received", "distinct",
     "missing", "duplicates", "withheld"}}}, "uncounted"}``; only filters whose counted ``topic`` is one of
-    ``topics`` (those read) are checked."""
+    ``topics`` (those read) are checked; ``lost_at_source``: {topic: {partition: [[start, end),
+    ...]]}} of offsets the job never read because the input no longer held them (retention, a
+    reset), and ``lost``, how many: never read, so never published, and never missing."""
+    counts = list(counts)
     batches = _batches(counts, set(topics))
     index: dict[tuple[str, str, str, int], _Index] = defaultdict(_Index)
     for number, batch in enumerate(batches):
@@ -155,8 +177,11 @@ def verify(
             stats["distinct"] = len(distinct.get((name, version), ()))
             stats["duplicates"] = stats["received"] - stats["distinct"]
     complete = not any(s["missing"] for v in filters.values() for s in v.values())
+    lost = lost_at_source(counts)
     return {
         "complete": complete,
+        "lost_at_source": lost,
+        "lost": sum(e - s for parts in lost.values() for spans in parts.values() for s, e in spans),
         "batches": len(batches),
         "filters": filters,
         "uncounted": uncounted,
@@ -187,4 +212,15 @@ def summary_line(report: Mapping[str, Any]) -> str:
         parts.append(f"{withheld} matches withheld (daily quota reached: counted, not published)")
     if report.get("uncounted"):
         parts.append(f"{report['uncounted']} records not counted yet")
+    if report.get("lost"):
+        where = ", ".join(
+            f"{topic} {partition} [{start}, {end})"
+            for topic, partitions in sorted(report["lost_at_source"].items())
+            for partition, spans in sorted(partitions.items())
+            for start, end in spans
+        )
+        parts.append(
+            f"{report['lost']} alerts lost at the source before the job read them ({where}):"
+            " the input no longer held them, so no filter saw them"
+        )
     return "; ".join(parts)
