@@ -167,7 +167,6 @@ def head_messages(
     before it starts (which survey, which ZTF schemas); with ``since_ms``, the messages stamped
     at or after that time (ms since the epoch). Commits nothing; an empty or missing topic
     gives []."""
-    import re
     import time
 
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
@@ -175,11 +174,7 @@ def head_messages(
     consumer = _peeker(bootstrap, extra)
     try:
         metadata = consumer.list_topics(timeout=timeout).topics
-        names = (
-            [t for t in metadata if re.fullmatch(topics, t)]
-            if isinstance(topics, str)
-            else [t for t in topics if t in metadata]
-        )
+        names = _named(metadata, topics)
         assigned, remaining = [], {}
         for t in names:
             for p in metadata[t].partitions:
@@ -242,19 +237,34 @@ def message_at(
 
 
 def watermarks(
-    bootstrap: str, partitions: list[tuple[str, int]], extra: dict | None = None
+    bootstrap: str, partitions: list[tuple[str, int]] | list[str] | str, extra: dict | None = None
 ) -> dict[tuple[str, int], tuple[int, int]]:
-    """Each (topic, partition)'s earliest offset held and its end (high-water mark)."""
+    """Each (topic, partition)'s earliest offset held and its end (high-water mark): of the
+    partitions given, or of every partition of the topics given (a list of names, or a regex)."""
     from confluent_kafka import TopicPartition
 
     consumer = _peeker(bootstrap, extra)
     try:
+        if isinstance(partitions, str) or partitions and isinstance(partitions[0], str):
+            metadata = consumer.list_topics(timeout=10).topics
+            partitions = [
+                (t, p) for t in _named(metadata, partitions) for p in metadata[t].partitions
+            ]
         return {
             (t, p): consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)
             for t, p in partitions
         }
     finally:
         consumer.close()
+
+
+def _named(metadata: dict, topics: list[str] | str) -> list[str]:
+    """The topics of ``metadata`` that ``topics`` names (a list of names, or a regex)."""
+    import re
+
+    if isinstance(topics, str):
+        return [t for t in metadata if re.fullmatch(topics, t)]
+    return [t for t in topics if t in metadata]
 
 
 def _peeker(bootstrap: str, extra: dict | None):

@@ -300,6 +300,20 @@ class JobConfig(BaseModel):
         examples=["data/metrics/filter_stream.jsonl"],
         json_schema_extra=_flag("--metrics"),
     )
+    prometheus_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="serve the job's metrics for Prometheus on this port (/metrics; off when unset)",
+        examples=[9108],
+        json_schema_extra=_flag("--prometheus-port"),
+    )
+    prometheus_host: str = Field(
+        "127.0.0.1",
+        description="the address the Prometheus endpoint listens on (0.0.0.0: every interface)",
+        examples=["0.0.0.0"],
+        json_schema_extra=_flag("--prometheus-host"),
+    )
     kafka_conf: dict[str, str] = Field(
         default_factory=dict,
         description="Kafka client settings for source and sinks; values env:NAME or file:PATH are read from the environment or a file",

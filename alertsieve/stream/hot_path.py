@@ -24,7 +24,7 @@ from alertsieve.publish.payloads import record_column
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import headers, kafka_options
-from alertsieve.view.decoder import META
+from alertsieve.view.decoder import META, REASON_KINDS
 
 #: The names of the ``observe()`` metrics of each batch (``alertsieve.stream.metrics``).
 ARRIVED = "alertsieve_input"
@@ -62,6 +62,10 @@ def cost(i: int) -> str:
 
 def size(i: int) -> str:
     return f"_b{i}"
+
+
+def reason_kind(kind: str) -> str:
+    return f"_q_{kind}"
 
 
 def model_seconds(j: int) -> str:
@@ -165,6 +169,7 @@ def arrival_metrics() -> list:
             "log_append_time_rows"
         ),
         F.min(ts).alias("ts_min"),
+        F.max(ts).alias("ts_max"),
         F.percentile_approx(ts, [0.01, 0.05, 0.5], 1000).alias("ts_quantiles"),
     ]
 
@@ -192,6 +197,10 @@ def outcome_metrics(plan: JobPlan, sized: frozenset[str] = frozenset()) -> list:
         F.min("_reason").alias("reason_min"),  # null on every row but the quarantined ones
         F.max("_reason").alias("reason_max"),
         F.collect_list(matched).alias(MATCHES),
+        *[
+            F.sum(F.col("_reason").rlike(pattern).cast("long")).alias(reason_kind(kind))
+            for kind, pattern in REASON_KINDS.items()
+        ],
     ]
     for i, f in enumerate(plan.filters):
         if f.name in sized:

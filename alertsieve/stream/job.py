@@ -20,6 +20,7 @@ from alertsieve.catalogs.store import CatalogError
 from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import FilterError
 from alertsieve.filtering.scores.choose import models_read
+from alertsieve.kafka.topics import watermarks
 from alertsieve.publish import contract
 from alertsieve.publish.counts import CountsTopic, Published
 from alertsieve.settings import ConfigError
@@ -36,6 +37,7 @@ from alertsieve.stream.hot_path import (
 )
 from alertsieve.stream.metrics import MetricsLog, make_listener
 from alertsieve.stream.plan import plan_job
+from alertsieve.stream.prometheus import JobMetrics
 from alertsieve.stream.quota_gate import QuotaGate
 from alertsieve.stream.quotas import limits_of
 from alertsieve.stream.source import source_options
@@ -94,6 +96,14 @@ class FilterStream:
         self.quotas: QuotaGate | None = None
         self._use_quotas()
         self.learned: list[bytes] = []  # first messages of writer schemas met mid-stream
+        self.prometheus = (
+            JobMetrics(
+                lambda: watermarks(cfg.bootstrap, _inputs(cfg), cfg.kafka_conf), self._quota_use
+            )
+            if cfg.prometheus_port is not None
+            else None
+        )
+        self.metrics_url: str | None = None  # where Prometheus scrapes the job, once it runs
 
     def _use_quotas(self) -> None:
         """The running filters' daily quotas, today's use read back from the counts topic when
@@ -132,7 +142,15 @@ class FilterStream:
             }
         )
 
+    def _quota_use(self) -> tuple[dict, dict]:
+        """(limits, today's use) of the running quotas, for Prometheus."""
+        if self.quotas is None:
+            return {}, {}
+        return self.quotas.limits, self.quotas.book.used
+
     def _count(self, stats, progress: dict) -> None:
+        if self.prometheus is not None:
+            self.prometheus.observe(stats, progress, self.plan.versions)
         if self.quotas is not None:
             self.quotas.count(stats, progress)
         else:
@@ -190,6 +208,11 @@ class FilterStream:
         ``watch``, changed filters are deployed as it runs (``alertsieve.stream.redeploy``)."""
         create_outputs(self.cfg, self.filters)
         self._refusals(self.plan)
+        if self.prometheus is not None:
+            self.metrics_url = self.prometheus.serve(
+                self.cfg.prometheus_host, self.cfg.prometheus_port
+            )
+            log.info("metrics for Prometheus: %s", self.metrics_url)
         listener = make_listener(self.metrics)
         self.spark.streams.addListener(listener)
         archive = Archive(self.spark, self.cfg, self.plan) if "delta" in self.cfg.sinks else None
@@ -225,6 +248,8 @@ class FilterStream:
             self.metrics.flush(queries[0].recentProgress)
             self.spark.streams.removeListener(listener)
             self.counts.close()
+            if self.prometheus is not None:
+                self.prometheus.close()
             for key, value in self.session_before.items():
                 self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
         for q in queries:
@@ -243,6 +268,8 @@ class FilterStream:
             return False
         self.metrics.flush(queries[0].recentProgress)
         self.plan, self.learned = learn(self.spark, self.cfg, self.plan, writer, self.learned)
+        if self.prometheus is not None:
+            self.prometheus.learned.inc()
         self.filters = self.plan.filters
         if len(queries) > 1:
             stop_between_batches(queries[1])
@@ -485,10 +512,13 @@ def _hint(query) -> str:
     return ""
 
 
+def _inputs(cfg: JobConfig) -> list[str] | str:
+    """The input topics (a list), or their pattern."""
+    return cfg.topic.split(",") if cfg.topic else cfg.topic_pattern
+
+
 def earliest_offsets(cfg: JobConfig, partitions: list[tuple[str, int]]) -> dict:
     """Each input partition's earliest offset held."""
-    from alertsieve.kafka.topics import watermarks
-
     return {
         tp: low for tp, (low, _) in watermarks(cfg.bootstrap, partitions, cfg.kafka_conf).items()
     }
@@ -544,9 +574,7 @@ def check_realtime(spark, cfg: JobConfig, filters) -> None:
             " (--trigger 0)"
         )
     cores = spark.sparkContext.defaultParallelism
-    partitions = partition_count(
-        cfg.bootstrap, cfg.topic.split(",") if cfg.topic else cfg.topic_pattern, cfg.kafka_conf
-    )
+    partitions = partition_count(cfg.bootstrap, _inputs(cfg), cfg.kafka_conf)
     if partitions > cores:
         raise ConfigError(
             f"{cfg.where}: --trigger {cfg.trigger}: the input has {partitions} partitions and Spark"

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from alertsieve.stream.source_loss import loss_line
+from alertsieve.view.decoder import REASON_KINDS
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,9 @@ class BatchStats:
     model_errors: dict[str, str] = field(default_factory=dict)
     reason_min: str | None = None
     reason_max: str | None = None
+    #: quarantined messages by kind of reason (``view.decoder.REASON_KINDS``, and ``other``)
+    quarantined_by: dict[str, int] = field(default_factory=dict)
+    newest_alert_s: float | None = None  # the newest alert's Kafka timestamp (s since 1970)
     #: offsets the batch was to read that the input no longer held (``stream.source_loss``)
     lost_at_source: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     kind: str = "batch"
@@ -406,11 +410,22 @@ def batch_stats(
         },
         reason_min=seen.get("reason_min"),
         reason_max=seen.get("reason_max"),
+        quarantined_by=quarantine_kinds(seen, quarantined),
+        newest_alert_s=seen.get("ts_max"),
         timestamps=timestamps,
         latency_s=latency_from_timestamps(
             output_time, {"q01": q[0], "q05": q[1], "q50": q[2], "min": seen.get("ts_min")}
         ),
     )
+
+
+def quarantine_kinds(seen: dict, quarantined: int) -> dict[str, int]:
+    """Quarantined messages by kind of reason, the kinds with any only."""
+    from alertsieve.stream.hot_path import reason_kind
+
+    kinds = {k: int(seen.get(reason_kind(k)) or 0) for k in REASON_KINDS}
+    kinds["other"] = quarantined - sum(kinds.values())
+    return {k: n for k, n in kinds.items() if n}
 
 
 def matches_by_filter(indices: list | None, filters: list[str]) -> dict[str, int]:

@@ -32,6 +32,18 @@ META = {
 
 WireFormat = Literal["confluent", "plain", "container"]
 
+#: The kinds of quarantine reason, for counting them (Prometheus labels: a few, not every schema
+#: id or fingerprint a reason names): kind -> a regular expression of its reasons. A reason of
+#: none of them counts as ``other``.
+REASON_KINDS = {
+    "empty": "^empty message",
+    "short": "^message of .* shorter than",
+    "wire_format": "^magic byte|^not an Avro container|-compressed container",
+    "unknown_schema": "^unknown schema id|whose writer schema|^writer .* cannot be read",
+    "version_not_read": "is not among the versions|is not a Rubin alert schema",
+    "undecodable": "^undecodable",
+}
+
 #: What a task that meets a writer schema its plan does not know fails with, followed by the
 #: writer's key and where the message is (``topic:partition:offset``; see ``NewWriter``).
 NEW_WRITER = "alertsieve-new-writer"
