@@ -1,9 +1,9 @@
 """`make demo`: the whole product on this machine, end to end, in about a minute.
 
-An embedded broker in a throwaway directory; the filter stream job with the filters of
-conf/filter_stream.yaml started first, in Real-Time Mode where the cores allow it (else in
-micro-batches); a warm-up visit, then two simulated Rubin visits (with FITS cutouts) produced while
-it runs, and a handful of malformed messages; then a summary read back from the outputs
+An embedded broker in a throwaway directory; a handful of malformed messages; the filter stream
+job with the filters of conf/filter_stream.yaml started, in Real-Time Mode where the cores allow it
+(else in micro-batches), serving its metrics for Prometheus; a warm-up visit, then two simulated
+Rubin visits (with FITS cutouts) produced while it runs; then a summary read back from the outputs
 themselves: matches, quarantine reasons, the latency subscribers saw (the cold start apart from
 the steady state), what a subscriber receives checked against the counts topic, the archive's
 rows. Everything started is stopped.
@@ -132,6 +132,7 @@ def run_demo(
         bootstrap = cluster.bootstrap_servers
         print(f"Kafka    : broker at {bootstrap} ({time.monotonic() - t0:.1f}s)")
         create_topic(bootstrap, "alerts", 2)
+        _send_malformed(bootstrap)
         settings = {
             "bootstrap": bootstrap,
             "max_offsets_per_trigger": 2500,
@@ -159,6 +160,20 @@ def run_demo(
         stopped = embedded.stop(workdir / "kafka")
         shutil.rmtree(workdir, ignore_errors=True)
         print(f"Cleanup  : stopped broker pid(s) {stopped}; total {time.monotonic() - t0:.0f}s")
+
+
+def _send_malformed(bootstrap: str) -> None:
+    """The malformed messages, first: the job meets them at start-up (an unknown schema id is
+    looked up then; met later, it would stop the running query once to look it up)."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in MALFORMED:
+        producer.produce("alerts", value=value)
+    producer.flush(30)
+    del producer
+    print(
+        f"Produce  : {len(MALFORMED)} malformed messages first (empty, short, not Avro, unknown"
+        " schema id)"
+    )
 
 
 def _start_job(spark, cfg: JobConfig) -> tuple[FilterStream, threading.Thread]:
@@ -192,8 +207,8 @@ def _send_visits(
     interval_s: float,
     warmup: int,
 ) -> Sent:
-    """The warm-up visit, the measured visits while the job runs, then the malformed messages;
-    returns once the job has read them all (or after 300 s)."""
+    """The warm-up visit, then the measured visits while the job runs; returns once the job has
+    read them all, and the malformed messages before them (or after 300 s)."""
     # A warm-up visit first: the job's first alerts pay for its start (planning, generating
     # code, the JIT, the first fetch); the visits after it show the latency it keeps.
     warm = produce(
@@ -229,14 +244,6 @@ def _send_visits(
         )
     )
     print(f"Produce  : {summary.line()}, a visit every {interval_s:g} s while the job runs")
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for value in MALFORMED:
-        producer.produce("alerts", value=value)
-    producer.flush(30)
-    del producer
-    print(
-        f"Produce  : {len(MALFORMED)} malformed messages (empty, short, not Avro, unknown schema id)"
-    )
     sent = Sent(alerts=warm.acked + summary.acked, warm_end=warm_end)
     _wait_for_rows(job, sent.expected, 300)
     return sent

@@ -1,5 +1,6 @@
-"""What ``filters list --bootstrap`` says of each filter, from a job's counts records in order
-(``alertsieve.subscribe.job_state``): the later of a batch and a refusal holds."""
+"""What ``filters list --bootstrap`` says of each filter, from a job's deployment record and
+counts records in order (``alertsieve.subscribe.job_state``): the later of a batch and a refusal
+holds."""
 
 from __future__ import annotations
 
@@ -63,5 +64,32 @@ def test_a_filter_past_its_daily_quota_says_until_when():
     }
     tomorrow = DAY + dt.timedelta(days=1)
     assert filter_states(records, {"bright": "v1"}, {}, tomorrow) == {
+        "bright": "running this version (v1)"
+    }
+
+
+def test_the_deployment_record_alone_says_what_runs_and_what_was_refused():
+    """A job deployed long ago: its compacted deployment record, and no counts today."""
+    deployment = {
+        "kind": "deployment",
+        "filters": {"bright": {"version": "v1"}, "faint": {"version": "f1"}},
+        "refused": {
+            "bright": {"reason": "no field x", "running_versions": {"bright": "v1"}},
+            "wide": {"reason": "passes 40.00% of the reference", "running_versions": {}},
+        },
+        "written_at": AT,
+    }
+    versions = {"bright": "v2", "faint": "f1", "wide": "w1", "lost": "l1"}
+    assert filter_states([deployment], versions, {}, DAY) == {
+        "bright": "refused (2026-11-27 09:20 UTC): no field x; its running version v1 goes on",
+        "faint": "running this version (f1)",
+        "wide": "refused (2026-11-27 09:20 UTC): passes 40.00% of the reference; not running",
+        "lost": "not running (no batch has published it)",
+    }
+    assert filter_states([deployment], {"bright": "v1"}, {}, DAY) == {
+        "bright": "running this version (v1); a change refused (2026-11-27 09:20 UTC): no field x"
+    }
+    # a batch after it: what the batch published holds
+    assert filter_states([deployment, _batch(bright="v1")], {"bright": "v1"}, {}, DAY) == {
         "bright": "running this version (v1)"
     }

@@ -42,6 +42,10 @@ def test_a_short_soak_with_a_kill_loses_nothing(kafka, tmp_path):
             "30",
             "--check-visits",
             "8",
+            "--delta-upkeep",
+            "10",
+            "--delta-retention-hours",
+            "0",
             "--out",
             str(tmp_path / "soak"),
             "-q",
@@ -76,6 +80,11 @@ def test_a_short_soak_with_a_kill_loses_nothing(kafka, tmp_path):
     # it drains, on a slow machine) references its files at the end, read from the Delta log
     assert samples[-1]["checkpoint"]["files"] > 0 and all("delta_matches" in s for s in samples)
     assert result["growth"]["sizes"]["delta_active_files"]["end"] >= 1
+    # the archive's upkeep (every 10 s, no history kept) compacted and vacuumed its table as it
+    # ran (what it does to a table: test_archive_upkeep; the files it keeps bounded over hours:
+    # the long soak, docs/benchmarks.md)
+    archive_log = (tmp_path / "soak" / "archive.log").read_text()
+    assert "archive upkeep: matches: " in archive_log and "VACUUM (keeping 0 h)" in archive_log
     assert sum(m["n"] for m in result["latency_per_minute"]) >= sample["matches"]
 
     from alertsieve.bench.soak.plot import plot_soak

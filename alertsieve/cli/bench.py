@@ -387,6 +387,20 @@ def _add_soak(which: Any) -> None:
         f" (default {SoakPlan.oracle_visits})",
     )
     parser.add_argument(
+        "--delta-upkeep",
+        type=float,
+        default=SoakPlan.upkeep_s,
+        help="seconds between the archive's compactions and VACUUMs"
+        f" (default {SoakPlan.upkeep_s:g})",
+    )
+    parser.add_argument(
+        "--delta-retention-hours",
+        type=float,
+        default=SoakPlan.retention_hours,
+        help=f"the history the archive keeps (default {SoakPlan.retention_hours:g} h: within the"
+        " run, so its files are seen bounded)",
+    )
+    parser.add_argument(
         "--out",
         default="results/soak",
         help="folder of its samples and files (default results/soak)",
@@ -415,5 +429,7 @@ def run_soak(args: argparse.Namespace) -> int:
         sample_s=args.sample_every,
         heap_every_s=args.heap_every,
         oracle_visits=args.check_visits,
+        upkeep_s=args.delta_upkeep,
+        retention_hours=args.delta_retention_hours,
     )
     return _print_json(soak(plan, args.out, args.bootstrap))

@@ -116,19 +116,16 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _job_states(args: argparse.Namespace, filters: list, versions: dict[str, str]) -> dict:
-    """What the job at ``--bootstrap`` makes of each filter, from its counts topic."""
+    """What the job at ``--bootstrap`` makes of each filter, from its deployment record and
+    today's counts."""
     import datetime as dt
 
-    from alertsieve.publish.counts import read_counts
     from alertsieve.settings import parse_pairs
-    from alertsieve.subscribe.job_state import filter_states
+    from alertsieve.subscribe.job_state import filter_states, job_records
 
-    records = read_counts(
-        args.bootstrap,
-        contract.counts_topic(args.output_prefix),
-        parse_pairs("--kafka-conf", args.kafka_conf),
-    )
     today = dt.datetime.now(dt.UTC).date()
+    conf = parse_pairs("--kafka-conf", args.kafka_conf)
+    records = job_records(args.bootstrap, args.output_prefix, conf, today)
     return filter_states(records, versions, {f.name: str(f.origin) for f in filters}, today)
 
 

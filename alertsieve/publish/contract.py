@@ -104,6 +104,7 @@ ENVELOPE = {
 DEFAULT_PREFIX = "alertsieve-"
 QUARANTINE = PAYLOAD_QUARANTINE  # the quarantine topic's suffix: the same word
 COUNTS = "counts"
+DEPLOYMENT = "deployment"
 
 
 def filter_topic(f: Filter, prefix: str) -> str:
@@ -117,6 +118,11 @@ def quarantine_topic(prefix: str) -> str:
 
 def counts_topic(prefix: str) -> str:
     return f"{prefix}{COUNTS}"
+
+
+def deployment_topic(prefix: str) -> str:
+    """The job's deployment record, on a compacted topic: what runs now, whatever its age."""
+    return f"{prefix}{DEPLOYMENT}"
 
 
 def derive_counts_topic(topic: str) -> str:
@@ -162,3 +168,8 @@ WRITTEN_AT = "written_at"
 #: ``{FILTERS: {name or file: {REASON, RUNNING_VERSIONS}}}`` (``alertsieve.publish.counts``).
 REFUSED_KIND = "refused"
 RUNNING_VERSIONS = "running_versions"
+#: ``kind`` of the record each deployment writes on the deployment topic (one key: compaction
+#: keeps the last): ``{FILTERS: {name: {VERSION}}, REFUSED: {name or file: {REASON,
+#: RUNNING_VERSIONS}}, WRITTEN_AT}``: what ``filters list --bootstrap`` reads.
+DEPLOYMENT_KIND = DEPLOYMENT
+REFUSED = "refused"

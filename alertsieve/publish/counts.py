@@ -223,6 +223,33 @@ class CountsTopic:
         if self._producer.flush(30):
             log.error("the refused filters' record not acknowledged by %s after 30 s", self.topic)
 
+    def deployed(
+        self,
+        topic: str,
+        versions: Mapping[str, str],
+        refused: Mapping[str, tuple[str, Mapping[str, str]]],
+    ) -> None:
+        """The deployment record (what runs, and what was refused, with why) on ``topic``, the
+        job's compacted deployment topic: a reader finds what holds now in one record, however
+        long the job has run::
+
+            {"kind": "deployment", "filters": {"bright": {"version": "a1b2c3d4e5f6"}},
+             "refused": {"broken": {"reason": "...", "running_versions": {}}},
+             "written_at": 1764046000.123}
+        """
+        record = {
+            contract.KIND: contract.DEPLOYMENT_KIND,
+            contract.FILTERS: {n: {contract.VERSION: v} for n, v in versions.items()},
+            contract.REFUSED: {
+                name: {contract.REASON: reason, contract.RUNNING_VERSIONS: dict(going)}
+                for name, (reason, going) in refused.items()
+            },
+            contract.WRITTEN_AT: time.time(),
+        }
+        self._producer.produce(topic, key=b"deployment", value=json.dumps(record).encode())
+        if self._producer.flush(30):
+            log.error("the deployment record not acknowledged by %s after 30 s", topic)
+
     def close(self) -> None:
         """Flush and disconnect (a producer left open complains when the broker goes away)."""
         self._producer.flush(30)

@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 
 from alertsieve.publish import contract
+from alertsieve.stream.archive_upkeep import Upkeep
 from alertsieve.stream.checkpoint import clear_interrupted_writes
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
@@ -210,8 +211,11 @@ class Archive:
         spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
         # Every batch's MERGE writes a few small files (thousands by morning): after a commit that
         # leaves enough of them, Delta compacts them into one (the replaced files stay on disk for
-        # time travel until a VACUUM: docs/reliability.md).
+        # time travel until the upkeep's VACUUM: alertsieve.stream.archive_upkeep).
         spark.conf.set("spark.databricks.delta.autoCompact.enabled", "true")
+        self.upkeep = Upkeep(
+            spark, cfg.delta_path, cfg.delta_upkeep_seconds, cfg.delta_retention_hours
+        )
 
     def process_batch(self, published, batch_id: int) -> None:
         rows = source_rows(published, self.cfg.quarantine_topic).persist()
@@ -246,6 +250,8 @@ class Archive:
                 merge_once(bad, str(root / "quarantine"))
         finally:
             rows.unpersist()
+        if self.upkeep.due():
+            self.upkeep.run()
 
     def start(self, available_now: bool = False):
         options = kafka_options(self.cfg.bootstrap, self.cfg.kafka_conf)

@@ -277,6 +277,22 @@ class JobConfig(BaseModel):
         examples=["data/delta"],
         json_schema_extra=_flag("--delta-path"),
     )
+    delta_upkeep_seconds: float = Field(
+        3600,
+        ge=0,
+        description="every this many seconds the archive compacts (OPTIMIZE) and vacuums its"
+        " tables, between its batches; 0: never",
+        examples=[3600],
+        json_schema_extra=_flag("--delta-upkeep", example="3600"),
+    )
+    delta_retention_hours: float = Field(
+        168,
+        ge=0,
+        description="the archive's time travel: VACUUM keeps the files (and the log) of this"
+        " many hours of versions",
+        examples=[168],
+        json_schema_extra=_flag("--delta-retention-hours", example="168"),
+    )
     delta_cutouts: bool = Field(
         False,
         description="keep every match's cutouts in the archive (else only for filters with cutouts=True)",

@@ -127,20 +127,23 @@ class FilterStream:
         the way each must be, its last batches reported, and ``run`` returns."""
         self.stopping.set()
 
-    def _refusals(self, plan) -> None:
-        """Say what ``on_bad_filter: skip`` left out: a WARNING per filter, and one record on the
-        counts topic per deployment, so a subscriber sees why a topic went quiet."""
+    def _deployed(self, plan) -> None:
+        """Say what a deployment runs and what ``on_bad_filter: skip`` left out: a WARNING per
+        refused filter, one record of them on the counts topic (a subscriber sees why a topic
+        went quiet), and the deployment record (``filters list --bootstrap``)."""
         refusals = plan.refusals
-        if refusals is None or not refusals.refused:
+        refused = {
+            name: (reason, {n: plan.versions[n] for n in refusals.going_on(name)})
+            for name, reason in (refusals.refused.items() if refusals else ())
+        }
+        self.counts.deployed(
+            contract.deployment_topic(self.cfg.output_prefix), plan.versions, refused
+        )
+        if not refused:
             return
         for line in refusals.lines():
             log.warning("%s", line)
-        self.counts.refused(
-            {
-                refused: (reason, {n: plan.versions[n] for n in refusals.going_on(refused)})
-                for refused, reason in refusals.refused.items()
-            }
-        )
+        self.counts.refused(refused)
 
     def _quota_use(self) -> tuple[dict, dict]:
         """(limits, today's use) of the running quotas, for Prometheus."""
@@ -207,7 +210,7 @@ class FilterStream:
         sink, the archive runs beside the hot path (after it, when available-now). With
         ``watch``, changed filters are deployed as it runs (``alertsieve.stream.redeploy``)."""
         create_outputs(self.cfg, self.filters)
-        self._refusals(self.plan)
+        self._deployed(self.plan)
         if self.prometheus is not None:
             self.metrics_url = self.prometheus.serve(
                 self.cfg.prometheus_host, self.cfg.prometheus_port
@@ -317,7 +320,6 @@ class FilterStream:
             except (FilterError, CatalogError, ConfigError) as e:
                 log.warning("watch: change refused, the running filters go on: %s", e)
                 return
-            self._refusals(plan)
             try:  # new topics, and every topic's readers as the filters now say
                 create_outputs(self.cfg, plan.filters, previous=self.plan.filters)
             except AlertsieveError as e:
@@ -334,6 +336,7 @@ class FilterStream:
                     (self.quotas.limits if self.quotas else {}, limits),
                 )
                 self.plan, self.filters = plan, plan.filters  # the same matches: no restart
+                self._deployed(plan)
                 self._use_quotas()
                 if changed:
                     log.info("watch: %s updated", "; ".join(changed))
@@ -349,6 +352,7 @@ class FilterStream:
                 queries[0].recentProgress
             )  # the old query's batches, by the old filters
             self.plan, self.filters = plan, plan.filters
+            self._deployed(plan)
             self._use_quotas()
             self.metrics.use_filters(
                 [f.name for f in plan.filters],
@@ -545,6 +549,10 @@ def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     create_topics(cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf)
     create_topics(cfg.bootstrap, [cfg.counts_topic], 1, config=config, extra=cfg.kafka_conf)
+    # one record per deployment, one key: compaction keeps the last (segments close hourly)
+    compacted = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000)}
+    deployment = contract.deployment_topic(cfg.output_prefix)
+    create_topics(cfg.bootstrap, [deployment], 1, config=compacted, extra=cfg.kafka_conf)
     had = {contract.filter_topic(f, cfg.output_prefix) for f in previous if f.readers}
     own = {contract.filter_topic(f, cfg.output_prefix): f for f in filters}
     readers = {topic: list(f.readers) for topic, f in own.items() if f.readers or topic in had}

@@ -3,9 +3,12 @@ refused (why: its checks or its admission, and whether a running version goes on
 running. ``alertsieve filters list --bootstrap`` shows it beside each filter's file, so whoever
 wrote a filter sees why its topic stays quiet without reading the job's log.
 
-The counts topic holds a record per batch (the filters it published, with their versions) and a
-record per deployment that refused filters (``CountsTopic.refused``); the later of the two says
-what holds now. Pure: the records come in as the topic holds them, in order.
+The job's compacted deployment topic holds its last deployment (what runs, what was refused);
+the counts topic a record per batch (the filters it published, with their versions), a record per
+deployment that refused filters (``CountsTopic.refused``) and one when a filter reaches its daily
+quota. The latest record says what holds now. ``job_records`` reads the deployment record and
+today's counts only: a job that has run for months has millions of batch records. Pure but for
+``job_records``: the records come in ordered by when they were written.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ def filter_states(
     counts records; a refusal may name the filter or the file it comes from (``origins``); a
     running filter whose daily quota was reached ``today`` (UTC) says so."""
     ran: dict[str, tuple[int, str]] = {}  # filter -> (position, version) of its latest batch
-    refused: dict[str, tuple[int, Mapping[str, Any], float]] = {}  # name or file -> latest
+    refused: dict[str, tuple[float, Mapping[str, Any], float]] = {}  # name or file -> latest
     capped: set[str] = set()  # quota reached today
     for position, record in enumerate(records):
         kind = record.get(contract.KIND, contract.COUNTS_KIND)
@@ -36,10 +39,14 @@ def filter_states(
         for name, entry in (record.get(contract.FILTERS) or {}).items():
             if not isinstance(entry, Mapping):
                 continue
-            if kind == contract.COUNTS_KIND:
+            if kind in (contract.COUNTS_KIND, contract.DEPLOYMENT_KIND):
                 ran[name] = (position, str(entry.get(contract.VERSION)))
             elif kind == contract.REFUSED_KIND:
                 refused[name] = (position, entry, float(record.get(contract.WRITTEN_AT) or 0))
+        if kind == contract.DEPLOYMENT_KIND:  # its refusals came after what it runs
+            for name, entry in (record.get(contract.REFUSED) or {}).items():
+                written = float(record.get(contract.WRITTEN_AT) or 0)
+                refused[name] = (position + 0.5, entry, written)
     states = {}
     for name, version in versions.items():
         run = ran.get(name)
@@ -67,3 +74,16 @@ def filter_states(
         else:
             states[name] = "not running (no batch has published it)"
     return states
+
+
+def job_records(bootstrap: str, prefix: str, kafka_conf: Mapping[str, str], today: dt.date) -> list:
+    """The job's deployment record and today's (UTC) counts records, by when each was written:
+    what ``filter_states`` needs, read from bounded places."""
+    from alertsieve.publish.counts import read_counts
+
+    midnight = dt.datetime.combine(today, dt.time(), dt.UTC).timestamp()
+    records = read_counts(bootstrap, contract.deployment_topic(prefix), dict(kafka_conf))
+    records += read_counts(
+        bootstrap, contract.counts_topic(prefix), dict(kafka_conf), since_ms=int(midnight * 1000)
+    )
+    return sorted(records, key=lambda r: float(r.get(contract.WRITTEN_AT) or 0))

@@ -20,6 +20,10 @@ class SoakPlan:
     sample_s: float = 5.0
     heap_every_s: float = 300.0
     oracle_visits: int = 3  # visits re-simulated for the Delta check (evenly spread)
+    #: the archive's upkeep (compaction and VACUUM) and the history it keeps: within the run, so
+    #: a run shows the archive's files bounded (a job keeps a week: delta_retention_hours)
+    upkeep_s: float = 300.0
+    retention_hours: float = 0.25
 
     @property
     def per_visit(self) -> int:
@@ -36,5 +40,12 @@ class SoakPlan:
 
 #: ``--quick``: three visits of 300 alerts, 3 s apart, sampled every second, each visit checked.
 QUICK_SOAK = SoakPlan(
-    alerts=900, visit_size=300, interval_s=3.0, sample_s=1.0, heap_every_s=10.0, oracle_visits=3
+    alerts=900,
+    visit_size=300,
+    interval_s=3.0,
+    sample_s=1.0,
+    heap_every_s=10.0,
+    oracle_visits=3,
+    upkeep_s=5.0,
+    retention_hours=0.0,
 )

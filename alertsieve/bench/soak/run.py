@@ -78,6 +78,8 @@ def job_settings(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
         # The archive keeps each match's view fields, not its ~100 KB message: a night of those
         # beside the topics' copies would not fit on this machine's disk.
         "delta_messages": False,
+        "delta_upkeep_seconds": plan.upkeep_s,
+        "delta_retention_hours": plan.retention_hours,
     }
 
 
@@ -463,6 +465,15 @@ def growth(
             "early": at[0]["delta_log_files"],
             "end": samples[-1]["delta_log_files"],
         }
+        data = [s.get("delta_data_files", 0) for s in samples]
+        sizes["delta_data_files"] = {
+            "early": at[0].get("delta_data_files", 0),
+            "end": data[-1],
+            "max": max(data),
+            # how often the count fell between two samples: the upkeep's VACUUM at work (files
+            # are only ever added otherwise)
+            "falls": sum(b < a for a, b in zip(data, data[1:], strict=False)),
+        }
     return {
         "windows_s": {"early": early, "late": late},
         "latency_ms": {"early": first, "late": last},
@@ -486,7 +497,14 @@ def _sizes(folder: Path) -> dict:
         "archive_checkpoint": folder_size(folder / "checkpoint-archive"),
         "delta_matches": folder_size(folder / "delta" / "matches"),
         "delta_log_files": folder_size(folder / "delta" / "matches" / "_delta_log")["files"],
+        "delta_data_files": data_files(folder / "delta" / "matches"),
     }
+
+
+def data_files(table: Path) -> int:
+    """The table's data files on disk, those compaction replaced and VACUUM has not removed yet
+    included (the log's own files apart)."""
+    return sum(1 for f in table.rglob("*.parquet") if "_delta_log" not in f.parts)
 
 
 def _append(path: Path, record: dict) -> None:
