@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from alertsieve.stream.archive_upkeep import Upkeep, _data_files
+from alertsieve.stream.config import JobConfig
 
 
 @pytest.mark.slow  # Delta's first OPTIMIZE and VACUUM in a session: ~50 s here
@@ -21,7 +22,16 @@ def test_the_upkeep_compacts_and_vacuums_a_table_of_small_commits(spark, tmp_pat
     assert DeltaTable.forPath(spark, path).detail().first()["numFiles"] == 6
 
     now = [0.0]
-    upkeep = Upkeep(spark, str(tmp_path / "delta"), 60, 0, clock=lambda: now[0])
+    cfg = JobConfig(
+        bootstrap="127.0.0.1:9092",
+        topic="alerts",
+        delta_path=str(tmp_path / "delta"),
+        delta_upkeep_seconds=60,
+        delta_retention_hours=0,
+    )
+    upkeep = Upkeep(
+        spark, cfg.delta_path, cfg.delta_upkeep_seconds, cfg.delta_retention_hours, lambda: now[0]
+    )
     assert not upkeep.due()
     now[0] = 60.0
     assert upkeep.due()

@@ -85,7 +85,7 @@ def models_of(plan: JobPlan) -> list:
     return list(plan.scoring.models) if plan.scoring else []
 
 
-def evaluated(raw, plan: JobPlan):
+def evaluated(raw, plan: JobPlan, learn: bool = True):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
     ``error_index(i)`` where Python filter i failed), an error column per Python filter and its
@@ -99,7 +99,7 @@ def evaluated(raw, plan: JobPlan):
     it, which takes every condition with it)."""
     from pyspark.sql import functions as F
 
-    decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=True)
+    decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
     flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context, plan.scoring)
     slots, errors, records, costs = [], [], [], []
     for j, m in enumerate(models_of(plan)):
@@ -349,15 +349,18 @@ def hot_path(
     sized: frozenset[str] = frozenset(),
     withheld: frozenset[str] = frozenset(),
     keep_filter: bool = False,
+    learn: bool = True,
 ):
     """The streaming frame the Kafka sink writes, with its metrics observed: arrivals on the Kafka
     rows as they come (no copy), outcomes on the few rows that publish (``metrics.batch_stats``
     joins the two). An observed frame is materialised row by row, so neither observation sits
     where every alert's bytes would be copied for it. In a job with quotas: ``sized``, the
     filters that have one (their bytes counted); ``withheld``, those whose rows get no topic
-    (Real-Time Mode); ``keep_filter``, rows that keep their filter for ``publish_within``."""
+    (Real-Time Mode); ``keep_filter``, rows that keep their filter for ``publish_within``;
+    ``learn``, a message of a writer the plan does not know stops its task (the job learns it:
+    ``alertsieve.stream.new_writers``) rather than going to quarantine."""
     arrived = raw.observe(ARRIVED, *arrival_metrics())
-    flags = evaluated(arrived, plan)
+    flags = evaluated(arrived, plan, learn)
     if any(f.runs_python for f in plan.filters) or models_of(plan):
         flags = flags.observe(COST, *cost_metrics(plan))
     outcome = outcomes(flags, plan, cfg, withheld).observe(OBSERVED, *outcome_metrics(plan, sized))

@@ -36,6 +36,7 @@ from alertsieve.stream.hot_path import (
     sink_options,
 )
 from alertsieve.stream.metrics import MetricsLog, make_listener
+from alertsieve.stream.new_writers import MAX_UNREADABLE_WRITERS
 from alertsieve.stream.plan import plan_job
 from alertsieve.stream.prometheus import JobMetrics
 from alertsieve.stream.quota_gate import QuotaGate
@@ -96,6 +97,7 @@ class FilterStream:
         self.quotas: QuotaGate | None = None
         self._use_quotas()
         self.learned: list[bytes] = []  # first messages of writer schemas met mid-stream
+        self.unreadable = 0  # writers met mid-stream and found nowhere
         self.prometheus = (
             JobMetrics(
                 lambda: watermarks(cfg.bootstrap, _inputs(cfg), cfg.kafka_conf), self._quota_use
@@ -183,16 +185,19 @@ class FilterStream:
         clear_interrupted_writes(self.spark, cfg.checkpoint)
         raw = self.spark.readStream.format("kafka").options(**options).load()
         gate = self.quotas
+        learn = self.unreadable < MAX_UNREADABLE_WRITERS  # stop at a writer it does not know
         if gate is None:
-            writer = hot_path(raw, self.plan, cfg).writeStream.format("kafka")
+            writer = hot_path(raw, self.plan, cfg, learn=learn).writeStream.format("kafka")
             writer = writer.options(**sink_options(cfg))
         elif cfg.realtime:  # no foreachBatch: the withheld filters planned in, restarted on change
             withheld = gate.new_query(realtime=True)
-            frame = hot_path(raw, self.plan, cfg, frozenset(gate.limits), withheld)
+            frame = hot_path(raw, self.plan, cfg, frozenset(gate.limits), withheld, learn=learn)
             writer = frame.writeStream.format("kafka").options(**sink_options(cfg))
         else:  # each batch decides what it withholds once the batches before it are counted
             gate.new_query()
-            frame = hot_path(raw, self.plan, cfg, frozenset(gate.limits), keep_filter=True)
+            frame = hot_path(
+                raw, self.plan, cfg, frozenset(gate.limits), keep_filter=True, learn=learn
+            )
             writer = frame.writeStream.foreachBatch(
                 lambda rows, i: publish_within(rows, gate.decide(i), cfg)
             )
@@ -270,9 +275,16 @@ class FilterStream:
         if writer is None or self.stopping.is_set():
             return False
         self.metrics.flush(queries[0].recentProgress)
-        self.plan, self.learned = learn(self.spark, self.cfg, self.plan, writer, self.learned)
-        if self.prometheus is not None:
+        self.plan, self.learned, read = learn(self.spark, self.cfg, self.plan, writer, self.learned)
+        if self.prometheus is not None and read:
             self.prometheus.learned.inc()
+        self.unreadable += not read
+        if self.unreadable == MAX_UNREADABLE_WRITERS:
+            log.warning(
+                "%d writer schemas found nowhere: from now on the job quarantines a writer it"
+                " does not know without looking it up (a restart looks again)",
+                self.unreadable,
+            )
         self.filters = self.plan.filters
         if len(queries) > 1:
             stop_between_batches(queries[1])

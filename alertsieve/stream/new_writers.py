@@ -33,11 +33,16 @@ def new_writer_of(query) -> NewWriter | None:
     return NewWriter.found_in(str(error)) if error is not None else None
 
 
+#: Writers found nowhere after which the job stops stopping for new ones (each costs a restart
+#: of the query): a stream of garbage whose every message names another id is quarantined.
+MAX_UNREADABLE_WRITERS = 10
+
+
 def learn(
     spark, cfg: JobConfig, running: JobPlan, writer: NewWriter, learned: list[bytes]
-) -> tuple[JobPlan, list[bytes]]:
-    """The running plan with ``writer`` read (or refused, with why), and the messages learned
-    so far, this writer's first message among them."""
+) -> tuple[JobPlan, list[bytes], bool]:
+    """The running plan with ``writer`` read (or refused, with why), the messages learned so far
+    (this writer's first message among them), and whether it is read."""
     message = message_at(
         cfg.bootstrap, writer.topic, writer.partition, writer.offset, cfg.kafka_conf
     )
@@ -66,4 +71,4 @@ def learn(
         "writer schema %s first met at %s:%d:%d is not read: %s; its messages go to quarantine",
         writer.key, writer.topic, writer.partition, writer.offset, plan.decoder.refused[key],
     )  # fmt: skip
-    return plan, learned
+    return plan, learned, False
