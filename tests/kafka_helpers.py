@@ -42,3 +42,14 @@ def consume_topics(bootstrap: str, topics: list[str]) -> list:
         out += [m for m in batch if m.error() is None]
     consumer.close()
     return out
+
+
+def send(bootstrap: str, topic: str, messages: list[tuple[str, bytes]], timestamp: int = 0) -> None:
+    """(key, value) messages produced to ``topic`` and acknowledged (``timestamp``: their
+    CreateTime in ms, else now)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for key, value in messages:
+        producer.produce(topic, key=key, value=value, timestamp=timestamp)
+    assert producer.flush(30) == 0

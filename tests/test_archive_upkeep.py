@@ -46,5 +46,5 @@ def test_the_upkeep_compacts_and_vacuums_a_table_of_small_commits(spark, tmp_pat
     )
     assert got == rows
     properties = table.detail().first()["properties"]
-    assert properties["delta.deletedFileRetentionDuration"] == "interval 0 hours"
-    assert properties["delta.logRetentionDuration"] == "interval 24 hours"
+    assert properties["delta.deletedFileRetentionDuration"] == "interval 0 seconds"
+    assert properties["delta.logRetentionDuration"] == "interval 86400 seconds"  # a day at least

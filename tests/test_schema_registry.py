@@ -14,7 +14,7 @@ from pathlib import Path
 import fastavro
 import pytest
 from job_helpers import JOB_FILTERS, NAMES, counted_alerts, wait_for
-from kafka_helpers import consume_all
+from kafka_helpers import consume_all, send
 from registry_server import FIRST_ID, serve
 
 from alertsieve.alerts.schemas import RegistrySchemaStore, SchemaError, frame, load_rubin_schema
@@ -141,7 +141,7 @@ def test_a_running_job_reads_a_schema_id_registered_after_it_started(
         first = store.register(load_rubin_schema("10.0").definition, subject)
         sent = [(str(a["diaSource"]["diaSourceId"]), frame(first.schema_id, first.encode(a)))
                 for a in v10]  # fmt: skip
-        _send(bootstrap, topic_name, sent)
+        send(bootstrap, topic_name, sent)
         cfg = JobConfig(
             bootstrap=bootstrap,
             topic=topic_name,
@@ -168,7 +168,7 @@ def test_a_running_job_reads_a_schema_id_registered_after_it_started(
             newer = [(str(a["diaSource"]["diaSourceId"]), frame(later.schema_id, later.encode(a)))
                      for a in v74]  # fmt: skip
             nowhere = ("nowhere", frame(1299, first.encode(v10[0])))
-            _send(bootstrap, topic_name, [*newer, nowhere])
+            send(bootstrap, topic_name, [*newer, nowhere])
             sent += newer
             wait_for(lambda: counted_alerts(bootstrap, f"{prefix}counts") == 15, "all read", 180)
         finally:
@@ -193,12 +193,3 @@ BRIGHT = "diaSource.snr > 10"
 
 def _bright(alert: dict) -> bool:
     return (alert["diaSource"].get("snr") or 0) > 10
-
-
-def _send(bootstrap: str, topic: str, messages: list[tuple[str, bytes]]) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for key, value in messages:
-        producer.produce(topic, key=key, value=value)
-    assert producer.flush(30) == 0

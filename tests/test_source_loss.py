@@ -15,7 +15,7 @@ from pathlib import Path
 import fastavro
 import pytest
 from job_helpers import counted_batches, wait_for
-from kafka_helpers import consume_all
+from kafka_helpers import consume_all, send
 
 from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.filtering.model import AlertFilter
@@ -50,14 +50,9 @@ def test_the_lost_ranges_are_where_the_earliest_offsets_moved_past_the_batch_sta
 
 
 def _send(bootstrap: str, topic: str, alerts: list[dict], timestamp: int = 0) -> None:
-    from confluent_kafka import Producer
-
     schema = load_rubin_schema("10.0")
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for a in alerts:
-        key, value = str(a["diaSourceId"]), schema.encode_framed(a)
-        producer.produce(topic, key=key, value=value, timestamp=timestamp)
-    assert producer.flush(30) == 0
+    messages = [(str(a["diaSourceId"]), schema.encode_framed(a)) for a in alerts]
+    send(bootstrap, topic, messages, timestamp)
 
 
 def _shorten_retention(bootstrap: str, topic: str, ms: str) -> None:

@@ -13,7 +13,7 @@ import threading
 import fastavro
 from crafted import spark_export, ztf_messages
 from job_helpers import counted_alerts, wait_for
-from kafka_helpers import consume_all
+from kafka_helpers import consume_all, send
 from ztf_oracles import ztf_oracles
 from ztf_versions import as_ztf_401
 
@@ -128,15 +128,6 @@ def _ztf_job(bootstrap: str, topic: str, prefix: str, checkpoint, **settings) ->
     )
 
 
-def _send(bootstrap: str, topic: str, messages: list[tuple[str, bytes]]) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for key, value in messages:
-        producer.produce(topic, key=key, value=value)
-    assert producer.flush(30) == 0
-
-
 def test_ztf_writer_schemas_met_mid_stream_are_learned_and_read(kafka, spark, tmp_path, topic_name):
     """Writer schemas a job did not know at start-up, met mid-stream, are read with nothing
     quarantined. Available-now over a topic whose middle holds alerts under the Spark export's
@@ -149,7 +140,7 @@ def test_ztf_writer_schemas_met_mid_stream_are_learned_and_read(kafka, spark, tm
     exported = _exported_messages(real[12:18])
     middle = [*real[:12], *exported, *real[18:]]  # the first and newest messages: 3.3 only
     create_topic(bootstrap, topic_name, 1)
-    _send(bootstrap, topic_name, middle)
+    send(bootstrap, topic_name, middle)
     prefix = f"{topic_name}-a-"
     lines = run_job(
         _ztf_job(bootstrap, topic_name, prefix, tmp_path / "a", available_now=True), spark=spark
@@ -172,7 +163,7 @@ def test_ztf_writer_schemas_met_mid_stream_are_learned_and_read(kafka, spark, tm
     try:
         job.start()
         for part in (real[:10], newer, real[20:]):
-            _send(bootstrap, live, part)
+            send(bootstrap, live, part)
             sent += part
             count = len(sent)
             wait_for(

@@ -80,13 +80,18 @@ class Upkeep:
     def _keep_history(self, path: str) -> None:
         """The table's log kept as long as its files (time travel needs both), and a day at
         least: a commit is a few KB, and a reader replaying the log (the soak's) needs it whole."""
-        files = f"interval {self.retention_hours:g} hours"
-        log_hours = f"interval {max(self.retention_hours, LOG_HOURS_AT_LEAST):g} hours"
+        files = _interval(self.retention_hours)
+        log_hours = _interval(max(self.retention_hours, LOG_HOURS_AT_LEAST))
         self.spark.sql(
             f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ("
             f"'delta.logRetentionDuration' = '{log_hours}',"
             f" 'delta.deletedFileRetentionDuration' = '{files}')"
         )
+
+
+def _interval(hours: float) -> str:
+    """Hours as a Delta table property's interval (whole seconds: Delta reads no fractions)."""
+    return f"interval {round(hours * 3600)} seconds"
 
 
 @contextmanager
