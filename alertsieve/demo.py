@@ -141,7 +141,7 @@ def run_demo(
             "checkpoint": str(workdir / "checkpoint"),
             "metrics_path": str(workdir / "metrics.jsonl"),
             "schema_dir": str(workdir / "schemas"),
-            "prometheus_port": 0,  # a free port: the line "Metrics" says which
+            "prometheus_port": 0,  # a free port: the job's log line says which
         }
         with as_file(CONFIG) as config:  # a file on disk, wherever the package is
             cfg = load_config(config, settings)
@@ -191,10 +191,6 @@ def _start_job(spark, cfg: JobConfig) -> tuple[FilterStream, threading.Thread]:
         if not runner.is_alive():
             raise failed[0]
         time.sleep(0.2)
-    print(
-        f"Metrics  : for Prometheus at {job.metrics_url} while the job runs"
-        " (conf/prometheus/: a scrape config and alerting rules)"
-    )
     return job, runner
 
 

@@ -220,7 +220,10 @@ class FilterStream:
             self.metrics_url = self.prometheus.serve(
                 self.cfg.prometheus_host, self.cfg.prometheus_port
             )
-            log.info("metrics for Prometheus: %s", self.metrics_url)
+            log.info(
+                "metrics for Prometheus: %s (conf/prometheus/: a scrape config, alerting rules)",
+                self.metrics_url,
+            )
         listener = make_listener(self.metrics)
         self.spark.streams.addListener(listener)
         archive = Archive(self.spark, self.cfg, self.plan) if "delta" in self.cfg.sinks else None
