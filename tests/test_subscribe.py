@@ -448,6 +448,8 @@ def test_verify_complete():
     report = verify(received, counts, TOPICS)
     assert report == {
         "complete": True,
+        "lost_at_source": {},
+        "lost": 0,
         "batches": 2,
         "uncounted": 0,
         "filters": {

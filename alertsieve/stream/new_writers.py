@@ -63,7 +63,7 @@ def learn(
             " batch that carries it is read again",
             decoder.names[key], writer.topic, writer.partition, writer.offset,
         )  # fmt: skip
-        return plan, learned
+        return plan, learned, True
     if key not in decoder.refused:
         refused = {**decoder.refused, key: f"writer {writer.key} cannot be read: {why}"}
         plan = replace(plan, decoder=replace(decoder, refused=refused))
