@@ -53,3 +53,20 @@ def send(bootstrap: str, topic: str, messages: list[tuple[str, bytes]], timestam
     for key, value in messages:
         producer.produce(topic, key=key, value=value, timestamp=timestamp)
     assert producer.flush(30) == 0
+
+
+def fields_record(m, store) -> dict:
+    """A published fields record, read with fastavro and the registered schema, or as JSON."""
+    import io
+    import json
+
+    import fastavro
+
+    from alertsieve.alerts.schemas import unframe
+
+    if dict(m.headers())["format"] == b"json":
+        return json.loads(m.value())
+    schema_id, body = unframe(m.value())
+    return fastavro.schemaless_reader(
+        io.BytesIO(body), fastavro.parse_schema(store.get(schema_id).definition)
+    )

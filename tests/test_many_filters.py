@@ -9,7 +9,7 @@ import json
 import pytest
 import yaml
 from crafted import real_messages
-from kafka_helpers import consume_all, consume_topics
+from kafka_helpers import consume_all, consume_topics, fields_record, send
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.filtering.discovery import counts_by_source, discover
@@ -23,6 +23,25 @@ from alertsieve.stream.job import run_job
 N = 150
 SNR = (5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0)
 RELIABILITY = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def fill(bootstrap: str, topic: str, schema_dir: str, alerts: int, seed: int) -> None:
+    """A simulated visit of ``alerts`` (small cutouts, 2 partitions), then the real alerts."""
+    assert produce(
+        ProduceConfig(
+            bootstrap=bootstrap,
+            topic=topic,
+            visits=1,
+            alerts_per_visit=alerts,
+            seed=seed,
+            interval_s=0,
+            stamp_size=16,
+            partitions=2,
+            progress=False,
+            schema_dir=schema_dir,
+        )
+    ).ok
+    send(bootstrap, topic, real_messages())
 
 
 def users_table(folder, n: int = N) -> dict:
@@ -92,26 +111,7 @@ def test_a_module_may_define_a_list_of_filters(tmp_path):
 def test_many_filters_publish_exactly_what_plain_python_selects(kafka, spark, tmp_path, topic_name):
     bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
     users_table(tmp_path)
-    assert produce(
-        ProduceConfig(
-            bootstrap=bootstrap,
-            topic=topic_name,
-            visits=1,
-            alerts_per_visit=400,
-            seed=31,
-            interval_s=0,
-            stamp_size=16,
-            partitions=2,
-            progress=False,
-            schema_dir=schema_dir,
-        )
-    ).ok
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap})
-    for key, value in real_messages():
-        p.produce(topic_name, value=value, key=key)
-    assert p.flush(30) == 0
+    fill(bootstrap, topic_name, schema_dir, alerts=400, seed=31)
 
     store = LocalSchemaStore(schema_dir)
     alerts, raw = {}, {}
@@ -183,3 +183,74 @@ def test_a_deployment_of_many_filters_is_one_readable_line():
     line = describe_change(before, after)
     assert len(line.split()) == SHOWN_CHANGES + 9  # the named ones, then "and N more (...)"
     assert line.endswith("and 1080 more (100 added, 500 removed, 500 changed)")
+
+
+def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select(
+    kafka, spark, tmp_path, topic_name
+):
+    """Users' filters of 14 shapes and free SQL, tuned to pass 0.01-1% of simulated and real
+    alerts, run over them: the shared shapes run as rows of a table, and every filter
+    publishes exactly the alerts its numpy twin selects over fastavro-decoded bytes, each as the
+    record or the alert its row asks for."""
+    from alertsieve.bench.user_population import columns, population
+    from alertsieve.stream.job import FilterStream
+
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+    fill(bootstrap, topic_name, schema_dir, alerts=2000, seed=32)
+    store = LocalSchemaStore(schema_dir)
+    alerts, raw = [], {}
+    for m in consume_all(bootstrap, topic_name):
+        schema_id, body = unframe(m.value())
+        alerts.append(store.get(schema_id).decode(body))
+        raw[str(alerts[-1]["diaSource"]["diaSourceId"])] = m.value()
+    keys = [str(a["diaSource"]["diaSourceId"]) for a in alerts]
+    users = population(300, alerts, seed=3)  # tuned on these alerts: 0.01-1% of them each
+    cols = columns(alerts)
+    expected = {
+        u.filter.name: sorted(k for k, hit in zip(keys, u.twin(cols), strict=True) if hit)
+        for u in users
+    }
+    assert all(expected.values())  # each has something to publish
+
+    prefix = f"{topic_name}-"
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic_name,
+        available_now=True,
+        max_offsets_per_trigger=1000,
+        output_prefix=prefix,
+        output_partitions=1,
+        discover_filters=False,
+        code_filters=[u.filter for u in users],
+        sinks=["kafka"],
+        checkpoint=str(tmp_path / "ckpt"),
+        metrics_path=str(tmp_path / "m.jsonl"),
+        schema_dir=schema_dir,
+        survey="rubin",
+        filters_as_data=True,
+    )
+    job = FilterStream(spark, cfg)
+    shaped = {job.plan.filters[i].name for s in job.plan.shapes for i in s.members}
+    assert len(job.plan.shapes) >= 14 and len(shaped) >= 200  # the templates' filters, as data
+    lines = job.run()
+
+    by_name = {u.filter.name: u.filter for u in users}
+    got: dict[str, list[str]] = {name: [] for name in expected}
+    for m in consume_topics(bootstrap, [f"{prefix}{name}" for name in expected]):
+        name, key, headers = m.topic().removeprefix(prefix), m.key().decode(), dict(m.headers())
+        assert headers["filter"] == name.encode()
+        if by_name[name].payload == "alert":
+            assert m.value() == raw[key]
+        else:
+            record = fields_record(m, store)
+            assert (record["alert_id"], record["filter"], record["band"]) == (
+                key,
+                name,
+                alerts[keys.index(key)]["diaSource"]["band"],
+            )
+        got[name].append(key)
+    assert {k: sorted(v) for k, v in got.items()} == expected
+    assert {n: sum(b["matches"][n] for b in lines) for n in expected} == {
+        n: len(v) for n, v in expected.items()
+    }
+    assert sum(b["quarantined_rows"] for b in lines) == 0

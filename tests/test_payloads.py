@@ -15,7 +15,7 @@ import fastavro
 import numpy as np
 import pytest
 from crafted import real_messages
-from kafka_helpers import consume_all
+from kafka_helpers import consume_all, fields_record
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.filtering.model import AlertFilter, FilterError
@@ -142,16 +142,6 @@ def _envelope(inputs: dict, topic: str, name: str, version: str, key: str) -> di
     }
 
 
-def _fields_record(m, store) -> dict:
-    """A published fields record, read with fastavro and the registered schema, or as JSON."""
-    if dict(m.headers())["format"] == b"json":
-        return json.loads(m.value())
-    schema_id, body = unframe(m.value())
-    return fastavro.schemaless_reader(
-        io.BytesIO(body), fastavro.parse_schema(store.get(schema_id).definition)
-    )
-
-
 @pytest.mark.slow
 def test_real_time_mode_publishes_fields_records(kafka, spark, tmp_path, topic_name):
     import threading
@@ -212,7 +202,7 @@ def test_real_time_mode_publishes_fields_records(kafka, spark, tmp_path, topic_n
     store = LocalSchemaStore(schema_dir)
     for f in filters:
         got = {
-            m.key().decode(): _fields_record(m, store)
+            m.key().decode(): fields_record(m, store)
             for m in consume_all(bootstrap, f"{prefix}{f.name}")
         }
         assert set(got) == passing
@@ -315,7 +305,7 @@ def test_matches_publish_alerts_avro_records_and_json_as_plain_python_says(
             assert headers["payload"] == "fields" and headers["format"] == (
                 "json" if name == "small_json" else "avro"
             )
-            record = _fields_record(
+            record = fields_record(
                 m, store
             )  # Avro: with the schema the job registered in its store
             assert list(record)[: len(ENVELOPE)] == list(ENVELOPE)
@@ -594,7 +584,7 @@ def test_ztf_alerts_publish_fields_records_as_plain_python_says(kafka, spark, tm
     store = LocalSchemaStore(tmp_path / "schemas")
     for f in filters:
         got = {
-            m.key().decode(): _fields_record(m, store)
+            m.key().decode(): fields_record(m, store)
             for m in consume_all(bootstrap, f"{prefix}{f.name}")
         }
         assert set(got) == passing

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from alertsieve.alerts.schemas import AlertSchema, frame
@@ -120,6 +120,23 @@ def seeds_way_consume(
             matched += sum(1 for test in tests if test(alert))
         seconds = time.perf_counter() - start
     return {"alerts": n, "bytes": nbytes, "seconds": seconds, "matches": matched}
+
+
+def decoded_input(
+    bootstrap: str, topic: str, store, keep: Callable[[dict], dict]
+) -> tuple[list[tuple[int, int]], list[dict]]:
+    """Every alert of ``topic`` decoded by fastavro with its writer's schema from ``store`` (as
+    much of it as ``keep`` keeps: a night's cutouts would not fit in memory), and its
+    (partition, offset): what benchmarks check a job's outputs against."""
+    from alertsieve.alerts.schemas import unframe
+
+    positions, alerts = [], []
+    with _reading(bootstrap, topic, None, batch=100) as messages:
+        for msg in messages:
+            schema_id, body = unframe(msg.value())
+            positions.append((msg.partition(), msg.offset()))
+            alerts.append(keep(store.get(schema_id).decode(body)))
+    return positions, alerts
 
 
 def republish_consume(bootstrap: str, topic: str, routes: dict[tuple[int, int], list[str]]) -> dict:

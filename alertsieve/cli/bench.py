@@ -208,6 +208,23 @@ def _add_filters(which: Any) -> None:
     _filter_counts(parser)
     _alerts(parser)
     _batch(parser)
+    parser.add_argument(
+        "--population",
+        choices=["realistic", "pmod"],
+        default="realistic",
+        help="users' filters of many shapes tuned to pass 0.01-1%% each, checked against their"
+        " twins (default), or the one synthetic shape of earlier measurements",
+    )
+    parser.add_argument(
+        "--compiled-counts",
+        default="",
+        help="these counts also run with every filter compiled (filters_as_data off)",
+    )
+    parser.add_argument(
+        "--latency-counts",
+        default="10,1000",
+        help="Real-Time Mode at 250 alerts/s with these counts (default 10,1000; none: '')",
+    )
     parser.add_argument("--figure", help="draw the results to this PNG")
     _quick(
         parser,
@@ -220,9 +237,15 @@ def _add_filters(which: Any) -> None:
 def run_filters(args: argparse.Namespace) -> int:
     from alertsieve.bench.commands.filters import QUICK, bench_filters_per_job
 
-    flags = {"counts": _counts(args.filter_counts), "alerts": args.alerts, "batch": args.batch}
+    flags = {
+        "counts": _counts(args.filter_counts),
+        "alerts": args.alerts,
+        "batch": args.batch,
+        "compiled_counts": _counts(args.compiled_counts) if args.compiled_counts else (),
+        "latency_counts": _counts(args.latency_counts) if args.latency_counts else (),
+    }
     scale = QUICK if args.quick else flags
-    result = bench_filters_per_job(args.bootstrap, **scale)
+    result = bench_filters_per_job(args.bootstrap, population=args.population, **scale)
     if args.figure:
         from alertsieve.bench.commands.filters import plot_filters_per_job
 

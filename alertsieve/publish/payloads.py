@@ -70,16 +70,17 @@ class FieldsPayload:
     header: bytes = b""
 
 
-def envelope_columns(decoder, name: str, version: str) -> list:
-    """The envelope of a record of filter ``name`` over the hot path's view rows."""
+def envelope_columns(decoder, name, version) -> list:
+    """The envelope of a record of filter ``name`` over the hot path's view rows (``name`` and
+    ``version`` are text, or columns where one expression writes the records of many filters)."""
     from pyspark.sql import functions as F
 
     detection = decoder.detection
     values = {
         contract.ALERT_ID: F.col(decoder.id_path).cast("string"),
         contract.SURVEY: F.lit(decoder.survey),
-        contract.FILTER: F.lit(name),
-        contract.FILTER_VERSION: F.lit(version),
+        contract.FILTER: F.lit(name) if isinstance(name, str) else name,
+        contract.FILTER_VERSION: F.lit(version) if isinstance(version, str) else version,
         contract.SOURCE_TOPIC: F.col("_topic"),
         contract.SOURCE_PARTITION: F.col("_partition"),
         contract.SOURCE_OFFSET: F.col("_offset"),
@@ -102,11 +103,11 @@ def envelope_paths(decoder) -> list[str]:
     ]
 
 
-def record_struct(f: Filter, decoder, version: str):
+def record_struct(f: Filter, decoder, version, name=None):
     from pyspark.sql import functions as F
 
     chosen = [F.expr(sql).alias(alias) for alias, sql in f.fields.items()]
-    return F.struct(*envelope_columns(decoder, f.name, version), *chosen)
+    return F.struct(*envelope_columns(decoder, f.name if name is None else name, version), *chosen)
 
 
 #: The Kafka row columns the envelope reads, typed for the analysis of sample alerts.
@@ -120,8 +121,9 @@ _META_TYPES = {
 
 def record_types(filters: list[Filter], decoder, versions: Mapping[str, str], alerts) -> dict:
     """{name: StructType} of each fields filter's record, from one analysis over ``alerts``
-    (sample alerts in the view); when that fails, field by field, so the error names the
-    filter, its origin and the alias."""
+    (sample alerts in the view) of each distinct set of fields (a broker's users mostly choose
+    among a few: ten thousand records of ten sets are ten); when that fails, field by field, so
+    the error names the filter, its origin and the alias."""
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.sql import functions as F
 
@@ -129,14 +131,18 @@ def record_types(filters: list[Filter], decoder, versions: Mapping[str, str], al
     if not fields:
         return {}
     framed = alerts.select("*", *[F.lit(None).cast(t).alias(m) for m, t in _META_TYPES.items()])
+    distinct = {}  # the envelope's types are the same for every filter
+    for f in fields:
+        distinct.setdefault(tuple(f.fields.items()), f)
     try:
         schema = framed.select(
             *[
                 record_struct(f, decoder, versions[f.name]).alias(f"_{i}")
-                for i, f in enumerate(fields)
+                for i, f in enumerate(distinct.values())
             ]
         ).schema
-        return {f.name: schema[f"_{i}"].dataType for i, f in enumerate(fields)}
+        types = {key: schema[f"_{i}"].dataType for i, key in enumerate(distinct)}
+        return {f.name: types[tuple(f.fields.items())] for f in fields}
     except (AnalysisException, ParseException):
         pass
     for f in fields:
@@ -171,17 +177,20 @@ def payloads(
     return out
 
 
-def record_column(f: Filter, decoder, version: str, payload: FieldsPayload):
-    """The record's bytes: Confluent-framed Avro, or JSON."""
+def record_column(f: Filter, decoder, version, payload: FieldsPayload, name=None, header=None):
+    """The record's bytes: Confluent-framed Avro, or JSON. With ``name``, ``version`` and
+    ``header`` as columns, the records of every filter of ``f``'s shape (the same fields: the
+    same Avro bytes after each one's header)."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 
-    record = record_struct(f, decoder, version)
+    record = record_struct(f, decoder, version, name)
     if f.format == contract.FORMAT_JSON:
         return F.to_json(record, {"ignoreNullFields": "false"}).cast(
             "binary"
         )  # every key, null or not
-    return F.concat(F.lit(payload.header), to_avro(record, json.dumps(payload.avro_schema)))
+    framing = F.lit(payload.header) if header is None else header
+    return F.concat(framing, to_avro(record, json.dumps(payload.avro_schema)))
 
 
 # --- Spark types -> Avro -----------------------------------------------------------------------

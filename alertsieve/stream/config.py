@@ -226,6 +226,13 @@ class JobConfig(BaseModel):
         examples=[{"records": 10000, "bytes": 100000000}],
         json_schema_extra=_flag("--quota", cli="pairs", example="records=10000"),
     )
+    filters_as_data: bool = Field(
+        True,
+        description="SQL filters that share a shape (the same SQL, other constants) run as rows"
+        " of one table, one condition per shape, so the job's code stays the size of its shapes;"
+        " false compiles every filter's condition on its own",
+        examples=[False],
+    )
     on_bad_filter: Literal["fail", "skip"] = Field(
         "fail",
         description="a filter that fails its checks: fail stops the start-up (or refuses the whole"

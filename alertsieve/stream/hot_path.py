@@ -21,6 +21,7 @@ from alertsieve.filtering.scores.column import hidden
 from alertsieve.filtering.scores.runtime import ERROR, ROWS, SECONDS
 from alertsieve.publish import contract
 from alertsieve.publish.payloads import record_column
+from alertsieve.stream import shaped
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import headers, kafka_options
@@ -85,41 +86,89 @@ def models_of(plan: JobPlan) -> list:
     return list(plan.scoring.models) if plan.scoring else []
 
 
-def evaluated(raw, plan: JobPlan, learn: bool = True):
+def avro_headers(plan: JobPlan) -> dict[int, bytes]:
+    """Filter index -> the Confluent header of its Avro fields record."""
+    return {
+        i: plan.payloads[f.name].header
+        for i, f in enumerate(plan.filters)
+        if f.name in plan.payloads
+    }
+
+
+def shaped_records(plan: JobPlan):
+    """A shaped filter's row's fields record: its group's expression, with the filter's name,
+    version and Avro header from its row (null for a group that publishes the alert)."""
+    from pyspark.sql import functions as F
+
+    index = F.col(shaped.INDEX) + 1
+    names = F.array(*[F.lit(f.name) for f in plan.filters])
+    versions = F.array(*[F.lit(plan.versions.get(f.name, "")) for f in plan.filters])
+    record = None
+    for g, s in enumerate(plan.shapes, 1):
+        first = plan.filters[s.members[0]]
+        if first.name not in plan.payloads:
+            continue
+        column = record_column(
+            first,
+            plan.decoder,
+            F.element_at(versions, index),
+            plan.payloads[first.name],
+            name=F.element_at(names, index),
+            header=F.col(shaped.HEADER),
+        )
+        held = F.col(shaped.GROUP) == g
+        record = F.when(held, column) if record is None else record.when(held, column)
+    return record if record is not None else F.lit(None).cast("binary")
+
+
+def record_slots(plan: JobPlan) -> list[int]:
+    """Per filter, where its fields record is in an outcome row's ``_records`` (1-based; 0: it
+    publishes the alert): a compiled filter's in its alert's list, a shaped filter's alone in
+    its own row's."""
+    compiled = [i for i in plan.compiled if plan.filters[i].name in plan.payloads]
+    slots = dict.fromkeys((i for s in plan.shapes for i in s.members), 1)
+    slots.update({i: k for k, i in enumerate(compiled, 1)})
+    return [slots.get(i, 0) if f.name in plan.payloads else 0 for i, f in enumerate(plan.filters)]
+
+
+def evaluated(raw, plan: JobPlan, learn: bool = True, realtime: bool = False):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
-    ``error_index(i)`` where Python filter i failed), an error column per Python filter and its
-    seconds (``cost``: on the first row of each chunk it ran on), and each model's seconds, rows
-    and first error (``model_seconds``, ``model_rows``, ``model_error``: likewise per chunk).
+    ``error_index(i)`` where Python filter i failed), ``_records`` (the fields records of those
+    matches, see ``record_slots``), an error column per Python filter and its seconds (``cost``:
+    on the first row of each chunk it ran on), and each model's seconds, rows and first error
+    (``model_seconds``, ``model_rows``, ``model_error``: likewise per chunk).
 
-    The filters' conditions fill one array with their index or null, and the nulls are dropped
-    there, per alert, before anything is exploded: a thousand filters cost a thousand conditions
-    and one short array, not a thousand rows carrying each alert's bytes. ``array_except`` drops
-    them in generated code (``filter(arr, x -> x IS NOT NULL)`` is a lambda, evaluated outside
-    it, which takes every condition with it)."""
+    The compiled filters' conditions fill one array with their index or null, and the nulls are
+    dropped there, per alert, before anything is exploded: a thousand filters cost a thousand
+    conditions and one short array, not a thousand rows carrying each alert's bytes.
+    ``array_except`` drops them in generated code (``filter(arr, x -> x IS NOT NULL)`` is a
+    lambda, evaluated outside it, which takes every condition with it). The filters that run as
+    data (``plan.shapes``) add a row per match of their own (``alertsieve.stream.shaped``)."""
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
     flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context, plan.scoring)
-    slots, errors, records, costs = [], [], [], []
+    slots, records = [], []
+    per_alert = {}  # the Python filters' errors, their and the models' costs: once per alert
     for j, m in enumerate(models_of(plan)):
         result = F.col(hidden(m))
-        costs += [
-            result[SECONDS].alias(model_seconds(j)),
-            result[ROWS].alias(model_rows(j)),
-            result[ERROR].alias(model_error(j)),
-        ]
-    for i, f in enumerate(plan.filters):
+        per_alert[model_seconds(j)] = result[SECONDS]
+        per_alert[model_rows(j)] = result[ROWS]
+        per_alert[model_error(j)] = result[ERROR]
+    for i in plan.compiled:
+        f = plan.filters[i]
         match, err, seconds = f.evaluate_timed()
         if seconds is not None:
-            costs.append(seconds.alias(cost(i)))
+            per_alert[cost(i)] = seconds
         slots.append(F.when(match, F.lit(i)))
         if f.name in plan.payloads:  # built only where the filter matched
             column = record_column(f, plan.decoder, plan.versions[f.name], plan.payloads[f.name])
             records.append(F.when(match, column))
         if err is not None:
-            errors.append(err.alias(error(i)))
+            per_alert[error(i)] = err
             slots.append(F.when(err.isNotNull(), F.lit(error_index(i))))
+    extra = [c.alias(name) for name, c in per_alert.items()]
     none = F.array(F.lit(None).cast("int"))
     found = F.array_except(F.array(*slots), none) if slots else F.array().cast("array<int>")
     outcome_indices = F.when(F.col("_reason").isNull(), found).otherwise(
@@ -127,15 +176,30 @@ def evaluated(raw, plan: JobPlan, learn: bool = True):
     )
     alert_id = F.col(plan.decoder.id_path).cast("string")
     fields = F.array(*records) if records else F.array().cast("array<binary>")
-    return flat.select(
-        *META,
-        "_schema_id",
-        "_reason",
+    kept = (*META, "_schema_id", "_reason", alert_id.alias("_alert_id"))
+    if not plan.shapes:
+        return flat.select(
+            *kept, outcome_indices.alias("_outcomes"), fields.alias("_records"), *extra
+        )
+    compiled = flat.select(
+        "*",
         alert_id.alias("_alert_id"),
-        outcome_indices.alias("_outcomes"),
-        fields.alias("_records"),
-        *errors,
-        *costs,
+        outcome_indices.alias("_compiled"),
+        fields.alias("_compiled_records"),
+        *extra,
+    )
+    table = shaped.table(compiled.sparkSession, plan.shapes, avro_headers(plan))
+    condition = shaped.join_condition(plan.shapes, keyed=realtime)
+    joined = compiled.join(table, F.expr(condition), "left")
+    own = F.col(shaped.GROUP) == shaped.SELF
+    return joined.select(
+        *kept[:-1],
+        "_alert_id",
+        F.when(own, F.col("_compiled")).otherwise(F.array(F.col(shaped.INDEX))).alias("_outcomes"),
+        F.when(own, F.col("_compiled_records"))
+        .otherwise(F.array(shaped_records(plan)))
+        .alias("_records"),
+        *[F.when(own, F.col(name)).alias(name) for name in per_alert],
     )
 
 
@@ -233,17 +297,11 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
     ).cast("array<string>")
     names = F.array(*[F.lit(f.name) for f in plan.filters])
     versions = F.array(*[F.lit(plan.versions.get(f.name, "")) for f in plan.filters])
-    fields_filters = [f.name for f in plan.filters if f.name in plan.payloads]
-    # Filter i's record is _records[slot[i]] (1-based; 0: it publishes the alert).
+    # Filter i's record is _records[slot[i]] (record_slots; 0: it publishes the alert).
     formats = F.array(
-        *[F.lit(f.format) for f in plan.filters if f.name in plan.payloads] or [F.lit("")]
-    )
-    slot = F.array(
-        *[
-            F.lit(fields_filters.index(f.name) + 1 if f.name in plan.payloads else 0)
-            for f in plan.filters
-        ]
-    )
+        *[F.lit(f.format if f.name in plan.payloads else None) for f in plan.filters]
+    ).cast("array<string>")
+    slot = F.array(*[F.lit(k) for k in record_slots(plan)])
     errors = [error(i) for i, f in enumerate(plan.filters) if f.runs_python]
     # explode_outer, then the empty alerts' null row dropped: a plain explode makes Spark infer
     # ``size(_outcomes) > 0`` and push it below the decode, where every field a filter reads is
@@ -277,7 +335,7 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
         name.alias("_filter"),
         version.alias("_version"),
         value.alias("_out_value"),
-        F.when(at > 0, F.element_at(formats, at)).alias("_format"),
+        F.when(at > 0, F.element_at(formats, index + 1)).alias("_format"),
     )
 
 
@@ -324,10 +382,10 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
 
 
 def codegen_conf(plan: JobPlan) -> dict[str, str]:
-    """The session settings the hot path of ``plan`` needs (see ``WHOLE_STAGE_MAX_FILTERS``)."""
-    return {
-        "spark.sql.codegen.wholeStage": str(len(plan.filters) <= WHOLE_STAGE_MAX_FILTERS).lower()
-    }
+    """The session settings the hot path of ``plan`` needs (see ``WHOLE_STAGE_MAX_FILTERS``: a
+    shape is one condition however many filters it holds)."""
+    conditions = len(plan.compiled) + len(plan.shapes)
+    return {"spark.sql.codegen.wholeStage": str(conditions <= WHOLE_STAGE_MAX_FILTERS).lower()}
 
 
 def sink_options(cfg: JobConfig) -> dict[str, str]:
@@ -360,7 +418,7 @@ def hot_path(
     ``learn``, a message of a writer the plan does not know stops its task (the job learns it:
     ``alertsieve.stream.new_writers``) rather than going to quarantine."""
     arrived = raw.observe(ARRIVED, *arrival_metrics())
-    flags = evaluated(arrived, plan, learn)
+    flags = evaluated(arrived, plan, learn, cfg.realtime)
     if any(f.runs_python for f in plan.filters) or models_of(plan):
         flags = flags.observe(COST, *cost_metrics(plan))
     outcome = outcomes(flags, plan, cfg, withheld).observe(OBSERVED, *outcome_metrics(plan, sized))

@@ -20,6 +20,7 @@ from alertsieve.filtering.scores.choose import models_read
 from alertsieve.filtering.scores.column import Scoring
 from alertsieve.filtering.scores.discovery import discover_models
 from alertsieve.filtering.scores.runtime import Runtime
+from alertsieve.filtering.shapes import Shape
 from alertsieve.kafka.acls import PRINCIPAL
 from alertsieve.kafka.topics import head_messages
 from alertsieve.publish import contract
@@ -34,6 +35,7 @@ from alertsieve.publish.versions import filter_versions
 from alertsieve.spark.session import driver_heap_mb
 from alertsieve.stream.admission import over_cap
 from alertsieve.stream.config import JobConfig
+from alertsieve.stream.shaped import runnable_shapes
 from alertsieve.view.decoder import Decoder
 from alertsieve.view.surveys import make_decoder
 
@@ -53,6 +55,14 @@ class JobPlan:
     #: ``on_bad_filter: skip``: what was left out and why, which running versions go on
     refusals: Refusals | None = None
     scoring: Scoring | None = None  # the models the filters read (scores.*), run once per alert
+    #: Filters that run as rows of a table, a condition per shape (``alertsieve.stream.shaped``)
+    shapes: tuple[Shape, ...] = ()
+
+    @property
+    def compiled(self) -> list[int]:
+        """The indices of the filters compiled one by one (in no shape)."""
+        shaped = {i for s in self.shapes for i in s.members}
+        return [i for i in range(len(self.filters)) if i not in shaped]
 
     @property
     def readers(self) -> dict[str, list[str]]:
@@ -98,10 +108,12 @@ def plan_job(
     models = discover_models(cfg.model_paths)
     runtime = Runtime(cfg.model_threads, tuple(cfg.model_providers))
 
-    def records(samples) -> tuple[dict[str, str], dict]:
-        """The filters' versions and their fields records' types, compiled on the samples."""
+    def records(samples) -> tuple[dict[str, str], dict, tuple[Shape, ...]]:
+        """The filters' versions, their fields records' types, compiled on the samples, and
+        the shapes that run as data."""
         versions = filter_versions(filters, cfg.catalog_dir, models)
-        return versions, record_types(filters, decoder, versions, samples)
+        shapes = runnable_shapes(samples, filters) if cfg.filters_as_data else ()
+        return versions, record_types(filters, decoder, versions, samples), shapes
 
     admitted = dict(running.versions) if running else {}  # versions that need no admission
     while True:
@@ -129,7 +141,7 @@ def plan_job(
             filters = refusals.leave_out(filters, e)
         if not filters:
             raise _nothing_left(decoder.survey, refusals)
-    versions, types = prepared.checked
+    versions, types, shapes = prepared.checked
     paths = prepared.paths
     if types:
         paths = list(dict.fromkeys([*paths, *envelope_paths(decoder)]))
@@ -152,6 +164,7 @@ def plan_job(
         else {},
         refusals=refusals,
         scoring=prepared.scoring,
+        shapes=shapes,
     )
 
 

@@ -22,11 +22,14 @@ import logging
 import time
 from pathlib import Path
 
-from alertsieve.bench.baselines import plain_consume, republish_consume
+from alertsieve.alerts.schemas import LocalSchemaStore
+from alertsieve.bench.baselines import decoded_input, plain_consume, republish_consume
 from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.commands.latency import QUICK_LATENCY, LatencyScale, latency_run
 from alertsieve.bench.noop import bytes_only_rate
 from alertsieve.bench.place import MANY_QUERIES, bench_place, fill_topic, visits_of
+from alertsieve.bench.user_population import columns, slim
+from alertsieve.bench.user_population import population as generate
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.publish import contract
 from alertsieve.settings import SettingsError
@@ -119,6 +122,23 @@ def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
     }
 
 
+def oracle_check(routes: dict, outputs: dict[str, object], positions: list, cols: dict) -> dict:
+    """Each filter's published alerts (``routes``: position -> topics; ``outputs``: topic ->
+    its twin) against its twin over the fastavro-decoded input."""
+    published: dict[str, set] = {t: set() for t in outputs}
+    for position, topics in routes.items():
+        for t in topics:
+            published.setdefault(t, set()).add(position)
+    differing = []
+    for t, twin in outputs.items():
+        expected = {p for p, hit in zip(positions, twin(cols), strict=True) if hit}
+        if published[t] != expected:
+            differing.append(
+                {"topic": t, "expected": len(expected), "published": len(published[t])}
+            )
+    return {"filters_checked": len(outputs), "differing": len(differing), "first": differing[:5]}
+
+
 def bench_filters_per_job(
     bootstrap: str | None = None,
     counts: tuple[int, ...] = (10, 100, 1000),
@@ -126,13 +146,36 @@ def bench_filters_per_job(
     batch: int = 10_000,
     latency_counts: tuple[int, ...] = (10, 1000),
     latency: LatencyScale = FILTERS_LATENCY,
+    population: str = "realistic",
+    compiled_counts: tuple[int, ...] = (),
 ) -> dict:
+    """``population``: "realistic" (``alertsieve.bench.user_population``, tuned on the topic's
+    own alerts, as users tune theirs on nights like the one they filter: a cut on the sky, the
+    band or the detector tuned on another visit passes all or nothing of this one; every filter
+    checked against its twin) or "pmod" (``user_filters``);
+    ``compiled_counts``: the counts also run with every filter compiled (``filters_as_data``
+    off), beside the same filters run as data."""
     if alerts < 2 * batch:  # the marginal rate is of the full batches after the first
         raise SettingsError(
             f"bench filters: --alerts {alerts} in batches of --batch {batch} leave no full batch"
             f" after the first (warm-up) to measure the marginal rate on: give --alerts at least"
             f" {2 * batch} or a smaller --batch"
         )
+    realistic = population == "realistic"
+    largest = max([*counts, *compiled_counts, *latency_counts])
+    users: list = []
+
+    def chosen(n: int) -> tuple[list, list]:
+        """The first ``n`` filters and their twins (over columns, or per alert for pmod)."""
+        if not realistic:
+            return user_filters(n)
+        return [u.filter for u in users[:n]], [u.twin for u in users[:n]]
+
+    def latency_filters(n: int) -> tuple[list, list]:
+        if not realistic:
+            return user_filters(n)
+        return [u.filter for u in users[:n]], [u.test for u in users[:n]]
+
     # A thousand output topics per run, three runs: more than the default 512 MB broker holds.
     with bench_place("filters", bootstrap, heap="2g", spark_conf=MANY_QUERIES) as bench:
         filled = fill_topic(bench, "filters", *visits_of(alerts))
@@ -144,15 +187,30 @@ def bench_filters_per_job(
         )
         plain = plain_consume(bootstrap, topic)
         bytes_only = bytes_only_rate(spark, filled.job_config("bytes", [], batch), produced.acked)
+        if realistic:
+            store = LocalSchemaStore(bench.workdir / "schemas")
+            positions, decoded = decoded_input(bootstrap, topic, store, slim)
+            cols = columns(decoded)
+            users = generate(largest, decoded)
+        kind = "realistic users' filters" if realistic else "users' pmod cuts"
+        plan = [("broker10", bench_filters(10)[0], None, True)]
+        plan += [(f"users{n}", *chosen(n), True) for n in counts]
+        plan += [(f"users{n}-compiled", *chosen(n), False) for n in compiled_counts]
         runs = []
-        for label, filters in [("broker10", bench_filters(10)[0])] + [
-            (f"users{n}", user_filters(n)[0]) for n in counts
-        ]:
-            cfg = filled.job_config(label, filters, batch)
+        for label, filters, twins, as_data in plan:
+            cfg = filled.job_config(label, filters, batch).model_copy(
+                update={"filters_as_data": as_data}
+            )
             run = micro_batch_run(spark, cfg, produced.acked)
             outputs = [contract.filter_topic(f, cfg.output_prefix) for f in filters]
-            run["kind"] = "broker-like templates" if label == "broker10" else "users' pmod cuts"
-            run["republish"] = republish_consume(bootstrap, topic, routes_of(bootstrap, outputs))
+            run["kind"] = "broker-like templates" if label == "broker10" else kind
+            run["filters_as_data"] = as_data
+            routes = routes_of(bootstrap, outputs)
+            if realistic and twins is not None:
+                run["oracle"] = oracle_check(
+                    routes, dict(zip(outputs, twins, strict=True)), positions, cols
+                )
+            run["republish"] = republish_consume(bootstrap, topic, routes)
             run["ratio_to_republish"] = round(
                 run["marginal_alerts_per_s"] / run["republish"]["alerts_per_s"], 3
             )
@@ -168,22 +226,23 @@ def bench_filters_per_job(
                 bench.workdir,
                 "realtime",
                 latency,
-                filters=user_filters(n),
+                filters=latency_filters(n),
                 output_partitions=1,
             )
             for n in latency_counts
         ]
-        users = {r["filters"]: r for r in runs if r["kind"] == "users' pmod cuts"}
-        per_alert = {n: 1 / r["marginal_alerts_per_s"] for n, r in users.items()}
+        users_runs = {r["filters"]: r for r in runs if r["kind"] == kind and r["filters_as_data"]}
+        per_alert = {n: 1 / r["marginal_alerts_per_s"] for n, r in users_runs.items()}
         return {
             "benchmark": "filters per job",
             "machine": bench.machine(),
             "topic": filled.facts(),
+            "population": population,
             "max_offsets_per_trigger": batch,
             "plain_read": {"alerts_per_s": round(plain["alerts"] / plain["seconds"], 1)},
             "spark_bytes_only": bytes_only,
             "runs": runs,
-            "time_per_alert_over_10_filters": {
+            "time_per_alert_over_fewest_filters": {
                 str(n): round(t / per_alert[min(per_alert)], 2) for n, t in per_alert.items()
             },
             "realtime_250_per_s": latencies,
@@ -209,7 +268,9 @@ def plot_filters_per_job(result: dict, path: str | Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    users = [r for r in result["runs"] if r["kind"] == "users' pmod cuts"]
+    users = [
+        r for r in result["runs"] if r["kind"] != "broker-like templates" and r["filters_as_data"]
+    ]
     n = [r["filters"] for r in users]
     fig, (rate, start) = plt.subplots(1, 2, figsize=(10, 3.8))
     rate.plot(

@@ -253,7 +253,7 @@ def run_soak(plan: SoakPlan, bootstrap: str, folder: Path) -> dict:
             summary = produced["summary"]
             if not summary.ok:
                 raise SoakFailed(f"producers lost alerts: {summary.as_dict()}")
-            _stop_at_the_end(bootstrap, folder, job, archive)
+            _stop_at_the_end(bootstrap, folder, job, archive, plan.upkeep_s < sent_for_s / 2)
         finally:
             job.kill()
             archive.kill()
@@ -364,8 +364,13 @@ def _watch(
     return killed_at
 
 
-def _stop_at_the_end(bootstrap: str, folder: Path, job: JobProcess, archive: JobProcess) -> None:
-    """The job reads to the input's end and stops; the archive stops where it is."""
+def _stop_at_the_end(
+    bootstrap: str, folder: Path, job: JobProcess, archive: JobProcess, upkeep_due: bool
+) -> None:
+    """The job reads to the input's end and stops; the archive stops where it is, once its
+    upkeep has run when one was due within the run (``upkeep_due``: its interval is well inside
+    the sending). A batch of it that is still running at its stop is cancelled, so on a slow
+    machine its only batches after the interval could otherwise all be cut short."""
     wait_for(
         lambda: _read_to(folder, end_offsets(bootstrap, TOPIC)),
         "the job read every alert",
@@ -374,6 +379,15 @@ def _stop_at_the_end(bootstrap: str, folder: Path, job: JobProcess, archive: Job
         SoakFailed,
     )
     job.stop(120)
+    if upkeep_due:
+        log_file = folder / "archive.log"
+        wait_for(
+            lambda: UPKEEP_LINE in log_file.read_text(errors="replace"),
+            "the archive's upkeep ran",
+            300,
+            [archive],
+            SoakFailed,
+        )
     archive.stop(120)
 
 
@@ -389,6 +403,9 @@ def _drain(spark, folder: Path) -> None:
     except AlertsieveError as e:
         raise SoakFailed(f"draining the archive failed: {e}") from e
 
+
+#: What the archive logs at each table's upkeep (alertsieve.stream.archive_upkeep).
+UPKEEP_LINE = "archive upkeep: matches: "
 
 #: The first minute is the job's warm-up (class loading, the JIT); growth is judged after it.
 WARMUP_S = 60.0
