@@ -4,6 +4,8 @@ output equal to fastavro + plain Python over the very bytes produced (simulated 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 
 import pytest
@@ -205,6 +207,11 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
         raw[str(alerts[-1]["diaSource"]["diaSourceId"])] = m.value()
     keys = [str(a["diaSource"]["diaSourceId"]) for a in alerts]
     users = population(300, alerts, seed=3)  # tuned on these alerts: 0.01-1% of them each
+    # two users of one shape who want the whole alert: a shape of its own, as data
+    users += [
+        replace(u, filter=replace(u.filter, name=f"{u.filter.name}_whole", payload="alert", fields={}))
+        for u in [v for v in users if v.template == "snr"][:2]
+    ]
     cols = columns(alerts)
     expected = {
         u.filter.name: sorted(k for k, hit in zip(keys, u.twin(cols), strict=True) if hit)
@@ -232,6 +239,8 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
     job = FilterStream(spark, cfg)
     shaped = {job.plan.filters[i].name for s in job.plan.shapes for i in s.members}
     assert len(job.plan.shapes) >= 14 and len(shaped) >= 200  # the templates' filters, as data
+    # a shape's rows that publish the alert itself (its bytes kept on those rows only)
+    assert any(f.payload == "alert" for f in job.plan.filters if f.name in shaped)
     lines = job.run()
 
     by_name = {u.filter.name: u.filter for u in users}

@@ -86,12 +86,17 @@ def models_of(plan: JobPlan) -> list:
     return list(plan.scoring.models) if plan.scoring else []
 
 
-def avro_headers(plan: JobPlan) -> dict[int, bytes]:
-    """Filter index -> the Confluent header of its Avro fields record."""
+def table_labels(plan: JobPlan) -> shaped.Labels:
+    """Each shaped filter's name, version and the Confluent header of its Avro fields record."""
     return {
-        i: plan.payloads[f.name].header
-        for i, f in enumerate(plan.filters)
-        if f.name in plan.payloads
+        i: (
+            f.name,
+            plan.versions.get(f.name, ""),
+            plan.payloads[f.name].header if f.name in plan.payloads else b"",
+        )
+        for s in plan.shapes
+        for i in s.members
+        for f in [plan.filters[i]]
     }
 
 
@@ -100,9 +105,6 @@ def shaped_records(plan: JobPlan):
     version and Avro header from its row (null for a group that publishes the alert)."""
     from pyspark.sql import functions as F
 
-    index = F.col(shaped.INDEX) + 1
-    names = F.array(*[F.lit(f.name) for f in plan.filters])
-    versions = F.array(*[F.lit(plan.versions.get(f.name, "")) for f in plan.filters])
     record = None
     for g, s in enumerate(plan.shapes, 1):
         first = plan.filters[s.members[0]]
@@ -111,9 +113,9 @@ def shaped_records(plan: JobPlan):
         column = record_column(
             first,
             plan.decoder,
-            F.element_at(versions, index),
+            F.col(shaped.VERSION),
             plan.payloads[first.name],
-            name=F.element_at(names, index),
+            name=F.col(shaped.NAME),
             header=F.col(shaped.HEADER),
         )
         held = F.col(shaped.GROUP) == g
@@ -188,12 +190,24 @@ def evaluated(raw, plan: JobPlan, learn: bool = True, realtime: bool = False):
         fields.alias("_compiled_records"),
         *extra,
     )
-    table = shaped.table(compiled.sparkSession, plan.shapes, avro_headers(plan))
+    table = shaped.table(compiled.sparkSession, plan.shapes, table_labels(plan))
     condition = shaped.join_condition(plan.shapes, keyed=realtime)
     joined = compiled.join(table, F.expr(condition), "left")
     own = F.col(shaped.GROUP) == shaped.SELF
+    # The alert's ~100 KB only on the rows that publish it: an alert's own row when something
+    # compiled matched it or it was quarantined, a shaped filter's row when its group publishes
+    # the alert. Without whole-stage code every operator after the join copies its rows, and most
+    # of them are an alert that matched nothing or a match that publishes a fields record.
+    alert_groups = [
+        g
+        for g, s in enumerate(plan.shapes, 1)
+        if plan.filters[s.members[0]].name not in plan.payloads
+    ]
+    publishes_alert = F.when(own, F.size("_compiled") > 0).otherwise(
+        F.col(shaped.GROUP).isin(alert_groups) if alert_groups else F.lit(False)
+    )
     return joined.select(
-        *kept[:-1],
+        *[F.when(publishes_alert, F.col(c)).alias(c) if c == "_value" else c for c in kept[:-1]],
         "_alert_id",
         F.when(own, F.col("_compiled")).otherwise(F.array(F.col(shaped.INDEX))).alias("_outcomes"),
         F.when(own, F.col("_compiled_records"))

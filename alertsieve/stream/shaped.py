@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 SELF = 0
 INDEX = "_k_index"  # the filter's index in the plan (SELF's row: -1)
 GROUP = "_k_group"  # its shape, 1-based
+NAME = "_k_name"  # its name and version, read by its fields record
+VERSION = "_k_version"
 HEADER = "_k_header"  # its Avro record's Confluent header (empty for JSON and alerts)
 #: Every row's join key in Real-Time Mode (see ``join_condition``).
 KEY, KEY_VALUE = "_k_key", -1
@@ -44,6 +46,8 @@ def table_schema(shapes: Sequence[Shape]):
     fields = [
         T.StructField(INDEX, T.IntegerType(), False),
         T.StructField(GROUP, T.IntegerType(), False),
+        T.StructField(NAME, T.StringType(), False),
+        T.StructField(VERSION, T.StringType(), False),
         T.StructField(HEADER, T.BinaryType(), False),
         T.StructField(KEY, T.IntegerType(), False),
     ]
@@ -54,17 +58,23 @@ def table_schema(shapes: Sequence[Shape]):
     return T.StructType(fields)
 
 
-def table_rows(shapes: Sequence[Shape], headers: Mapping[int, bytes]) -> list[tuple]:
-    """SELF's row, then one per filter of each shape: its index, group, Avro header and, in its
-    group's columns, its constants (nulls in the other groups')."""
+#: A filter's name, version and Avro header (empty for JSON and alerts), by its index.
+Labels = Mapping[int, tuple[str, str, bytes]]
+
+
+def table_rows(shapes: Sequence[Shape], labels: Labels) -> list[tuple]:
+    """SELF's row, then one per filter of each shape: its index, group, labels and, in its
+    group's columns, its constants (nulls in the other groups'). The labels are columns rather
+    than arrays indexed in the plan: a literal array of every filter's name in each group's
+    record expression made the plan grow with groups times filters, analysed every batch."""
     width = sum(len(s.lifted.kinds) for s in shapes)
-    rows = [(-1, SELF, b"", KEY_VALUE, *[None] * width)]
+    rows = [(-1, SELF, "", "", b"", KEY_VALUE, *[None] * width)]
     start = 0
     for g, s in enumerate(shapes, 1):
         n = len(s.lifted.kinds)
         for i, values in zip(s.members, s.constants, strict=True):
             rows.append(
-                (i, g, headers.get(i, b""), KEY_VALUE, *[None] * start, *values)
+                (i, g, *labels.get(i, ("", "", b"")), KEY_VALUE, *[None] * start, *values)
                 + (None,) * (width - start - n)
             )
         start += n
@@ -89,11 +99,11 @@ def join_condition(shapes: Sequence[Shape], keyed: bool = False) -> str:
     return f"least(_partition, {KEY_VALUE}) = {KEY} AND ({condition})" if keyed else condition
 
 
-def table(spark, shapes: Sequence[Shape], headers: Mapping[int, bytes]):
+def table(spark, shapes: Sequence[Shape], labels: Labels):
     """The broadcast table of ``shapes``' constants."""
     from pyspark.sql import functions as F
 
-    return F.broadcast(spark.createDataFrame(table_rows(shapes, headers), table_schema(shapes)))
+    return F.broadcast(spark.createDataFrame(table_rows(shapes, labels), table_schema(shapes)))
 
 
 def runnable_shapes(samples, filters: Sequence[Filter]) -> tuple[Shape, ...]:
