@@ -4,9 +4,8 @@ output equal to fastavro + plain Python over the very bytes produced (simulated 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import json
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -209,7 +208,9 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
     users = population(300, alerts, seed=3)  # tuned on these alerts: 0.01-1% of them each
     # two users of one shape who want the whole alert: a shape of its own, as data
     users += [
-        replace(u, filter=replace(u.filter, name=f"{u.filter.name}_whole", payload="alert", fields={}))
+        replace(
+            u, filter=replace(u.filter, name=f"{u.filter.name}_whole", payload="alert", fields={})
+        )
         for u in [v for v in users if v.template == "snr"][:2]
     ]
     cols = columns(alerts)
