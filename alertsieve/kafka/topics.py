@@ -31,6 +31,14 @@ def create_topic(
     return bool(create_topics(bootstrap, [topic], partitions, replication, config, extra))
 
 
+#: What one CreateTopics request may hold: the KRaft controller refuses more than 10,000
+#: partitions ("Excessively large number of partitions per request") and more than 10,000
+#: metadata records ("Unable to perform excessively large batch operation"; a topic writes one
+#: record, one per partition and one per setting). Half that, for the records' margin.
+PARTITIONS_PER_REQUEST = 10_000
+RECORDS_PER_REQUEST = 5_000
+
+
 def create_topics(
     bootstrap: str,
     topics: list[str],
@@ -39,25 +47,33 @@ def create_topics(
     config: dict[str, str] | None = None,
     extra: dict | None = None,
 ) -> list[str]:
-    """Create those of ``topics`` that are missing, in one request (a job with a thousand filters
-    has a thousand output topics: one request each took minutes); returns those it created."""
+    """Create those of ``topics`` that are missing, in as few requests as the controller takes (a
+    job with a thousand filters has a thousand output topics: one request each took minutes);
+    returns those it created."""
     client = admin(bootstrap, extra)
     md = client.list_topics(timeout=30)
     missing = [t for t in dict.fromkeys(topics) if t not in md.topics]
     if not missing:
         return []
     rf = replication or min(3, len(md.brokers))
-    futures = client.create_topics(
-        [NewTopic(t, partitions, rf, config=config or {}) for t in missing]
-    )
+    # ten thousand filters' topics (and the job's own) go in requests the controller accepts
+    records = 1 + partitions + len(config or {})
+    chunk = max(1, min(PARTITIONS_PER_REQUEST // partitions, RECORDS_PER_REQUEST // records))
     created = []
-    for topic, future in futures.items():
-        try:
-            future.result(timeout=60)
-            created.append(topic)
-        except KafkaException as e:
-            if "TOPIC_ALREADY_EXISTS" not in str(e):
-                raise
+    for start in range(0, len(missing), chunk):
+        futures = client.create_topics(
+            [
+                NewTopic(t, partitions, rf, config=config or {})
+                for t in missing[start : start + chunk]
+            ]
+        )
+        for topic, future in futures.items():
+            try:
+                future.result(timeout=60)
+                created.append(topic)
+            except KafkaException as e:
+                if "TOPIC_ALREADY_EXISTS" not in str(e):
+                    raise
     _await_leaders(client, created, partitions)
     return created
 

@@ -136,6 +136,10 @@ class CountsTopic:
                 "bootstrap.servers": bootstrap,
                 **librdkafka_conf(kafka_conf),
                 "enable.idempotence": True,
+                # a batch's record names every filter: ~1 MB of JSON at 10,000 filters, past
+                # the client's 1 MB default (the job's topics take 16 MB), sent compressed
+                "message.max.bytes": 16 * 1024 * 1024,
+                "compression.type": "zstd",
             }
         )
 

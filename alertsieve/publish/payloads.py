@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from alertsieve.filtering.checks import named, not_an_expression
 from alertsieve.filtering.model import Filter, FilterError
@@ -73,24 +74,46 @@ class FieldsPayload:
 def envelope_columns(decoder, name, version) -> list:
     """The envelope of a record of filter ``name`` over the hot path's view rows (``name`` and
     ``version`` are text, or columns where one expression writes the records of many filters)."""
+    from pyspark import SparkContext
     from pyspark.sql import functions as F
 
-    detection = decoder.detection
+    shared = _shared_envelope(
+        SparkContext._active_spark_context,
+        decoder.survey,
+        decoder.id_path,
+        decoder.detection,
+        decoder.mjd_sql,
+    )
     values = {
-        contract.ALERT_ID: F.col(decoder.id_path).cast("string"),
-        contract.SURVEY: F.lit(decoder.survey),
         contract.FILTER: F.lit(name) if isinstance(name, str) else name,
         contract.FILTER_VERSION: F.lit(version) if isinstance(version, str) else version,
+    }
+    return [
+        shared[k] if k in shared else values[k].cast(t).alias(k)
+        for k, t in contract.ENVELOPE.items()
+    ]
+
+
+@lru_cache(maxsize=8)
+def _shared_envelope(context, survey: str, id_path: str, detection: str, mjd_sql: str):
+    """What every filter's envelope holds alike, built once per Spark context (held here, so
+    its key is never another's): a job with thousands of compiled fields filters built these
+    columns once each, a dozen calls to the JVM per filter (most of its start-up, sampled)."""
+    from pyspark.sql import functions as F
+
+    values = {
+        contract.ALERT_ID: F.col(id_path),
+        contract.SURVEY: F.lit(survey),
         contract.SOURCE_TOPIC: F.col("_topic"),
         contract.SOURCE_PARTITION: F.col("_partition"),
         contract.SOURCE_OFFSET: F.col("_offset"),
         contract.KAFKA_TIMESTAMP_MS: F.unix_millis(F.col("_timestamp")),
         contract.PROCESSED_AT_MS: F.unix_millis(F.current_timestamp()),
-        "mjd": F.expr(decoder.mjd_sql),
+        "mjd": F.expr(mjd_sql),
         "ra": F.col(f"{detection}.ra"),
         "dec": F.col(f"{detection}.dec"),
     }
-    return [values[k].cast(t).alias(k) for k, t in contract.ENVELOPE.items()]
+    return {k: values[k].cast(contract.ENVELOPE[k]).alias(k) for k in values}
 
 
 def envelope_paths(decoder) -> list[str]:
