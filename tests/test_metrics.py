@@ -37,7 +37,7 @@ def _progress(batch_id: int, rows: int, name: str = "hot") -> dict:
             },
             "alertsieve": {
                 "quarantined_rows": 1,
-                "matches": [1, 0, 1, 1, 0, 1, 1, 1, 1],
+                "matches": ["b", "a", "b", "b", "a", "b", "b", "b", "b"],
                 "_e1": "b: ValueError: no",
             },
         },

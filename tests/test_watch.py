@@ -3,17 +3,20 @@ topic from the next batch on; one user's broken change and another's valid one, 
 deploy the valid one (publishing under its new version) while the broken one's running version
 goes on and a new broken module is left out, each refusal said on the console and on the counts
 topic; no alert is lost or read twice across the redeployments (Kafka and the Delta archive
-against plain Python)."""
+against plain Python). And a job of 1,000 users' filters of one shape takes rows added, changed
+and removed in its table without a restart."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
 from collections import Counter
 
 import pytest
+import yaml
 from confluent_kafka.admin import AdminClient
 from job_helpers import (
     JOB_FILTERS,
@@ -23,11 +26,14 @@ from job_helpers import (
     simulated_visit,
     wait_for,
 )
-from kafka_helpers import consume_all
+from kafka_helpers import consume_all, consume_topics
 
+from alertsieve.alerts.schemas import LocalSchemaStore, unframe
 from alertsieve.filtering.model import AlertFilter
 from alertsieve.kafka.topics import end_offsets
 from alertsieve.publish.versions import filter_version
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.metrics import read_lines
 
 #: The same cut as JOB_FILTERS["bright"], written the other way round: another version.
 REWRITTEN_BRIGHT = "diaSource.reliability > 0.9 AND diaSource.snr > 50"
@@ -173,3 +179,134 @@ def test_watch_deploys_a_new_filter_refuses_a_broken_one_and_loses_nothing(
     )
     assert max(Counter(r["alert_id"] for r in rows).values()) == 1  # exactly once
     assert {n: {r["alert_id"] for r in rows if n in r["filters"]} for n in expected} == expected
+
+
+def _users_table(path, rows: dict[str, tuple[float, float]]) -> None:
+    """A table of users' filters of one shape, each publishing a JSON record of two fields."""
+    table = {
+        "defaults": {
+            "sql": USERS_SHAPE,
+            "payload": "fields",
+            "format": "json",
+            "fields": {"snr": "diaSource.snr", "reliability": "diaSource.reliability"},
+        },
+        "filters": [
+            {"name": name, "params": {"min_snr": snr, "min_reliability": rel}}
+            for name, (snr, rel) in rows.items()
+        ],
+    }
+    path.write_text(yaml.safe_dump(table, sort_keys=False))
+
+
+#: The users' shape, and the same cut over a fastavro-decoded alert (the oracle).
+USERS_SHAPE = "diaSource.snr > {min_snr} AND diaSource.reliability > {min_reliability}"
+
+
+def _passes(alert: dict, snr: float, rel: float) -> bool:
+    s = alert["diaSource"]
+    return (
+        s["snr"] is not None
+        and s["reliability"] is not None
+        and s["snr"] > snr
+        and s["reliability"] > rel
+    )
+
+
+@pytest.mark.slow
+def test_rows_of_a_known_shape_deploy_to_a_running_job_of_1000_without_a_restart(
+    kafka, spark, topic_name, tmp_path, caplog
+):
+    """A job of 1,000 users' filters of one shape, under ``--watch``: one user added, one
+    changed and one removed in the table, saved while it runs, take effect from the batch after
+    the save (the same query: one id and run id, batch ids consecutive); every filter publishes
+    exactly what plain Python selects from the fastavro-decoded alerts, with the constants in
+    force when each alert was read."""
+    import threading
+
+    from alertsieve.stream.job import FilterStream
+
+    bootstrap, schema_dir = kafka.bootstrap_servers, str(tmp_path / "schemas")
+    assert simulated_visit(bootstrap, topic_name, 51, schema_dir, 150).ok
+    store = LocalSchemaStore(schema_dir)
+
+    def alerts() -> dict[str, dict]:
+        out = {}
+        for m in consume_all(bootstrap, topic_name):
+            schema_id, body = unframe(m.value())
+            out[m.key().decode()] = store.get(schema_id).decode(body)
+        return out
+
+    first = alerts()
+    snrs = sorted(a["diaSource"]["snr"] for a in first.values() if a["diaSource"]["snr"])
+    # 1,000 users each passing 0-3% of a visit, and two passing about half of it
+    rows = {f"u{k:04d}": (snrs[-1 - k % 5], -1.0 + k / 1000) for k in range(1000)}
+    median = snrs[len(snrs) // 2]
+    rows["u0001"] = rows["u0002"] = (median, -1.0)
+    folder = tmp_path / "filters"
+    folder.mkdir()
+    _users_table(folder / "users.yaml", rows)
+    prefix = f"{topic_name}-"
+    cfg = JobConfig(
+        bootstrap=bootstrap,
+        topic=topic_name,
+        output_prefix=prefix,
+        output_partitions=1,
+        discover_filters=False,
+        filter_paths=[str(folder)],
+        watch=True,
+        sinks=["kafka"],
+        checkpoint=str(tmp_path / "ckpt"),
+        metrics_path=str(tmp_path / "m.jsonl"),
+        schema_dir=schema_dir,
+        survey="rubin",
+        timeout_s=600,
+    )
+    job = FilterStream(spark, cfg)
+    assert len(job.plan.shapes) == 1 and not job.plan.compiled  # all 1,000 as rows
+    runner = threading.Thread(target=job.run)
+    caplog.set_level(logging.INFO, logger="alertsieve")
+    runner.start()
+    read = lambda: sum(b["input_rows"] for b in read_lines(tmp_path / "m.jsonl"))  # noqa: E731
+    try:
+        wait_for(lambda: (tmp_path / "m.jsonl").exists() and read() == 150, "visit 1", 300)
+        after = dict(rows)
+        after["newcomer"] = (median, -1.0)
+        after["u0002"] = (snrs[len(snrs) // 4], -1.0)  # changed: a lower cut
+        del after["u0001"]
+        _users_table(folder / "users.yaml", after)
+        wait_for(lambda: "as rows of the running query" in caplog.text, "the deployment", 180)
+        assert simulated_visit(bootstrap, topic_name, 52, schema_dir, 150).ok
+        wait_for(lambda: read() == 300, "visit 2", 180)
+    finally:
+        job.stop()
+        runner.join(120)
+    assert not runner.is_alive()
+    line = next(r.getMessage() for r in caplog.records if "as rows of the" in r.getMessage())
+    assert line.startswith("watch: deployed +newcomer -u0001 ~u0002 as rows"), line
+
+    lines = read_lines(tmp_path / "m.jsonl")
+    assert len({(b["spark"]["id"], b["spark"]["runId"]) for b in lines}) == 1  # no restart
+    assert [b["batch_id"] for b in lines] == list(range(lines[0]["batch_id"], len(lines)))
+    second = {k: a for k, a in alerts().items() if k not in first}
+    expected = {
+        name: {k for k, a in first.items() if _passes(a, *rows[name])} if name in rows else set()
+        for name in {*rows, *after}
+    }
+    for name, constants in after.items():
+        expected[name] |= {k for k, a in second.items() if _passes(a, *constants)}
+    assert expected["newcomer"] and expected["u0002"] - expected["u0001"]
+    got: dict[str, list[str]] = {name: [] for name in expected}
+    versions = {}
+    for m in consume_topics(bootstrap, [f"{prefix}{name}" for name in expected]):
+        name, key = m.topic().removeprefix(prefix), m.key().decode()
+        got[name].append(key)
+        record = json.loads(m.value())
+        alert = {**first, **second}[key]["diaSource"]
+        assert (record["snr"], record["reliability"]) == pytest.approx(
+            (alert["snr"], alert["reliability"])
+        )
+        versions.setdefault(name, set()).add(dict(m.headers())["filter_version"])
+    assert {n: sorted(k) for n, k in got.items()} == {n: sorted(k) for n, k in expected.items()}
+    assert len(versions["u0002"]) == 2 and len(versions["u0003"]) == 1  # changed: a new version
+    batch_of_second = [b for b in lines if b["matches"].get("newcomer")]
+    assert sum(b["matches"]["newcomer"] for b in batch_of_second) == len(expected["newcomer"])

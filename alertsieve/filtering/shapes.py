@@ -101,9 +101,15 @@ class Shape:
     lifted: Lifted  # the first member's; the others differ in constants only
     members: tuple[int, ...]  # indices into the job's filters
     constants: tuple[tuple[object, ...], ...]  # per member
+    record: tuple = ()  # what its members publish: payload, format, fields (``record_key``)
+
+    @property
+    def key(self) -> tuple:
+        """What makes its generated code: two plans with the same keys differ in rows only."""
+        return (self.lifted.key, self.record)
 
 
-def _record_key(f: Filter) -> tuple:
+def record_key(f: Filter) -> tuple:
     return (f.payload, f.format, tuple(sorted(f.fields.items())))
 
 
@@ -117,13 +123,14 @@ def find_shapes(filters: Sequence[Filter], min_filters: int = MIN_FILTERS) -> li
         lifted = lift(f.expressions()["sql"])
         if not lifted.constants:
             continue
-        groups.setdefault((lifted.key, _record_key(f)), []).append((i, lifted))
+        groups.setdefault((lifted.key, record_key(f)), []).append((i, lifted))
     return [
         Shape(
             lifted=members[0][1],
             members=tuple(i for i, _ in members),
             constants=tuple(lifted.constants for _, lifted in members),
+            record=record,
         )
-        for members in groups.values()
+        for (_, record), members in groups.items()
         if len(members) >= max(min_filters, 1)
     ]

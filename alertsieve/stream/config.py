@@ -509,6 +509,12 @@ class JobConfig(BaseModel):
         return f"{self.checkpoint.rstrip('/')}-archive"
 
     @property
+    def filter_table(self) -> str:
+        """The Delta table of the shaped filters' rows under ``--watch``, beside the checkpoint
+        (``alertsieve.stream.shaped.store``)."""
+        return f"{self.checkpoint.rstrip('/')}-filters"
+
+    @property
     def quarantine_topic(self) -> str:
         return contract.quarantine_topic(self.output_prefix)
 

@@ -31,7 +31,7 @@ from alertsieve.view.decoder import META, REASON_KINDS
 ARRIVED = "alertsieve_input"
 OBSERVED = "alertsieve"
 COST = "alertsieve_python"  # the seconds each Python filter and model took, models' rows and errors
-MATCHES = "matches"  # the observed list of matched filters' indices
+MATCHES = "matches"  # the observed list of matched filters' names
 FILTER = "_filter"  # the filter of an output row, kept for ``publish_within`` (quotas)
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedded brokers' limit)
@@ -86,13 +86,18 @@ def models_of(plan: JobPlan) -> list:
     return list(plan.scoring.models) if plan.scoring else []
 
 
-def table_labels(plan: JobPlan) -> shaped.Labels:
-    """Each shaped filter's name, version and the Confluent header of its Avro fields record."""
+def table_labels(
+    plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = frozenset()
+) -> shaped.Labels:
+    """Each shaped filter's name, version, the Confluent header of its Avro fields record, its
+    topic (none when ``withheld``) and its record's format."""
     return {
         i: (
             f.name,
             plan.versions.get(f.name, ""),
             plan.payloads[f.name].header if f.name in plan.payloads else b"",
+            None if f.name in withheld else contract.filter_topic(f, cfg.output_prefix),
+            f.format if f.name in plan.payloads else None,
         )
         for s in plan.shapes
         for i in s.members
@@ -133,7 +138,16 @@ def record_slots(plan: JobPlan) -> list[int]:
     return [slots.get(i, 0) if f.name in plan.payloads else 0 for i, f in enumerate(plan.filters)]
 
 
-def evaluated(raw, plan: JobPlan, learn: bool = True, realtime: bool = False):
+#: A shaped filter's row's name, version, topic and format (null on an alert's own row).
+SHAPED_LABELS = {
+    "_s_name": shaped.NAME,
+    "_s_version": shaped.VERSION,
+    "_s_topic": shaped.TOPIC,
+    "_s_format": shaped.FORMAT,
+}
+
+
+def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool = False):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
     ``error_index(i)`` where Python filter i failed), ``_records`` (the fields records of those
@@ -146,7 +160,8 @@ def evaluated(raw, plan: JobPlan, learn: bool = True, realtime: bool = False):
     conditions and one short array, not a thousand rows carrying each alert's bytes.
     ``array_except`` drops them in generated code (``filter(arr, x -> x IS NOT NULL)`` is a
     lambda, evaluated outside it, which takes every condition with it). The filters that run as
-    data (``plan.shapes``) add a row per match of their own (``alertsieve.stream.shaped``)."""
+    data (``plan.shapes``) add a row per match of their own, from ``table``
+    (``alertsieve.stream.shaped.table``), labelled by its row (``SHAPED_LABELS``)."""
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
@@ -190,7 +205,6 @@ def evaluated(raw, plan: JobPlan, learn: bool = True, realtime: bool = False):
         fields.alias("_compiled_records"),
         *extra,
     )
-    table = shaped.table(compiled.sparkSession, plan.shapes, table_labels(plan))
     condition = shaped.join_condition(plan.shapes, keyed=realtime)
     joined = compiled.join(table, F.expr(condition), "left")
     own = F.col(shaped.GROUP) == shaped.SELF
@@ -214,6 +228,7 @@ def evaluated(raw, plan: JobPlan, learn: bool = True, realtime: bool = False):
         .otherwise(F.array(shaped_records(plan)))
         .alias("_records"),
         *[F.when(own, F.col(name)).alias(name) for name in per_alert],
+        *[F.when(~own, F.col(column)).alias(name) for name, column in SHAPED_LABELS.items()],
     )
 
 
@@ -262,14 +277,15 @@ def outcome_metrics(plan: JobPlan, sized: frozenset[str] = frozenset()) -> list:
     which is enough to diagnose a batch that quarantined everything (``alertsieve.stream.diagnosis``).
 
     Matches per filter are one aggregate, however many filters: the list of the matched
-    filters' indices, one int per published record (``metrics.matches_by_filter`` counts them).
+    filters' names, one per published record (``metrics.matches_by_filter`` counts them): names,
+    not the plan's indices, so a deployment that changes the table's rows only counts right.
     Not N aggregates (a thousand sums in every batch's plan), and not ``histogram_numeric``
     (exact in one task, but it over-counted when partial histograms were merged: 27 for 10).
     The filters of ``sized`` (those with a daily quota) have their records' bytes summed."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
-    matched = F.when(index >= 0, index)
+    matched = F.when(index >= 0, F.col("_filter"))
     out = [
         F.sum((index == QUARANTINED).cast("long")).alias("quarantined_rows"),
         F.min("_reason").alias("reason_min"),  # null on every row but the quarantined ones
@@ -282,7 +298,8 @@ def outcome_metrics(plan: JobPlan, sized: frozenset[str] = frozenset()) -> list:
     ]
     for i, f in enumerate(plan.filters):
         if f.name in sized:
-            out.append(F.sum(F.when(index == i, F.length("_out_value"))).alias(size(i)))
+            mine = (index >= 0) & (F.col("_filter") == f.name)
+            out.append(F.sum(F.when(mine, F.length("_out_value"))).alias(size(i)))
     for i, f in enumerate(plan.filters):
         if f.runs_python:
             out.append(
@@ -299,7 +316,8 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
     match of a ``withheld`` filter: its daily quota reached, counted but not published),
     ``_filter``, ``_version`` and ``_out_value`` (the original bytes, or the filter's fields
     record). Only the rows kept are ever copied with their ~100 KB of alert bytes, and most
-    alerts match nothing."""
+    alerts match nothing. A shaped filter's row says all this itself (``SHAPED_LABELS``): the
+    literal arrays below, indexed by the plan's filters, serve the compiled ones."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
@@ -317,6 +335,7 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
     ).cast("array<string>")
     slot = F.array(*[F.lit(k) for k in record_slots(plan)])
     errors = [error(i) for i, f in enumerate(plan.filters) if f.runs_python]
+    labels = list(SHAPED_LABELS) if plan.shapes else []
     # explode_outer, then the empty alerts' null row dropped: a plain explode makes Spark infer
     # ``size(_outcomes) > 0`` and push it below the decode, where every field a filter reads is
     # replaced by its whole decoding expression (a 90 MB plan at 100 filters, out of memory at
@@ -328,16 +347,27 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
         "_alert_id",
         "_records",
         *errors,
+        *labels,
     )
     rows = exploded.where(index.isNotNull())
-    topic = F.when(index >= 0, F.element_at(topics, index + 1)).when(
-        index == QUARANTINED, F.lit(cfg.quarantine_topic)
+    own = F.col("_s_name").isNotNull() if plan.shapes else F.lit(False)
+    topic = (
+        F.when(own, F.col("_s_topic"))
+        .when(index >= 0, F.element_at(topics, index + 1))
+        .when(index == QUARANTINED, F.lit(cfg.quarantine_topic))
     )
-    name = F.when(index >= 0, F.element_at(names, index + 1)).when(
-        index < QUARANTINED, F.element_at(names, -index - 1)
+    name = (
+        F.when(own, F.col("_s_name"))
+        .when(index >= 0, F.element_at(names, index + 1))
+        .when(index < QUARANTINED, F.element_at(names, -index - 1))
     )
-    version = F.when(index >= 0, F.element_at(versions, index + 1))
-    at = F.when(index >= 0, F.element_at(slot, index + 1)).otherwise(F.lit(0))
+    version = F.when(own, F.col("_s_version")).when(index >= 0, F.element_at(versions, index + 1))
+    at = (
+        F.when(own, F.when(F.col("_s_format").isNotNull(), F.lit(1)).otherwise(F.lit(0)))
+        .when(index >= 0, F.element_at(slot, index + 1))
+        .otherwise(F.lit(0))
+    )
+    form = F.when(own, F.col("_s_format")).when(at > 0, F.element_at(formats, index + 1))
     value = F.when(at > 0, F.element_at(F.col("_records"), at)).otherwise(F.col("_value"))
     return rows.select(
         *META,
@@ -349,7 +379,7 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
         name.alias("_filter"),
         version.alias("_version"),
         value.alias("_out_value"),
-        F.when(at > 0, F.element_at(formats, index + 1)).alias("_format"),
+        form.alias("_format"),
     )
 
 
@@ -422,6 +452,7 @@ def hot_path(
     withheld: frozenset[str] = frozenset(),
     keep_filter: bool = False,
     learn: bool = True,
+    stored: str | None = None,
 ):
     """The streaming frame the Kafka sink writes, with its metrics observed: arrivals on the Kafka
     rows as they come (no copy), outcomes on the few rows that publish (``metrics.batch_stats``
@@ -430,9 +461,15 @@ def hot_path(
     filters that have one (their bytes counted); ``withheld``, those whose rows get no topic
     (Real-Time Mode); ``keep_filter``, rows that keep their filter for ``publish_within``;
     ``learn``, a message of a writer the plan does not know stops its task (the job learns it:
-    ``alertsieve.stream.new_writers``) rather than going to quarantine."""
+    ``alertsieve.stream.new_writers``) rather than going to quarantine; ``stored``, the Delta
+    table the shaped filters' rows are read from each batch (``shaped.store``), else they are
+    planned in."""
     arrived = raw.observe(ARRIVED, *arrival_metrics())
-    flags = evaluated(arrived, plan, learn, cfg.realtime)
+    table = None
+    if plan.shapes:
+        labels = table_labels(plan, cfg, withheld)
+        table = shaped.table(raw.sparkSession, plan.shapes, labels, stored)
+    flags = evaluated(arrived, plan, table, learn, cfg.realtime)
     if any(f.runs_python for f in plan.filters) or models_of(plan):
         flags = flags.observe(COST, *cost_metrics(plan))
     outcome = outcomes(flags, plan, cfg, withheld).observe(OBSERVED, *outcome_metrics(plan, sized))

@@ -34,6 +34,7 @@ from alertsieve.stream.hot_path import (
     hot_path,
     publish_within,
     sink_options,
+    table_labels,
 )
 from alertsieve.stream.metrics import MetricsLog, make_listener
 from alertsieve.stream.new_writers import MAX_UNREADABLE_WRITERS
@@ -41,6 +42,7 @@ from alertsieve.stream.plan import plan_job
 from alertsieve.stream.prometheus import JobMetrics
 from alertsieve.stream.quota_gate import QuotaGate
 from alertsieve.stream.quotas import limits_of
+from alertsieve.stream.shaped import store
 from alertsieve.stream.source import source_options
 from alertsieve.stream.source_loss import SourceLosses
 
@@ -65,6 +67,7 @@ class FilterStream:
         self.cfg = cfg
         self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
         self.plan = plan_job(spark, cfg)
+        self.running = self.plan  # the plan the hot path's query was started with
         self.filters = self.plan.filters
         if cfg.realtime:
             check_realtime(spark, cfg, self.filters)
@@ -186,8 +189,13 @@ class FilterStream:
         raw = self.spark.readStream.format("kafka").options(**options).load()
         gate = self.quotas
         learn = self.unreadable < MAX_UNREADABLE_WRITERS  # stop at a writer it does not know
+        self.running = self.plan
+        stored = self._stored_table()
+        if stored is not None:
+            store(self.spark, stored, self.plan.shapes, table_labels(self.plan, cfg))
         if gate is None:
-            writer = hot_path(raw, self.plan, cfg, learn=learn).writeStream.format("kafka")
+            frame = hot_path(raw, self.plan, cfg, learn=learn, stored=stored)
+            writer = frame.writeStream.format("kafka")
             writer = writer.options(**sink_options(cfg))
         elif cfg.realtime:  # no foreachBatch: the withheld filters planned in, restarted on change
             withheld = gate.new_query(realtime=True)
@@ -196,7 +204,13 @@ class FilterStream:
         else:  # each batch decides what it withholds once the batches before it are counted
             gate.new_query()
             frame = hot_path(
-                raw, self.plan, cfg, frozenset(gate.limits), keep_filter=True, learn=learn
+                raw,
+                self.plan,
+                cfg,
+                frozenset(gate.limits),
+                keep_filter=True,
+                learn=learn,
+                stored=stored,
             )
             writer = frame.writeStream.foreachBatch(
                 lambda rows, i: publish_within(rows, gate.decide(i), cfg)
@@ -209,6 +223,13 @@ class FilterStream:
         else:
             writer = writer.trigger(processingTime=f"{cfg.trigger_seconds} seconds")
         return writer.start()
+
+    def _stored_table(self) -> str | None:
+        """Where the hot path reads its shaped filters' rows each batch: under ``--watch`` in
+        micro-batches, so a deployment of rows only needs no restart (``redeploy.rows_only``);
+        else (and in Real-Time Mode, whose batch does not end) they are planned in."""
+        cfg = self.cfg
+        return cfg.filter_table if cfg.watch and not cfg.realtime and self.plan.shapes else None
 
     def run(self) -> list[dict]:
         """Run until the input is drained (available-now), the timeout, or Ctrl-C; with the delta
@@ -319,7 +340,12 @@ class FilterStream:
     def _watcher(self, queries: list):
         """A poll for ``_await``: when the watched files change, deploy the new plan (replacing
         ``queries`` in place) or refuse it and keep the running one."""
-        from alertsieve.stream.redeploy import describe_change, settings_changed, snapshot
+        from alertsieve.stream.redeploy import (
+            describe_change,
+            rows_only,
+            settings_changed,
+            snapshot,
+        )
 
         state = {"files": snapshot(self.cfg), "topics": set(archive_topics(self.plan, self.cfg))}
 
@@ -359,32 +385,52 @@ class FilterStream:
                     log.warning("watch: nothing to deploy, the running filters go on")
                 return
             change = describe_change(self.plan.versions, plan.versions)  # ~name: a new version
-            if gated:  # the job's first quotas
-                quotas = f"daily quotas of {', '.join(sorted(limits))}"
-                change = quotas if plan.versions == self.plan.versions else f"{change}; {quotas}"
-            self._stop(queries[0])
-            self.metrics.flush(
-                queries[0].recentProgress
-            )  # the old query's batches, by the old filters
-            self.plan, self.filters = plan, plan.filters
-            self._deployed(plan)
-            self._use_quotas()
-            self.metrics.use_filters(
-                [f.name for f in plan.filters],
-                {f.name for f in plan.filters if f.runs_python},
-                plan.readers,
-            )
-            self.counts.use(published(plan, self.cfg))
-            queries[0] = self.start()
-            if len(queries) > 1:
+            stored = self._stored_table()
+            if stored is not None and not gated and rows_only(self.running, plan):
+                store(self.spark, stored, plan.shapes, table_labels(plan, self.cfg))
+                self._switch(plan, [f.name for f in self.running.filters])
+                log.info(
+                    "watch: deployed %s as rows of the running query (no restart: its next batch"
+                    " reads them); running %d filters",
+                    change,
+                    len(plan.filters),
+                )
+            else:
+                if gated:  # the job's first quotas
+                    quotas = f"daily quotas of {', '.join(sorted(limits))}"
+                    same = plan.versions == self.plan.versions
+                    change = quotas if same else f"{change}; {quotas}"
+                self._stop(queries[0])
+                self.metrics.flush(
+                    queries[0].recentProgress
+                )  # the old query's batches, by the old filters
+                self._switch(plan)
+                queries[0] = self.start()
+                log.info(
+                    "watch: deployed %s; running %s",
+                    change,
+                    ", ".join(f.name for f in plan.filters),
+                )
+            if len(queries) > 1:  # the archive query, on the new set of topics
                 state["topics"] |= set(archive_topics(plan, self.cfg))
                 stop_between_batches(queries[1])
                 queries[1] = Archive(self.spark, self.cfg, plan, sorted(state["topics"])).start()
-            log.info(
-                "watch: deployed %s; running %s", change, ", ".join(f.name for f in plan.filters)
-            )
 
         return poll
+
+    def _switch(self, plan, indexed: list[str] | None = None) -> None:
+        """The job's filters from now on: its deployment said, its quotas, metrics and counts by
+        ``plan``'s filters (``indexed``: as the running query indexes its metrics, when it goes on)."""
+        self.plan, self.filters = plan, plan.filters
+        self._deployed(plan)
+        self._use_quotas()
+        self.metrics.use_filters(
+            [f.name for f in plan.filters],
+            {f.name for f in plan.filters if f.runs_python},
+            plan.readers,
+            indexed,
+        )
+        self.counts.use(published(plan, self.cfg))
 
 
 def realtime_trigger(writer, spark, checkpoint_interval: str):

@@ -29,7 +29,8 @@ Fields of a ``batch`` line:
   phases_s {add_batch (read, decode, filter, publish: one pass), query_planning, latest_offset,
   wal_commit, commit_offsets, ...} (Spark's durations, seconds);
   spark {durationMs {...}, numInputRows, inputRowsPerSecond, processedRowsPerSecond,
-  endOffset {topic: {partition: next offset}}};
+  id, runId (the query's id, and its run's: a new runId is a restart), endOffset {topic:
+  {partition: next offset}}};
   written_at (unix seconds).
 In Real-Time Mode a "batch" spans a checkpoint interval; latency is then measured where
 subscribers see it, by reading the output topics back (``alertsieve.bench``).
@@ -228,6 +229,7 @@ class MetricsLog:
         self.filters = filters
         self.python_filters = python_filters
         self.models = models or {}
+        self.indexed: list[str] | None = None  # see ``use_filters``
         self.query_name = query_name
         self.realtime = realtime
         self._done: set[int] = set()
@@ -254,7 +256,7 @@ class MetricsLog:
             return self._handled.wait_for(lambda: self._handled_through >= batch_id, timeout)
 
     def _add(self, progress: dict) -> None:
-        stats = batch_stats(progress, self.filters, self.python_filters, self.models)
+        stats = batch_stats(progress, self.filters, self.python_filters, self.models, self.indexed)
         if stats is None:
             return
         with self._lock:
@@ -298,12 +300,14 @@ class MetricsLog:
         filters: list[str],
         python_filters: set[str],
         models: dict[str, list[str]] | None = None,
+        indexed: list[str] | None = None,
     ) -> None:
         """The filters (and models) of the batches from now on (a job that deployed a new set:
-        ``--watch``)."""
+        ``--watch``); ``indexed``, as the running query indexes them (see ``batch_stats``)."""
         with self._lock:
             self.filters, self.python_filters = filters, python_filters
             self.models = models or {}
+            self.indexed = indexed
 
     def flush(self, progresses: list) -> None:
         """``progresses``: a query's ``recentProgress`` (PySpark's progress objects, or dicts)."""
@@ -319,7 +323,14 @@ class MetricsLog:
         line["batch_seconds"] = round(stats.batch_seconds, 3)
         line["spark"] = {
             k: progress.get(k)
-            for k in ("durationMs", "numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
+            for k in (
+                "durationMs",
+                "numInputRows",
+                "inputRowsPerSecond",
+                "processedRowsPerSecond",
+                "id",
+                "runId",
+            )
         }
         line["spark"]["endOffset"] = _end_offsets(progress)
         line["written_at"] = round(time.time(), 3)
@@ -335,9 +346,14 @@ def batch_stats(
     filters: list[str],
     python_filters: set[str] = frozenset(),
     models: dict[str, list[str]] | None = None,
+    indexed: list[str] | None = None,
 ) -> BatchStats | None:
     """A hot-path batch's stats from its progress report; None for a batch without alerts (or
-    another query's report). ``models``: each model run -> the filters reading its score."""
+    another query's report). ``models``: each model run -> the filters reading its score.
+    ``indexed``: the filters as the running query indexes its metrics (its plan's), when a
+    deployment that changed rows only (``alertsieve.stream.redeploy.rows_only``) left them in
+    another order than ``filters``."""
+    indexed = indexed or filters
     from alertsieve.stream.hot_path import (
         ARRIVED,
         COST,
@@ -367,13 +383,13 @@ def batch_stats(
     q = seen.get("ts_quantiles") or [None, None, None]
     errors = {
         n: seen.get(error(i))
-        for i, n in enumerate(filters)
+        for i, n in enumerate(indexed)
         if n in python_filters and seen.get(error(i))
     }
     costs = observed.get(COST) or {}
     python_seconds = {
         n: round(float(costs.get(cost(i)) or 0.0), 4)
-        for i, n in enumerate(filters)
+        for i, n in enumerate(indexed)
         if n in python_filters and cost(i) in costs
     }
     models = models or {}
@@ -406,7 +422,7 @@ def batch_stats(
         },
         model_errors=model_errors,
         published_bytes={
-            n: int(seen.get(size(i)) or 0) for i, n in enumerate(filters) if size(i) in seen
+            n: int(seen.get(size(i)) or 0) for i, n in enumerate(indexed) if size(i) in seen
         },
         reason_min=seen.get("reason_min"),
         reason_max=seen.get("reason_max"),
@@ -428,12 +444,13 @@ def quarantine_kinds(seen: dict, quarantined: int) -> dict[str, int]:
     return {k: n for k, n in kinds.items() if n}
 
 
-def matches_by_filter(indices: list | None, filters: list[str]) -> dict[str, int]:
-    """{filter: matches} from the observed list of matched filters' indices
-    (``hot_path.outcome_metrics``), every filter named, zero where none matched."""
+def matches_by_filter(names: list | None, filters: list[str]) -> dict[str, int]:
+    """{filter: matches} from the observed list of matched filters' names
+    (``hot_path.outcome_metrics``), every filter named, zero where none matched (and a filter a
+    deployment just removed, in the batch that ran it last)."""
     counts = dict.fromkeys(filters, 0)
-    for index in indices or []:
-        counts[filters[index]] += 1
+    for name in names or []:
+        counts[name] = counts.get(name, 0) + 1
     return counts
 
 

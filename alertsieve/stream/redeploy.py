@@ -7,6 +7,11 @@ is refused with its message and the running filters go on. A plan that passes re
 path between two batches, from the same checkpoint, so no alert is read twice or skipped; the
 archive restarts on the new set of topics plus every topic it read before (a topic dropped
 from a Kafka source's subscription would be data lost to its checkpoint).
+
+A plan that differs from the running one in the rows of its shaped filters only (``rows_only``:
+filters added, removed or changed within the shapes the running query evaluates) is deployed
+without a restart: the job rewrites the table the running query reads each batch
+(``alertsieve.stream.shaped.store``), and the next batch publishes by it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from alertsieve.filtering.discovery import builtin_filter_dir, filter_files
 from alertsieve.stream.config import JobConfig
+from alertsieve.stream.plan import JobPlan
 
 SHOWN_CHANGES = 20  # filters named in the console line of a deployment
 
@@ -74,3 +80,20 @@ def settings_changed(
         if names:
             out.append(f"{what} of {', '.join(names)}")
     return out
+
+
+def _code(plan: JobPlan) -> tuple:
+    """What the hot path's generated code is made of: the filters compiled one by one (names and
+    versions, in order), the shapes in order, the fields decoded, the catalogs and the models."""
+    compiled = [
+        (plan.filters[i].name, plan.versions.get(plan.filters[i].name)) for i in plan.compiled
+    ]
+    shapes = [s.key for s in plan.shapes]
+    return compiled, shapes, plan.paths, plan.context, plan.scoring, plan.decoder.survey
+
+
+def rows_only(running: JobPlan, after: JobPlan) -> bool:
+    """Whether ``after`` differs from the ``running`` query's plan in its shaped filters' rows
+    alone (their constants, names, versions, topics), so the running query can run it. A filter
+    compiled one by one, a new shape, a shape gone, or new fields to decode mean new code."""
+    return bool(running.shapes) and _code(running) == _code(after)

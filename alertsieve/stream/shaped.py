@@ -17,6 +17,7 @@ with the option): 1.0-1.3 s a batch with 40 shapes, 2.5 s with 200; by 2,000 row
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 
@@ -32,6 +33,8 @@ GROUP = "_k_group"  # its shape, 1-based
 NAME = "_k_name"  # its name and version, read by its fields record
 VERSION = "_k_version"
 HEADER = "_k_header"  # its Avro record's Confluent header (empty for JSON and alerts)
+TOPIC = "_k_topic"  # where its matches go (null: withheld, its daily quota reached)
+FORMAT = "_k_format"  # its fields record's format (null: it publishes the alert)
 #: Every row's join key in Real-Time Mode (see ``join_condition``).
 KEY, KEY_VALUE = "_k_key", -1
 
@@ -49,6 +52,8 @@ def table_schema(shapes: Sequence[Shape]):
         T.StructField(NAME, T.StringType(), False),
         T.StructField(VERSION, T.StringType(), False),
         T.StructField(HEADER, T.BinaryType(), False),
+        T.StructField(TOPIC, T.StringType(), True),
+        T.StructField(FORMAT, T.StringType(), True),
         T.StructField(KEY, T.IntegerType(), False),
     ]
     kinds = {"int": T.IntegerType(), "bigint": T.LongType(), "double": T.DoubleType()}
@@ -58,8 +63,10 @@ def table_schema(shapes: Sequence[Shape]):
     return T.StructType(fields)
 
 
-#: A filter's name, version and Avro header (empty for JSON and alerts), by its index.
-Labels = Mapping[int, tuple[str, str, bytes]]
+#: A filter's name, version, Avro header (empty for JSON and alerts), topic and format, by its
+#: index: what its rows publish with, read from the table so a deployment changes rows only.
+Labels = Mapping[int, tuple[str, str, bytes, str | None, str | None]]
+NO_LABELS = ("", "", b"", None, None)
 
 
 def table_rows(shapes: Sequence[Shape], labels: Labels) -> list[tuple]:
@@ -68,13 +75,13 @@ def table_rows(shapes: Sequence[Shape], labels: Labels) -> list[tuple]:
     than arrays indexed in the plan: a literal array of every filter's name in each group's
     record expression made the plan grow with groups times filters, analysed every batch."""
     width = sum(len(s.lifted.kinds) for s in shapes)
-    rows = [(-1, SELF, "", "", b"", KEY_VALUE, *[None] * width)]
+    rows = [(-1, SELF, *NO_LABELS, KEY_VALUE, *[None] * width)]
     start = 0
     for g, s in enumerate(shapes, 1):
         n = len(s.lifted.kinds)
         for i, values in zip(s.members, s.constants, strict=True):
             rows.append(
-                (i, g, *labels.get(i, ("", "", b"")), KEY_VALUE, *[None] * start, *values)
+                (i, g, *labels.get(i, NO_LABELS), KEY_VALUE, *[None] * start, *values)
                 + (None,) * (width - start - n)
             )
         start += n
@@ -99,11 +106,23 @@ def join_condition(shapes: Sequence[Shape], keyed: bool = False) -> str:
     return f"least(_partition, {KEY_VALUE}) = {KEY} AND ({condition})" if keyed else condition
 
 
-def table(spark, shapes: Sequence[Shape], labels: Labels):
-    """The broadcast table of ``shapes``' constants."""
+def table(spark, shapes: Sequence[Shape], labels: Labels, stored: str | None = None):
+    """The broadcast table of ``shapes``' constants: in the plan, or, with ``stored``, the Delta
+    table there (``store``), which Spark reads again as it plans each micro-batch: a deployment
+    that changes rows only (``alertsieve.stream.redeploy.rows_only``) rewrites it, and the
+    running query publishes by the new rows from its next batch, without a restart."""
     from pyspark.sql import functions as F
 
+    if stored is not None:
+        return F.broadcast(spark.read.format("delta").load(stored))
     return F.broadcast(spark.createDataFrame(table_rows(shapes, labels), table_schema(shapes)))
+
+
+def store(spark, path: str, shapes: Sequence[Shape], labels: Labels) -> None:
+    """The table of ``shapes``' constants written over the Delta table at ``path`` (one commit:
+    a batch reads the rows before it or after it, never a mixture)."""
+    frame = spark.createDataFrame(table_rows(shapes, labels), table_schema(shapes))
+    frame.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
 
 
 def runnable_shapes(samples, filters: Sequence[Filter]) -> tuple[Shape, ...]:
@@ -115,7 +134,7 @@ def runnable_shapes(samples, filters: Sequence[Filter]) -> tuple[Shape, ...]:
 
     out = []
     for s in find_shapes(filters):
-        one = Shape(s.lifted, s.members[:1], s.constants[:1])
+        one = dataclasses.replace(s, members=s.members[:1], constants=s.constants[:1])
         k = F.broadcast(
             samples.sparkSession.createDataFrame(table_rows([one], {}), table_schema([one]))
         )
