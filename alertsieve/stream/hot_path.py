@@ -350,24 +350,31 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
         *labels,
     )
     rows = exploded.where(index.isNotNull())
-    own = F.col("_s_name").isNotNull() if plan.shapes else F.lit(False)
-    topic = (
-        F.when(own, F.col("_s_topic"))
-        .when(index >= 0, F.element_at(topics, index + 1))
-        .when(index == QUARANTINED, F.lit(cfg.quarantine_topic))
+
+    def pick(own, compiled):
+        """A shaped row's own label (``own``), any other row's from the arrays (``compiled``)."""
+        if not plan.shapes:
+            return compiled
+        return F.when(F.col("_s_name").isNotNull(), own).otherwise(compiled)
+
+    topic = pick(
+        F.col("_s_topic"),
+        F.when(index >= 0, F.element_at(topics, index + 1)).when(
+            index == QUARANTINED, F.lit(cfg.quarantine_topic)
+        ),
     )
-    name = (
-        F.when(own, F.col("_s_name"))
-        .when(index >= 0, F.element_at(names, index + 1))
-        .when(index < QUARANTINED, F.element_at(names, -index - 1))
+    name = pick(
+        F.col("_s_name"),
+        F.when(index >= 0, F.element_at(names, index + 1)).when(
+            index < QUARANTINED, F.element_at(names, -index - 1)
+        ),
     )
-    version = F.when(own, F.col("_s_version")).when(index >= 0, F.element_at(versions, index + 1))
-    at = (
-        F.when(own, F.when(F.col("_s_format").isNotNull(), F.lit(1)).otherwise(F.lit(0)))
-        .when(index >= 0, F.element_at(slot, index + 1))
-        .otherwise(F.lit(0))
+    version = pick(F.col("_s_version"), F.when(index >= 0, F.element_at(versions, index + 1)))
+    at = pick(
+        F.when(F.col("_s_format").isNotNull(), F.lit(1)).otherwise(F.lit(0)),
+        F.when(index >= 0, F.element_at(slot, index + 1)).otherwise(F.lit(0)),
     )
-    form = F.when(own, F.col("_s_format")).when(at > 0, F.element_at(formats, index + 1))
+    form = pick(F.col("_s_format"), F.when(at > 0, F.element_at(formats, index + 1)))
     value = F.when(at > 0, F.element_at(F.col("_records"), at)).otherwise(F.col("_value"))
     return rows.select(
         *META,
