@@ -261,10 +261,10 @@ def test_rows_of_a_known_shape_deploy_to_a_running_job_of_1000_without_a_restart
         survey="rubin",
         timeout_s=600,
     )
-    job = FilterStream(spark, cfg)
-    assert len(job.plan.shapes) == 1 and not job.plan.compiled  # all 1,000 as rows
-    runner = threading.Thread(target=job.run)
     caplog.set_level(logging.INFO, logger="alertsieve")
+    job = FilterStream(spark, cfg)
+    assert "filters: 1000 as rows of 1 shape(s), 0 compiled one by one" in caplog.messages
+    runner = threading.Thread(target=job.run)
     runner.start()
     read = lambda: sum(b["input_rows"] for b in read_lines(tmp_path / "m.jsonl"))  # noqa: E731
     try:

@@ -79,6 +79,12 @@ class JobPlan:
             f"survey {d.survey}: {len(d.writers)} writer schema(s), versions {', '.join(versions)};"
             f" decoding {len(self.paths)} of the view's {len(d.view)} fields"
         ]
+        if self.shapes:
+            rows = sum(len(s.members) for s in self.shapes)
+            lines.append(
+                f"filters: {rows} as rows of {len(self.shapes)} shape(s),"
+                f" {len(self.compiled)} compiled one by one"
+            )
         lines += [f"catalog {describe(m)}" for m in (self.context.catalogs if self.context else ())]
         lines += [
             f"model {m.name} {m.version} ({m.origin}), read by {', '.join(self.readers[m.name])}"
