@@ -133,6 +133,21 @@ def record_struct(f: Filter, decoder, version, name=None):
     return F.struct(*envelope_columns(decoder, f.name if name is None else name, version), *chosen)
 
 
+def record_inputs(filters: list[Filter], decoder, columns: list[str]) -> list[str]:
+    """Which of the view's ``columns`` the records of ``filters`` read (their fields and the
+    envelope): what rows must carry to have their records written from them. A column is read
+    when its name appears as an identifier in their SQL (any case, as Spark resolves it); an
+    expression with ``*`` may read any."""
+    text = " ".join(
+        [*(sql for f in filters for sql in f.fields.values()), *envelope_paths(decoder)]
+    )
+    if "*" in text:
+        return list(columns)
+    return [
+        c for c in columns if re.search(rf"(?<![\w.]){re.escape(c)}(?!\w)", text, re.IGNORECASE)
+    ]
+
+
 #: The Kafka row columns the envelope reads, typed for the analysis of sample alerts.
 _META_TYPES = {
     "_topic": "string",
@@ -202,8 +217,8 @@ def payloads(
 
 def record_column(f: Filter, decoder, version, payload: FieldsPayload, name=None, header=None):
     """The record's bytes: Confluent-framed Avro, or JSON. With ``name``, ``version`` and
-    ``header`` as columns, the records of every filter of ``f``'s shape (the same fields: the
-    same Avro bytes after each one's header)."""
+    ``header`` as columns, the records of every filter of ``f``'s fields (the same Avro bytes
+    after each one's header)."""
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.scores.column import hidden
 from alertsieve.filtering.scores.runtime import ERROR, ROWS, SECONDS
+from alertsieve.filtering.shapes import record_key
 from alertsieve.publish import contract
-from alertsieve.publish.payloads import record_column
+from alertsieve.publish.payloads import record_column, record_inputs
 from alertsieve.stream import shaped
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
@@ -128,14 +129,27 @@ def shaped_records(plan: JobPlan):
     return record if record is not None else F.lit(None).cast("binary")
 
 
-def record_slots(plan: JobPlan) -> list[int]:
-    """Per filter, where its fields record is in an outcome row's ``_records`` (1-based; 0: it
-    publishes the alert): a compiled filter's in its alert's list, a shaped filter's alone in
-    its own row's."""
-    compiled = [i for i in plan.compiled if plan.filters[i].name in plan.payloads]
-    slots = dict.fromkeys((i for s in plan.shapes for i in s.members), 1)
-    slots.update({i: k for k, i in enumerate(compiled, 1)})
-    return [slots.get(i, 0) if f.name in plan.payloads else 0 for i, f in enumerate(plan.filters)]
+def record_groups(plan: JobPlan) -> list[list[int]]:
+    """The compiled filters that publish fields records, grouped by their record (fields and
+    format): one expression writes the records of a group's matches, after the explode, so a
+    thousand compiled filters of a few sets of fields are a few record expressions in the plan,
+    not a thousand (their code was most of a batch's fixed cost)."""
+    groups: dict[tuple, list[int]] = {}
+    for i in plan.compiled:
+        f = plan.filters[i]
+        if f.name in plan.payloads:
+            groups.setdefault(record_key(f), []).append(i)
+    return list(groups.values())
+
+
+def carried(plan: JobPlan, columns: list[str]) -> list[str]:
+    """The view's ``columns`` the compiled filters' records read (``record_groups``), carried
+    past the explode to the matches whose records are written there."""
+    groups = record_groups(plan)
+    if not groups:
+        return []
+    view = [c for c in columns if not c.startswith("_")]  # the job's own columns start with _
+    return record_inputs([plan.filters[m[0]] for m in groups], plan.decoder, view)
 
 
 #: A shaped filter's row's name, version, topic and format (null on an alert's own row).
@@ -145,15 +159,17 @@ SHAPED_LABELS = {
     "_s_topic": shaped.TOPIC,
     "_s_format": shaped.FORMAT,
 }
+#: A shaped filter's row's fields record (null on an alert's own row, and for an alert payload).
+SHAPED_RECORD = "_s_record"
 
 
 def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool = False):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
-    ``error_index(i)`` where Python filter i failed), ``_records`` (the fields records of those
-    matches, see ``record_slots``), an error column per Python filter and its seconds (``cost``:
-    on the first row of each chunk it ran on), and each model's seconds, rows and first error
-    (``model_seconds``, ``model_rows``, ``model_error``: likewise per chunk).
+    ``error_index(i)`` where Python filter i failed), the view's columns the compiled filters'
+    records are written from (``carried``), an error column per Python filter and its seconds
+    (``cost``: on the first row of each chunk it ran on), and each model's seconds, rows and
+    first error (``model_seconds``, ``model_rows``, ``model_error``: likewise per chunk).
 
     The compiled filters' conditions fill one array with their index or null, and the nulls are
     dropped there, per alert, before anything is exploded: a thousand filters cost a thousand
@@ -161,12 +177,13 @@ def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool
     ``array_except`` drops them in generated code (``filter(arr, x -> x IS NOT NULL)`` is a
     lambda, evaluated outside it, which takes every condition with it). The filters that run as
     data (``plan.shapes``) add a row per match of their own, from ``table``
-    (``alertsieve.stream.shaped.table``), labelled by its row (``SHAPED_LABELS``)."""
+    (``alertsieve.stream.shaped.table``), labelled by its row (``SHAPED_LABELS``) and with its
+    fields record (``SHAPED_RECORD``)."""
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
     flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context, plan.scoring)
-    slots, records = [], []
+    slots = []
     per_alert = {}  # the Python filters' errors, their and the models' costs: once per alert
     for j, m in enumerate(models_of(plan)):
         result = F.col(hidden(m))
@@ -179,9 +196,6 @@ def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool
         if seconds is not None:
             per_alert[cost(i)] = seconds
         slots.append(F.when(match, F.lit(i)))
-        if f.name in plan.payloads:  # built only where the filter matched
-            column = record_column(f, plan.decoder, plan.versions[f.name], plan.payloads[f.name])
-            records.append(F.when(match, column))
         if err is not None:
             per_alert[error(i)] = err
             slots.append(F.when(err.isNotNull(), F.lit(error_index(i))))
@@ -192,17 +206,14 @@ def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool
         F.array(F.lit(QUARANTINED))
     )
     alert_id = F.col(plan.decoder.id_path).cast("string")
-    fields = F.array(*records) if records else F.array().cast("array<binary>")
+    inputs = carried(plan, flat.columns)
     kept = (*META, "_schema_id", "_reason", alert_id.alias("_alert_id"))
     if not plan.shapes:
-        return flat.select(
-            *kept, outcome_indices.alias("_outcomes"), fields.alias("_records"), *extra
-        )
+        return flat.select(*kept, outcome_indices.alias("_outcomes"), *inputs, *extra)
     compiled = flat.select(
         "*",
         alert_id.alias("_alert_id"),
         outcome_indices.alias("_compiled"),
-        fields.alias("_compiled_records"),
         *extra,
     )
     condition = shaped.join_condition(plan.shapes, keyed=realtime)
@@ -224,9 +235,8 @@ def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool
         *[F.when(publishes_alert, F.col(c)).alias(c) if c == "_value" else c for c in kept[:-1]],
         "_alert_id",
         F.when(own, F.col("_compiled")).otherwise(F.array(F.col(shaped.INDEX))).alias("_outcomes"),
-        F.when(own, F.col("_compiled_records"))
-        .otherwise(F.array(shaped_records(plan)))
-        .alias("_records"),
+        *inputs,
+        F.when(~own, shaped_records(plan)).alias(SHAPED_RECORD),
         *[F.when(own, F.col(name)).alias(name) for name in per_alert],
         *[F.when(~own, F.col(column)).alias(name) for name, column in SHAPED_LABELS.items()],
     )
@@ -317,25 +327,31 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
     ``_filter``, ``_version`` and ``_out_value`` (the original bytes, or the filter's fields
     record). Only the rows kept are ever copied with their ~100 KB of alert bytes, and most
     alerts match nothing. A shaped filter's row says all this itself (``SHAPED_LABELS``): the
-    literal arrays below, indexed by the plan's filters, serve the compiled ones."""
+    literal arrays below, indexed by the plan's filters, serve the compiled ones, whose records
+    are written here, one expression per group of the same fields (``record_groups``)."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
-    topics = F.array(
-        *[
-            F.lit(None if f.name in withheld else contract.filter_topic(f, cfg.output_prefix))
-            for f in plan.filters
-        ]
-    ).cast("array<string>")
+    matched = index >= 0
+
+    def by_filter(values, cast: str | None = None):
+        """Filter i's value for a match of filter i (``values``: one literal per filter)."""
+        array = F.array(*[F.lit(v) for v in values])
+        return F.when(matched, F.element_at(array.cast(cast) if cast else array, index + 1))
+
+    topics = [
+        None if f.name in withheld else contract.filter_topic(f, cfg.output_prefix)
+        for f in plan.filters
+    ]
     names = F.array(*[F.lit(f.name) for f in plan.filters])
-    versions = F.array(*[F.lit(plan.versions.get(f.name, "")) for f in plan.filters])
-    # Filter i's record is _records[slot[i]] (record_slots; 0: it publishes the alert).
-    formats = F.array(
-        *[F.lit(f.format if f.name in plan.payloads else None) for f in plan.filters]
-    ).cast("array<string>")
-    slot = F.array(*[F.lit(k) for k in record_slots(plan)])
+    groups = record_groups(plan)
+    group_of = [0] * len(plan.filters)
+    for g, members in enumerate(groups, 1):
+        for i in members:
+            group_of[i] = g
     errors = [error(i) for i, f in enumerate(plan.filters) if f.runs_python]
-    labels = list(SHAPED_LABELS) if plan.shapes else []
+    labels = [*SHAPED_LABELS, SHAPED_RECORD] if plan.shapes else []
+    inputs = carried(plan, flags.columns)
     # explode_outer, then the empty alerts' null row dropped: a plain explode makes Spark infer
     # ``size(_outcomes) > 0`` and push it below the decode, where every field a filter reads is
     # replaced by its whole decoding expression (a 90 MB plan at 100 filters, out of memory at
@@ -345,7 +361,7 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
         *META,
         "_reason",
         "_alert_id",
-        "_records",
+        *inputs,
         *errors,
         *labels,
     )
@@ -359,34 +375,68 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
 
     topic = pick(
         F.col("_s_topic"),
-        F.when(index >= 0, F.element_at(topics, index + 1)).when(
-            index == QUARANTINED, F.lit(cfg.quarantine_topic)
-        ),
+        by_filter(topics, "array<string>").when(index == QUARANTINED, F.lit(cfg.quarantine_topic)),
     )
     name = pick(
         F.col("_s_name"),
-        F.when(index >= 0, F.element_at(names, index + 1)).when(
+        F.when(matched, F.element_at(names, index + 1)).when(
             index < QUARANTINED, F.element_at(names, -index - 1)
         ),
     )
-    version = pick(F.col("_s_version"), F.when(index >= 0, F.element_at(versions, index + 1)))
-    at = pick(
-        F.when(F.col("_s_format").isNotNull(), F.lit(1)).otherwise(F.lit(0)),
-        F.when(index >= 0, F.element_at(slot, index + 1)).otherwise(F.lit(0)),
+    version = pick(
+        F.col("_s_version"), by_filter(plan.versions.get(f.name, "") for f in plan.filters)
     )
-    form = pick(F.col("_s_format"), F.when(at > 0, F.element_at(formats, index + 1)))
-    value = F.when(at > 0, F.element_at(F.col("_records"), at)).otherwise(F.col("_value"))
-    return rows.select(
+    group = pick(F.lit(0), by_filter(group_of)) if groups else F.lit(0)
+    formats = [f.format if g else None for f, g in zip(plan.filters, group_of, strict=True)]
+    form = pick(F.col("_s_format"), by_filter(formats, "array<string>"))
+    headers_of = [
+        plan.payloads[f.name].header if g else b""
+        for f, g in zip(plan.filters, group_of, strict=True)
+    ]
+    labelled = rows.select(
+        *META,
+        "_index",
+        "_reason",
+        "_alert_id",
+        *inputs,
+        *errors,
+        *([SHAPED_RECORD, "_s_format"] if plan.shapes else []),
+        topic.alias("_topic_out"),
+        name.alias("_filter"),
+        version.alias("_version"),
+        form.alias("_format"),
+        group.alias("_group"),
+        (pick(F.lit(b""), by_filter(headers_of)) if groups else F.lit(b"")).alias("_header"),
+    )
+    # The records from the labelled rows' columns: each group's expression reads the row's name,
+    # version and header once, rather than the literal arrays of every filter's.
+    records = None
+    for g, members in enumerate(groups, 1):
+        first = plan.filters[members[0]]
+        record = record_column(
+            first,
+            plan.decoder,
+            F.col("_version"),
+            plan.payloads[first.name],
+            name=F.col("_filter"),
+            header=F.col("_header"),
+        )
+        held = F.col("_group") == g
+        records = F.when(held, record) if records is None else records.when(held, record)
+    value = F.col("_value") if records is None else records.otherwise(F.col("_value"))
+    if plan.shapes:
+        value = F.when(F.col("_s_format").isNotNull(), F.col(SHAPED_RECORD)).otherwise(value)
+    return labelled.select(
         *META,
         "_index",
         "_reason",
         "_alert_id",
         *errors,
-        topic.alias("_topic_out"),
-        name.alias("_filter"),
-        version.alias("_version"),
+        "_topic_out",
+        "_filter",
+        "_version",
         value.alias("_out_value"),
-        form.alias("_format"),
+        "_format",
     )
 
 
