@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from alertsieve.alerts.schemas import AlertSchema, frame
@@ -139,10 +139,12 @@ def decoded_input(
     return positions, alerts
 
 
-def republish_consume(bootstrap: str, topic: str, routes: dict[tuple[int, int], list[str]]) -> dict:
-    """The limit of a job that publishes: a consumer reading every alert and republishing it
-    (same value, key and acks=all, idempotent, as Spark's sink) to each topic ``routes`` gives
-    for its (partition, offset): exactly the records a job published, without deciding which."""
+def republish_consume(bootstrap: str, topic: str, routes: Mapping[tuple[int, int], list]) -> dict:
+    """The limit of a job that publishes: a consumer reading every alert and publishing the
+    records ``routes`` gives for its (partition, offset) (``outputs.OutputRecord``: a job's
+    records read back), with the alert's key, acks=all and idempotence as Spark's sink: exactly
+    the records a job published (topic, value, headers), without deciding which or writing them.
+    """
     from confluent_kafka import Producer
 
     producer = Producer(
@@ -161,9 +163,12 @@ def republish_consume(bootstrap: str, topic: str, routes: dict[tuple[int, int], 
         for msg in messages:
             n += 1
             for out in routes.get((msg.partition(), msg.offset()), ()):
+                value = msg.value() if out.value is None else out.value
                 while True:
                     try:
-                        producer.produce(out, value=msg.value(), key=msg.key())
+                        producer.produce(
+                            out.topic, value=value, key=msg.key(), headers=list(out.headers)
+                        )
                         break
                     except BufferError:
                         producer.poll(0.1)

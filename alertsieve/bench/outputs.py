@@ -32,6 +32,10 @@ class OutputRecord(NamedTuple):
     source_offset: int
     input_ms: float  # its alert's append time on the input topic
     output_ms: float  # its own publication (or append) time
+    #: Its value when it is a fields record (None: the alert's own bytes), and its headers: what
+    #: a plain republisher of the same records sends (``baselines.republish_consume``).
+    value: bytes | None = None
+    headers: tuple = ()
 
     @property
     def latency_ms(self) -> float:
@@ -73,6 +77,7 @@ class OutputReader:
                 )
                 h = dict(m.headers() or [])
                 if contract.SOURCE_OFFSET in h:
+                    fields = h.get(contract.PAYLOAD) == contract.PAYLOAD_FIELDS.encode()
                     self.records.append(
                         OutputRecord(
                             m.topic(),
@@ -80,6 +85,8 @@ class OutputReader:
                             int(h[contract.SOURCE_OFFSET]),
                             float(h[contract.KAFKA_TIMESTAMP_MS]),
                             float(m.timestamp()[1]),
+                            m.value() if fields else None,
+                            tuple(m.headers() or ()),
                         )
                     )
 

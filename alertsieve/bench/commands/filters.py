@@ -27,6 +27,7 @@ from alertsieve.bench.baselines import decoded_input, plain_consume, republish_c
 from alertsieve.bench.broker_filters import bench_filters
 from alertsieve.bench.commands.latency import QUICK_LATENCY, LatencyScale, latency_run
 from alertsieve.bench.noop import bytes_only_rate
+from alertsieve.bench.outputs import OutputReader, OutputRecord
 from alertsieve.bench.place import MANY_QUERIES, bench_place, fill_topic, visits_of
 from alertsieve.bench.user_population import columns, slim
 from alertsieve.bench.user_population import population as generate
@@ -68,16 +69,14 @@ def _twin(modulus: int, k: int, snr: float, rel: float):
     return test
 
 
-def routes_of(bootstrap: str, topics: list[str]) -> dict[tuple[int, int], list[str]]:
-    """(source partition, offset) -> the output topics its alert was published to, read back
-    from the job's outputs (their headers)."""
-    from alertsieve.bench.outputs import OutputReader
-
+def routes_of(bootstrap: str, topics: list[str]) -> dict[tuple[int, int], list[OutputRecord]]:
+    """(source partition, offset) -> the records its alert was published as, read back from the
+    job's outputs (their headers)."""
     with OutputReader(bootstrap, topics) as reader:
         reader.read_to_end(300)
-    routes: dict[tuple[int, int], list[str]] = {}
+    routes: dict[tuple[int, int], list[OutputRecord]] = {}
     for r in reader.records:
-        routes.setdefault((r.source_partition, r.source_offset), []).append(r.topic)
+        routes.setdefault((r.source_partition, r.source_offset), []).append(r)
     return routes
 
 
@@ -123,12 +122,12 @@ def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
 
 
 def oracle_check(routes: dict, outputs: dict[str, object], positions: list, cols: dict) -> dict:
-    """Each filter's published alerts (``routes``: position -> topics; ``outputs``: topic ->
-    its twin) against its twin over the fastavro-decoded input."""
+    """Each filter's published alerts (``routes``: position -> its records, ``routes_of``;
+    ``outputs``: topic -> its twin) against its twin over the fastavro-decoded input."""
     published: dict[str, set] = {t: set() for t in outputs}
-    for position, topics in routes.items():
-        for t in topics:
-            published.setdefault(t, set()).add(position)
+    for position, records in routes.items():
+        for r in records:
+            published.setdefault(r.topic, set()).add(position)
     differing = []
     for t, twin in outputs.items():
         expected = {p for p, hit in zip(positions, twin(cols), strict=True) if hit}
