@@ -22,6 +22,10 @@ def test_the_text_around_the_constants_is_the_shape():
     other = lift("diaSource.snr > 12 AND   diaSource.reliability > 1e-3")
     assert one.key == other.key and one.constants == (30, 0.9) and other.constants == (12, 0.001)
     assert lift("diaSource.snr > 5").key != lift("diaSource.snr > 5.0").key  # int, double
+    # declination is a field, not the DEC type: its cut is lifted (it kept sky boxes compiled)
+    box = lift("diaSource.ra BETWEEN 21.9 AND 51.3 AND diaSource.dec > -15.8")
+    assert box.constants == (21.9, 51.3, 15.8)
+    assert box.key == lift("diaSource.ra BETWEEN 1.5 AND 2.5 AND diaSource.dec > -3.5").key
 
 
 def test_what_is_not_a_value_stays_in_the_text():

@@ -33,7 +33,8 @@ _TOKEN = re.compile(
       | (?P<other>.)""",
     re.VERBOSE | re.DOTALL,
 )
-#: Words after which a number is part of a type or an interval, not a value.
+#: Words after which a number is part of a type or an interval, not a value (unless the word is
+#: a field of a struct, as ``dec`` is declination in ``diaSource.dec``).
 _KEEP_AFTER = {"decimal", "dec", "numeric", "char", "varchar", "interval"}
 INT_MAX = 2**31 - 1
 #: Below this many filters a shape is compiled: a table and a join buy nothing for one filter.
@@ -87,7 +88,9 @@ def lift(sql: str) -> Lifted:
         else:
             pieces[-1] += " " if group == "space" else text
         if group not in ("space",):
-            words = [*words[-3:], text.lower()]
+            # a field named like a type (``diaSource.dec``, declination) is no type
+            field = group == "word" and words[-1:] == ["."]
+            words = [*words[-3:], f".{text.lower()}" if field else text.lower()]
     return Lifted(
         tuple(p.strip() if len(pieces) == 1 else p for p in pieces), tuple(constants), tuple(kinds)
     )
