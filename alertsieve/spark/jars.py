@@ -20,11 +20,11 @@ from alertsieve.errors import AlertsieveError
 from alertsieve.paths import cache_dir
 
 KAFKA_VERSION = "4.1.2"
-SPARK_VERSION = "4.1.3"
+SPARK_VERSION = "4.2.0"
 #: spark-sql-kafka 4.1.3 fixes SPARK-57438 (the Kafka source fails with a NullPointerException
 #: when a query restarts from a checkpoint after a crash). Spark's other connector modules stop
 #: at 4.1.1 on Maven Central as reachable here, so those few stay at 4.1.1 (same minor version).
-SPARK_AVRO_VERSION = "4.1.1"
+SPARK_AVRO_VERSION = "4.2.0"
 SCALA_BINARY = "2.13"
 DELTA_VERSION = "4.4.0"
 
@@ -36,7 +36,7 @@ KAFKA_BROKER = (
 SPARK_CONNECTORS = (
     f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}",
     f"org.apache.spark:spark-avro_{SCALA_BINARY}:{SPARK_AVRO_VERSION}",
-    f"io.delta:delta-spark_4.1_{SCALA_BINARY}:{DELTA_VERSION}",
+    f"io.delta:delta-spark_4.2_{SCALA_BINARY}:{DELTA_VERSION}",
 )
 #: Transitive versions pinned over what the POMs ask for (see SPARK_AVRO_VERSION).
 SPARK_OVERRIDES = (
