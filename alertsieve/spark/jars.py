@@ -21,11 +21,12 @@ from alertsieve.paths import cache_dir
 
 KAFKA_VERSION = "4.1.2"
 SPARK_VERSION = "4.2.0"
-#: spark-sql-kafka 4.1.3 fixes SPARK-57438 (the Kafka source fails with a NullPointerException
-#: when a query restarts from a checkpoint after a crash). Spark's other connector modules stop
-#: at 4.1.1 on Maven Central as reachable here, so those few stay at 4.1.1 (same minor version).
-SPARK_AVRO_VERSION = "4.2.0"
+#: Spark's connector modules (Avro, the Kafka token provider) at Spark's own version; through
+#: 4.1 they stopped at 4.1.1 on Maven Central as reachable here, behind spark-sql-kafka's 4.1.3.
+SPARK_AVRO_VERSION = SPARK_VERSION
 SCALA_BINARY = "2.13"
+#: Delta's jar for Spark 4.2 (delta-spark_4.2); its Python package is 4.4.1 (pyproject.toml), the
+#: first to allow pyspark 4.2.0, whose jar is not on Maven Central as reachable here.
 DELTA_VERSION = "4.4.0"
 
 KAFKA_BROKER = (
