@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -19,7 +20,8 @@ def test_caller_settings_win_and_local_sessions_stay_on_loopback(monkeypatch):
     assert conf["spark.master"] == "local[*]"
     assert conf["spark.sql.shuffle.partitions"] == "7"
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
-    assert "spark-sql-kafka-0-10_2.13-4.1.3.jar" in conf["spark.jars"]
+    kafka = f"spark-sql-kafka-0-10_2.13-{importlib.metadata.version('pyspark')}.jar"
+    assert kafka in conf["spark.jars"]
     assert conf["spark.pyspark.python"] == sys.executable
 
 

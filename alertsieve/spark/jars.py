@@ -25,8 +25,8 @@ SPARK_VERSION = "4.2.0"
 #: 4.1 they stopped at 4.1.1 on Maven Central as reachable here, behind spark-sql-kafka's 4.1.3.
 SPARK_AVRO_VERSION = SPARK_VERSION
 SCALA_BINARY = "2.13"
-#: Delta's jar for Spark 4.2 (delta-spark_4.2); its Python package is 4.4.1 (pyproject.toml), the
-#: first to allow pyspark 4.2.0, whose jar is not on Maven Central as reachable here.
+#: Delta's jar for Spark 4.2 (delta-spark_4.2), the same version as its Python package (4.4.0
+#: allows pyspark 4.2.0; 4.4.1's jar is not on Maven Central as reachable here).
 DELTA_VERSION = "4.4.0"
 
 KAFKA_BROKER = (
