@@ -195,7 +195,8 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
     kafka, spark, tmp_path, topic_name
 ):
     """Users' filters of 14 shapes and free SQL, tuned to pass 0.01-1% of simulated and real
-    alerts, run over them: the shared shapes run as rows of a table, and every filter
+    alerts, run over them: the shared shapes run as rows of a table, the free SQL as rows of
+    clauses, and every filter
     publishes exactly the alerts its numpy twin selects over fastavro-decoded bytes, each as the
     record or the alert its row asks for."""
     from alertsieve.bench.user_population import columns, population
@@ -241,10 +242,16 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
         schema_dir=schema_dir,
         survey="rubin",
         filters_as_data=True,
+        free_sql_rows_from=2,
     )
     job = FilterStream(spark, cfg)
     shaped = {job.plan.filters[i].name for s in job.plan.shapes for i in s.members}
     assert len(job.plan.shapes) >= 14 and len(shaped) >= 200  # the templates' filters, as data
+    # the free SQL as rows of clauses, one shape per record they publish (fields, alert)
+    as_clauses = {
+        job.plan.filters[i].name for s in job.plan.shapes if not s.lifted for i in s.members
+    }
+    assert {u.filter.name for u in users if u.template == "free"} <= as_clauses
     # a shape's rows that publish the alert itself (its bytes kept on those rows only)
     assert any(f.payload == "alert" for f in job.plan.filters if f.name in shaped)
     lines = job.run()

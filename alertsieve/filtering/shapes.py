@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from alertsieve.filtering.model import Filter
 
-_TOKEN = re.compile(
+TOKEN = re.compile(
     r"""(?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
       | (?P<quoted>`[^`]*`)
       | (?P<word>[A-Za-z_]\w*)
@@ -73,7 +73,7 @@ def lift(sql: str) -> Lifted:
     """``sql``'s shape and constants (see the module)."""
     pieces, constants, kinds = [""], [], []
     words: list[str] = []  # the last two words and symbols, lower-cased
-    for m in _TOKEN.finditer(sql):
+    for m in TOKEN.finditer(sql):
         text, group = m.group(0), m.lastgroup
         lifted = None
         kept_by_context = any(w in _KEEP_AFTER for w in words[-4:])
@@ -96,20 +96,36 @@ def lift(sql: str) -> Lifted:
     )
 
 
+#: A clause shape's columns per literal (``alertsieve.filtering.clauses``): the index of its
+#: value, its range, its strings, and how it reads an unknown (``coalesce(atom, u) = w``).
+SLOT_KINDS = ("int", "double", "double", "strings", "boolean", "boolean")
+
+
 @dataclass(frozen=True)
 class Shape:
     """Filters that run as rows of one table: the same lifted SQL, and the same record to publish
-    (payload, format, fields), so one expression computes every member's output."""
+    (payload, format, fields), so one expression computes every member's output. A clause
+    shape (``lifted`` None) holds filters of no shape as clauses of up to ``slots`` literals over
+    the values ``numbers`` and ``strings``, a filter a row per clause."""
 
-    lifted: Lifted  # the first member's; the others differ in constants only
-    members: tuple[int, ...]  # indices into the job's filters
-    constants: tuple[tuple[object, ...], ...]  # per member
+    lifted: Lifted | None  # the first member's; the others differ in constants only
+    members: tuple[int, ...]  # indices into the job's filters, one per row
+    constants: tuple[tuple[object, ...], ...]  # per row
     record: tuple = ()  # what its members publish: payload, format, fields (``record_key``)
+    numbers: tuple[str, ...] = ()  # a clause shape's values: expressions read as doubles
+    strings: tuple[str, ...] = ()  # and as strings
+    slots: int = 0  # a clause shape's literals per row
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Its table's columns' kinds (int, bigint, double, string, strings, boolean)."""
+        return self.lifted.kinds if self.lifted else SLOT_KINDS * self.slots
 
     @property
     def key(self) -> tuple:
         """What makes its generated code: two plans with the same keys differ in rows only."""
-        return (self.lifted.key, self.record)
+        made = self.lifted.key if self.lifted else (self.numbers, self.strings, self.slots)
+        return (made, self.record)
 
 
 def record_key(f: Filter) -> tuple:

@@ -233,6 +233,14 @@ class JobConfig(BaseModel):
         " false compiles every filter's condition on its own",
         examples=[False],
     )
+    free_sql_rows_from: int = Field(
+        100,
+        ge=0,
+        description="with filters_as_data, from this many SQL filters of no shape, those whose"
+        " condition is AND, OR and NOT over comparisons of a value with constants run as rows"
+        " too (clauses); fewer compile one by one, as whole-stage code holds them (0: always)",
+        examples=[0],
+    )
     on_bad_filter: Literal["fail", "skip"] = Field(
         "fail",
         description="a filter that fails its checks: fail stops the start-up (or refuses the whole"

@@ -215,6 +215,7 @@ def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool
         alert_id.alias("_alert_id"),
         outcome_indices.alias("_compiled"),
         *extra,
+        *shaped.value_columns(plan.shapes),
     )
     condition = shaped.join_condition(plan.shapes, keyed=realtime)
     joined = compiled.join(table, F.expr(condition), "left")
@@ -489,15 +490,34 @@ def codegen_conf(plan: JobPlan) -> dict[str, str]:
     return {"spark.sql.codegen.wholeStage": str(conditions <= WHOLE_STAGE_MAX_FILTERS).lower()}
 
 
-def sink_options(cfg: JobConfig) -> dict[str, str]:
-    """The Kafka sink's producer, made for ~100 KB records: requests as large as the topics allow
-    (the Java producer's 1 MB default fails a whole batch on one large alert), batches of a few
-    alerts, and a linger short enough for Real-Time Mode."""
+#: What the Kafka sink's producer may hold in records not yet sent (Kafka's default is 32 MB). It
+#: is heap: the 256 MB this was once, with 10,000 filters' topics each holding an open batch,
+#: filled spark-submit's default 1 GB heap in the first batch (``OutOfMemoryError`` in the
+#: producer's ``BufferPool``).
+PRODUCER_MEMORY = 64 * 1024 * 1024
+#: An open batch of one topic: large enough for a few ~100 KB alerts (the producer sends one
+#: batch per partition per request, so an alert larger than its batch goes alone), small enough
+#: that every topic of a job of ten thousand filters can hold one within a quarter of the
+#: producer's memory, down to ``MIN_BATCH_BYTES``.
+MAX_BATCH_BYTES, MIN_BATCH_BYTES = 1024 * 1024, 64 * 1024
+
+
+def batch_bytes(topics: int) -> int:
+    """The Kafka sink's ``batch.size`` for a job writing to ``topics`` topics (see above)."""
+    share = PRODUCER_MEMORY // (4 * max(topics, 1))
+    return max(MIN_BATCH_BYTES, min(MAX_BATCH_BYTES, share))
+
+
+def sink_options(cfg: JobConfig, topics: int) -> dict[str, str]:
+    """The Kafka sink's producer for ``topics`` topics, made for ~100 KB records: requests as
+    large as the topics allow (the Java producer's 1 MB default fails a whole batch on one large
+    alert), batches of a few alerts (``batch_bytes``), a linger short enough for Real-Time Mode,
+    and a bounded memory (``PRODUCER_MEMORY``)."""
     opts = kafka_options(cfg.bootstrap, cfg.kafka_conf)
     opts.setdefault("kafka.max.request.size", str(MAX_MESSAGE_BYTES))
-    opts.setdefault("kafka.batch.size", str(1024 * 1024))
+    opts.setdefault("kafka.batch.size", str(batch_bytes(topics)))
     opts.setdefault("kafka.linger.ms", "0" if cfg.realtime else "5")
-    opts.setdefault("kafka.buffer.memory", str(256 * 1024 * 1024))
+    opts.setdefault("kafka.buffer.memory", str(PRODUCER_MEMORY))
     return opts
 
 
@@ -533,7 +553,7 @@ def hot_path(
     return output_rows(outcome, cfg, keep_filter)
 
 
-def publish_within(batch, withheld: frozenset[str], cfg: JobConfig) -> None:
+def publish_within(batch, withheld: frozenset[str], cfg: JobConfig, topics: int) -> None:
     """Write one batch of ``hot_path``'s rows (a job with quotas) to Kafka, less the matches of
     the ``withheld`` filters (their daily quota reached). The batch is the query's own: its
     metrics were observed on every match, published or not, and the job counts the withheld
@@ -544,4 +564,4 @@ def publish_within(batch, withheld: frozenset[str], cfg: JobConfig) -> None:
     if withheld:
         name = F.col(FILTER)
         rows = batch.where(name.isNull() | ~name.isin(*sorted(withheld)))
-    rows.drop(FILTER).write.format("kafka").options(**sink_options(cfg)).save()
+    rows.drop(FILTER).write.format("kafka").options(**sink_options(cfg, topics)).save()

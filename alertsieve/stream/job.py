@@ -191,16 +191,17 @@ class FilterStream:
         learn = self.unreadable < MAX_UNREADABLE_WRITERS  # stop at a writer it does not know
         self.running = self.plan
         stored = self._stored_table()
+        topics = len(self.plan.filters) + 1  # and the quarantine's
         if stored is not None:
             store(self.spark, stored, self.plan.shapes, table_labels(self.plan, cfg))
         if gate is None:
             frame = hot_path(raw, self.plan, cfg, learn=learn, stored=stored)
             writer = frame.writeStream.format("kafka")
-            writer = writer.options(**sink_options(cfg))
+            writer = writer.options(**sink_options(cfg, topics))
         elif cfg.realtime:  # no foreachBatch: the withheld filters planned in, restarted on change
             withheld = gate.new_query(realtime=True)
             frame = hot_path(raw, self.plan, cfg, frozenset(gate.limits), withheld, learn=learn)
-            writer = frame.writeStream.format("kafka").options(**sink_options(cfg))
+            writer = frame.writeStream.format("kafka").options(**sink_options(cfg, topics))
         else:  # each batch decides what it withholds once the batches before it are counted
             gate.new_query()
             frame = hot_path(
@@ -213,7 +214,7 @@ class FilterStream:
                 stored=stored,
             )
             writer = frame.writeStream.foreachBatch(
-                lambda rows, i: publish_within(rows, gate.decide(i), cfg)
+                lambda rows, i: publish_within(rows, gate.decide(i), cfg, topics)
             )
         writer = writer.option("checkpointLocation", cfg.checkpoint).queryName(QUERY_NAME)
         if cfg.realtime:

@@ -80,10 +80,13 @@ class JobPlan:
             f" decoding {len(self.paths)} of the view's {len(d.view)} fields"
         ]
         if self.shapes:
-            rows = sum(len(s.members) for s in self.shapes)
+            lifted = [s for s in self.shapes if s.lifted is not None]
+            clauses = {i for s in self.shapes if s.lifted is None for i in s.members}
+            rows = sum(len(s.members) for s in lifted)
             lines.append(
-                f"filters: {rows} as rows of {len(self.shapes)} shape(s),"
-                f" {len(self.compiled)} compiled one by one"
+                f"filters: {rows} as rows of {len(lifted)} shape(s),"
+                + (f" {len(clauses)} as clauses," if clauses else "")
+                + f" {len(self.compiled)} compiled one by one"
             )
         lines += [f"catalog {describe(m)}" for m in (self.context.catalogs if self.context else ())]
         lines += [
@@ -118,7 +121,9 @@ def plan_job(
         """The filters' versions, their fields records' types, compiled on the samples, and
         the shapes that run as data."""
         versions = filter_versions(filters, cfg.catalog_dir, models)
-        shapes = runnable_shapes(samples, filters) if cfg.filters_as_data else ()
+        shapes = (
+            runnable_shapes(samples, filters, cfg.free_sql_rows_from) if cfg.filters_as_data else ()
+        )
         return versions, record_types(filters, decoder, versions, samples), shapes
 
     admitted = dict(running.versions) if running else {}  # versions that need no admission

@@ -21,8 +21,9 @@ import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 
+from alertsieve.filtering.clauses import Unfit, clause_shapes, clauses, misread
 from alertsieve.filtering.model import Filter
-from alertsieve.filtering.shapes import Shape, find_shapes
+from alertsieve.filtering.shapes import Shape, find_shapes, record_key
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ TOPIC = "_k_topic"  # where its matches go (null: withheld, its daily quota reac
 FORMAT = "_k_format"  # its fields record's format (null: it publishes the alert)
 #: Every row's join key in Real-Time Mode (see ``join_condition``).
 KEY, KEY_VALUE = "_k_key", -1
+#: The values the clause shapes compare, computed once per alert (``value_columns``).
+NUMBERS, STRINGS = "_k_numbers", "_k_strings"
 
 
 def constant(group: int, slot: int) -> str:
@@ -56,9 +59,15 @@ def table_schema(shapes: Sequence[Shape]):
         T.StructField(FORMAT, T.StringType(), True),
         T.StructField(KEY, T.IntegerType(), False),
     ]
-    kinds = {"int": T.IntegerType(), "bigint": T.LongType(), "double": T.DoubleType()}
+    kinds = {
+        "int": T.IntegerType(),
+        "bigint": T.LongType(),
+        "double": T.DoubleType(),
+        "boolean": T.BooleanType(),
+        "strings": T.ArrayType(T.StringType()),
+    }
     for g, s in enumerate(shapes, 1):
-        for j, kind in enumerate(s.lifted.kinds):
+        for j, kind in enumerate(s.kinds):
             fields.append(T.StructField(constant(g, j), kinds.get(kind, T.StringType()), True))
     return T.StructType(fields)
 
@@ -74,11 +83,11 @@ def table_rows(shapes: Sequence[Shape], labels: Labels) -> list[tuple]:
     group's columns, its constants (nulls in the other groups'). The labels are columns rather
     than arrays indexed in the plan: a literal array of every filter's name in each group's
     record expression made the plan grow with groups times filters, analysed every batch."""
-    width = sum(len(s.lifted.kinds) for s in shapes)
+    width = sum(len(s.kinds) for s in shapes)
     rows = [(-1, SELF, *NO_LABELS, KEY_VALUE, *[None] * width)]
     start = 0
     for g, s in enumerate(shapes, 1):
-        n = len(s.lifted.kinds)
+        n = len(s.kinds)
         for i, values in zip(s.members, s.constants, strict=True):
             rows.append(
                 (i, g, *labels.get(i, NO_LABELS), KEY_VALUE, *[None] * start, *values)
@@ -89,7 +98,41 @@ def table_rows(shapes: Sequence[Shape], labels: Labels) -> list[tuple]:
 
 
 def shape_condition(g: int, s: Shape) -> str:
-    return s.lifted.render([constant(g, j) for j in range(len(s.lifted.kinds))])
+    if s.lifted is None:
+        return clause_condition(g, s.slots)
+    return s.lifted.render([constant(g, j) for j in range(len(s.kinds))])
+
+
+def clause_condition(g: int, slots: int) -> str:
+    """A clause shape's row holds when each of its literals does (``SLOT_KINDS``): its value,
+    ``get(NUMBERS, i)`` within the range or ``get(STRINGS, i)`` among the strings, read through
+    ``coalesce(atom, unknown) = wanted``; a slot without an index is no literal."""
+    parts = []
+    for j in range(slots):
+        i, lo, hi, among, unknown, wanted = (constant(g, 6 * j + k) for k in range(6))
+        value = f"get({NUMBERS}, {i})"
+        atom = (
+            f"({lo} IS NULL OR {value} >= {lo}) AND ({hi} IS NULL OR {value} <= {hi})"
+            f" AND ({among} IS NULL OR array_contains({among}, get({STRINGS}, {i})))"
+        )
+        parts.append(f"({i} IS NULL OR coalesce({atom}, {unknown}) = {wanted})")
+    return " AND ".join(parts)
+
+
+def value_columns(shapes: Sequence[Shape]) -> list:
+    """The values the clause shapes compare, for each alert: ``NUMBERS`` (doubles) and
+    ``STRINGS`` (none without a clause shape; the clause shapes of a plan share them)."""
+    from pyspark.sql import functions as F
+
+    first = next((s for s in shapes if s.lifted is None), None)
+    if first is None:
+        return []
+    numbers = [F.expr(v).cast("double") for v in first.numbers]
+    strings = [F.expr(v).cast("string") for v in first.strings]
+    return [
+        (F.array(*numbers) if numbers else F.array().cast("array<double>")).alias(NUMBERS),
+        (F.array(*strings) if strings else F.array().cast("array<string>")).alias(STRINGS),
+    ]
 
 
 def join_condition(shapes: Sequence[Shape], keyed: bool = False) -> str:
@@ -125,31 +168,75 @@ def store(spark, path: str, shapes: Sequence[Shape], labels: Labels) -> None:
     frame.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
 
 
-def runnable_shapes(samples, filters: Sequence[Filter]) -> tuple[Shape, ...]:
+def runnable_shapes(samples, filters: Sequence[Filter], clauses_from: int) -> tuple[Shape, ...]:
     """The shapes of ``filters`` that Spark analyses with their constants as columns, over the
     sample alerts in the view; a shape it refuses (a constant that must be a literal, as in
-    ``round(x, 2)``) is left to compile filter by filter, with a log line saying so."""
+    ``round(x, 2)``) is left to compile filter by filter, with a log line saying so. When at least
+    ``clauses_from`` SQL filters of no shape read as clauses, they run as rows too
+    (``clause_shapes``); the others compile."""
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.sql import functions as F
 
-    out = []
-    for s in find_shapes(filters):
-        one = dataclasses.replace(s, members=s.members[:1], constants=s.constants[:1])
+    def analysed(shapes: list[Shape]) -> bool:
+        ones = [
+            dataclasses.replace(s, members=s.members[:1], constants=s.constants[:1]) for s in shapes
+        ]
         k = F.broadcast(
-            samples.sparkSession.createDataFrame(table_rows([one], {}), table_schema([one]))
+            samples.sparkSession.createDataFrame(table_rows(ones, {}), table_schema(ones))
         )
+        reason = F.lit(None).cast("string").alias("_reason")
         try:
-            samples.select("*", F.lit(None).cast("string").alias("_reason")).join(
-                k, F.expr(join_condition([one])), "left"
-            )
+            frame = samples.select("*", *value_columns(ones), reason)
+            frame.join(k, F.expr(join_condition(ones)), "left")
         except (AnalysisException, ParseException) as e:
-            first = filters[s.members[0]]
+            first = filters[shapes[0].members[0]]
             log.info(
                 "%d filters of the shape of %r compile one by one: %s",
-                len(s.members),
+                len({i for s in shapes for i in s.members}),
                 first.name,
                 str(e).splitlines()[0],
             )
-            continue
-        out.append(s)
-    return tuple(out)
+            return False
+        return True
+
+    out = [s for s in find_shapes(filters) if analysed([s])]
+    shaped = {i for s in out for i in s.members}
+    rest = [i for i, f in enumerate(filters) if i not in shaped and not f.runs_python]
+    if len(rest) < max(clauses_from, 1):
+        return tuple(out)
+    found = {}
+    for i in rest:
+        try:
+            found[i] = clauses(filters[i].expressions()["sql"])
+        except Unfit as e:
+            log.debug("filter %s compiles one by one: %s", filters[i].name, e)
+    types = value_types(samples, {a.value for cs in found.values() for c in cs for a, _ in c})
+    for i in list(found):
+        why = misread(found[i], types)
+        if why is not None:
+            log.debug("filter %s compiles one by one: %s", filters[i].name, why)
+            del found[i]
+    if len(found) < max(clauses_from, 1):
+        return tuple(out)
+    shapes = clause_shapes(filters, found, record_key)
+    return tuple(out + shapes) if analysed(shapes) else tuple(out)
+
+
+def value_types(samples, values: set[str]) -> dict[str, str]:
+    """Each value's Spark type (``simpleString``) over the samples; a value Spark refuses is
+    left out (its filters compile, and say why there)."""
+    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.sql import functions as F
+
+    ordered = sorted(values)
+    try:
+        schema = samples.select(*[F.expr(v).alias(f"v{k}") for k, v in enumerate(ordered)]).schema
+        return {v: f.dataType.simpleString() for v, f in zip(ordered, schema.fields, strict=True)}
+    except (AnalysisException, ParseException):
+        out = {}
+        for v in ordered:
+            try:
+                out[v] = samples.select(F.expr(v)).schema.fields[0].dataType.simpleString()
+            except (AnalysisException, ParseException):
+                continue
+        return out
