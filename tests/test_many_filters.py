@@ -191,6 +191,20 @@ def test_a_deployment_of_many_filters_is_one_readable_line():
     assert line.endswith("and 1080 more (100 added, 500 removed, 500 changed)")
 
 
+def test_filters_that_lack_the_same_fields_are_one_line_at_start_up():
+    from alertsieve.filtering.lacking import lacking_lines
+
+    old = ["7.0", "7.1"]
+    lacking = {f"u{k:04d}": {"diaSource.scienceFlux": old} for k in range(1000)}
+    lacking["mine"] = {"diaSource.isDipole": old, "diaSource.scienceFlux": ["7.0"]}
+    assert lacking_lines(lacking) == [
+        "filters u0000, u0001, u0002 and 997 more: null in version(s) 7.0, 7.1:"
+        " diaSource.scienceFlux",
+        "filter mine: null in version(s) 7.0, 7.1: diaSource.isDipole",
+        "filter mine: null in version(s) 7.0: diaSource.scienceFlux",
+    ]
+
+
 def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select(
     kafka, spark, tmp_path, topic_name
 ):

@@ -48,7 +48,7 @@ _FLIPPED = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=": "=", "==": "=", "!=
 _OPERATOR_CHARS = set("<>=!|&^~;?:")
 
 
-class Unfit(Exception):  # noqa: N818: a verdict, caught where it is raised's caller decides
+class Unfit(Exception):  # noqa: N818 (a verdict on a condition, never raised past runnable_shapes)
     """The condition is not read exactly as clauses; its filter compiles as before."""
 
 

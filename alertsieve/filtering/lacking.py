@@ -53,14 +53,30 @@ def _missing(view: list[ViewField], used: list[str], versions: list[str]) -> dic
     return {**whole, **missing_in(view, [p for p in used if p in chosen], versions)}
 
 
+#: Filters named in one line of ``lacking_lines`` before "and N more".
+SHOWN_FILTERS = 3
+
+
 def lacking_lines(lacking: dict[str, dict[str, list[str]]]) -> list[str]:
-    """One line per filter and set of versions: which fields it reads are null there."""
-    lines = []
+    """One line per set of versions and fields: which filters read fields null there. Filters
+    that lack the same are one line (ten thousand users' filters of a few shapes are a few
+    lines, not ten thousand)."""
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
     for name, fields in lacking.items():
         by_versions: dict[tuple[str, ...], list[str]] = {}
         for path, missing in fields.items():
             by_versions.setdefault(tuple(missing), []).append(path)
         for missing, paths in by_versions.items():
-            shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
-            lines.append(f"filter {name}: null in version(s) {', '.join(missing)}: {shown}")
+            groups.setdefault((missing, tuple(paths)), []).append(name)
+    lines = []
+    for (missing, paths), names in groups.items():
+        shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+        who = (
+            f"filter {names[0]}"
+            if len(names) == 1
+            else "filters "
+            + ", ".join(names[:SHOWN_FILTERS])
+            + (f" and {len(names) - SHOWN_FILTERS} more" if len(names) > SHOWN_FILTERS else "")
+        )
+        lines.append(f"{who}: null in version(s) {', '.join(missing)}: {shown}")
     return lines

@@ -485,9 +485,16 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
 
 def codegen_conf(plan: JobPlan) -> dict[str, str]:
     """The session settings the hot path of ``plan`` needs (see ``WHOLE_STAGE_MAX_FILTERS``: a
-    shape is one condition however many filters it holds)."""
+    shape is one condition however many filters it holds). With shapes, an expression repeated on
+    the right of an ``AND`` or ``OR`` is not computed ahead of the condition (Spark's default
+    computes every repeated expression first, for every (alert, row) pair of the shapes' join,
+    whatever the row's shape: at 10,000 filters, 46-48 s of a batch of 10,000 alerts against
+    21 s without)."""
     conditions = len(plan.compiled) + len(plan.shapes)
-    return {"spark.sql.codegen.wholeStage": str(conditions <= WHOLE_STAGE_MAX_FILTERS).lower()}
+    return {
+        "spark.sql.codegen.wholeStage": str(conditions <= WHOLE_STAGE_MAX_FILTERS).lower(),
+        "spark.sql.subexpressionElimination.skipForShortcutExpr": str(bool(plan.shapes)).lower(),
+    }
 
 
 #: What the Kafka sink's producer may hold in records not yet sent (Kafka's default is 32 MB). It
