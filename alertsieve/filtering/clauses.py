@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import Filter
 from alertsieve.filtering.shapes import SLOT_KINDS, TOKEN, Shape
 
@@ -48,7 +49,7 @@ _FLIPPED = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=": "=", "==": "=", "!=
 _OPERATOR_CHARS = set("<>=!|&^~;?:")
 
 
-class Unfit(Exception):  # noqa: N818 (a verdict on a condition, never raised past runnable_shapes)
+class Unfit(AlertsieveError):  # noqa: N818 (a verdict on a condition, never raised past runnable_shapes)
     """The condition is not read exactly as clauses; its filter compiles as before."""
 
 
@@ -193,9 +194,10 @@ def _string(tokens: list[_Token]) -> str | None:
 
 
 def _split(tokens: list[_Token], sep: str) -> list[list[_Token]]:
+    """``tokens`` split at ``sep`` (a symbol, or a word in lower case) outside brackets."""
     depths, parts, start = _depths(tokens), [], 0
     for i, t in enumerate(tokens):
-        if depths[i] == 0 and t.text == sep:
+        if depths[i] == 0 and (t.word or t.text) == sep:
             parts.append(tokens[start:i])
             start = i + 1
     return [*parts, tokens[start:]]
@@ -226,7 +228,7 @@ def _predicate(tokens: list[_Token]):
     if "between" in words:
         b = words["between"]
         head = tokens[: b - 1] if negated and words["not"] == b - 1 else tokens[:b]
-        bounds = _split_on_word(tokens[b + 1 :], "and")
+        bounds = _split(tokens[b + 1 :], "and")
         numbers = [_number(part) for part in bounds]
         if len(bounds) != 2 or None in numbers or (negated and words["not"] != b - 1):
             raise Unfit("a BETWEEN this module does not read")
@@ -278,15 +280,6 @@ def _predicate(tokens: list[_Token]):
     raise Unfit("a comparison without a constant side")
 
 
-def _split_on_word(tokens: list[_Token], word: str) -> list[list[_Token]]:
-    depths, parts, start = _depths(tokens), [], 0
-    for i, t in enumerate(tokens):
-        if depths[i] == 0 and t.word == word:
-            parts.append(tokens[start:i])
-            start = i + 1
-    return [*parts, tokens[start:]]
-
-
 class _Reader:
     """``or := and (OR and)*``, ``and := not (AND not)*``, ``not := NOT not | ( or ) | predicate``:
     Spark's precedence of the boolean operators, ``BETWEEN``'s own ``AND`` kept with it."""
@@ -304,18 +297,17 @@ class _Reader:
         return node
 
     def disjunction(self):
-        parts = [self.conjunction()]
-        while self.peek() == "or":
-            self.i += 1
-            parts.append(self.conjunction())
-        return parts[0] if len(parts) == 1 else _Node("or", tuple(parts))
+        return self._joined("or", self.conjunction)
 
     def conjunction(self):
-        parts = [self.negation()]
-        while self.peek() == "and":
+        return self._joined("and", self.negation)
+
+    def _joined(self, op: str, part):
+        parts = [part()]
+        while self.peek() == op:
             self.i += 1
-            parts.append(self.negation())
-        return parts[0] if len(parts) == 1 else _Node("and", tuple(parts))
+            parts.append(part())
+        return parts[0] if len(parts) == 1 else _Node(op, tuple(parts))
 
     def negation(self):
         if self.peek() == "not":
