@@ -67,10 +67,14 @@ def resolve_secret(value: str) -> str:
     return value
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def read_yaml(path: str | Path, error: type[SettingsError] = SettingsError) -> dict[str, Any]:
-    """A YAML mapping from ``path`` (an empty file is an empty mapping)."""
+    """A YAML mapping from ``path`` (an empty file is an empty mapping). Read by libyaml where
+    PyYAML has it: a table of ten thousand filters took 17 s in the pure-Python reader."""
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = yaml.load(Path(path).read_text(), Loader=_LOADER)
     except (OSError, yaml.YAMLError) as e:
         raise error(f"cannot read {path}: {e}") from None
     if data is None:

@@ -88,19 +88,22 @@ def validate(filters: list[Filter], alerts, view: list[ViewField] | None = None)
 
 
 def _compiled_together(filters: list[Filter], alerts) -> dict | None:
-    """Each filter's result type from one analysis of them all; None if any fails to compile."""
+    """Each filter's result type from one analysis of them all; None if any fails to compile.
+    The expressions go to Spark as text in one call (``selectExpr``, the parser ``F.expr``
+    uses): a column built in Python per filter took 27 of the 38 s ten thousand filters spent
+    here. The line break before the bracket closes a trailing ``--`` comment."""
     from pyspark.errors import AnalysisException, ParseException
 
     if not filters:
         return {}
     try:
         with _pyspark_quiet():
-            schema = alerts.select(
-                *[f.evaluate()[0].alias(f"_{i}") for i, f in enumerate(filters)]
+            schema = alerts.selectExpr(
+                *[f"({f.expressions()['sql']}\n) AS _{i}" for i, f in enumerate(filters)]
             ).schema
     except (AnalysisException, ParseException):
         return None
-    return {f.name: schema[f"_{i}"].dataType for i, f in enumerate(filters)}
+    return {f.name: field.dataType for f, field in zip(filters, schema.fields, strict=True)}
 
 
 def _compiled(f: Filter, alerts, view: list[ViewField] | None):

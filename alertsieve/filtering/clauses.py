@@ -260,7 +260,10 @@ def _predicate(tokens: list[_Token]):
         rest = [t.word for t in tokens[i + 1 :]]
         if rest not in (["null"], ["not", "null"]):
             raise Unfit("an IS this module does not read")
-        value = f"CAST(({_expression(tokens[:i])}) IS NULL AS DOUBLE)"
+        # No bracket: ``x IS NULL`` is how a record asked only whether it is there reads as
+        # one field (``alertsieve.filtering.sql_text.only_existence``); a value compared binds
+        # tighter than IS (``_expression``).
+        value = f"CAST({_expression(tokens[:i])} IS NULL AS DOUBLE)"
         return _Leaf(Atom(value, *((1.0, 1.0) if rest == ["null"] else (0.0, 0.0))))
     ops = [i for i in top if tokens[i].text in _COMPARISONS]
     if len(ops) != 1:
@@ -400,6 +403,24 @@ def clauses(sql: str) -> list[Clause]:
     if any(len(c) > MAX_LITERALS for c in true):
         raise Unfit(f"a clause of more than {MAX_LITERALS} comparisons")
     return true
+
+
+def compared_values(sql: str) -> list[str]:
+    """The expressions ``sql``'s condition compares with constants, in order, when this module
+    reads it (``Unfit`` otherwise, also where it has too many clauses to run as rows): the
+    condition reads what they read, as ``alertsieve.filtering.references`` asks Spark."""
+    tokens = _tokens(sql)
+    if not tokens:
+        raise Unfit("an empty condition")
+    found: dict[str, None] = {}
+    nodes = [_Reader(tokens).read()]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, _Leaf):
+            found[node.atom.value] = None
+        else:
+            nodes.extend(reversed(node.parts))
+    return list(found)
 
 
 # --- as rows ------------------------------------------------------------------------------------

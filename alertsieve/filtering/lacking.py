@@ -17,14 +17,17 @@ def lacking_fields(
     NULL``): it has decided. A record read whole (``ssSource IS NOT NULL``) counts as one field,
     lacking where no field of it exists."""
     versions = sorted(set(decoder.versions.values()), key=version_order)
+    by_top: dict[str, list[ViewField]] = {}
+    for field in decoder.view:
+        by_top.setdefault(field.path.split(".")[0], []).append(field)
+    known: dict[tuple[str, ...], dict[str, list[str]]] = {}  # filters mostly read alike
     out = {}
     for f in filters:
         expressions = list(f.expressions().values())
-        missing = {
-            p: v
-            for p, v in _missing(decoder.view, reads[f.name], versions).items()
-            if v and not _handled(expressions, p)
-        }
+        used = tuple(reads[f.name])
+        if used not in known:
+            known[used] = _missing(decoder.view, by_top, used, versions)
+        missing = {p: v for p, v in known[used].items() if v and not _handled(expressions, p)}
         if missing:
             out[f.name] = missing
     return out
@@ -40,10 +43,12 @@ def _handled(expressions: list[str], path: str) -> bool:
     )
 
 
-def _missing(view: list[ViewField], used: list[str], versions: list[str]) -> dict[str, list[str]]:
-    by_top: dict[str, list[ViewField]] = {}
-    for field in view:
-        by_top.setdefault(field.path.split(".")[0], []).append(field)
+def _missing(
+    view: list[ViewField],
+    by_top: dict[str, list[ViewField]],
+    used: tuple[str, ...],
+    versions: list[str],
+) -> dict[str, list[str]]:
     chosen, whole = set(used), {}
     for top, fields in by_top.items():
         if len(fields) > 1 and all(f.path in chosen for f in fields):

@@ -24,6 +24,7 @@ from typing import Any
 
 from alertsieve.alerts.view import ViewField
 from alertsieve.catalogs.context import Context, context_types
+from alertsieve.filtering.clauses import Unfit, compared_values
 from alertsieve.filtering.features import has_history, read_paths, with_features
 from alertsieve.filtering.scores.column import SCORES, named_models, scores_type
 from alertsieve.filtering.scores.model import Model
@@ -69,6 +70,7 @@ class ViewReferences:
         self._tops = _by_top(view)
         self._reduced: dict[str, Any] = {}
         self._by_shape: dict[str, set[str]] = {}
+        self._parts: dict[str, list[str]] = {}  # fields records repeat across filters
 
     def __enter__(self) -> ViewReferences:
         return self
@@ -129,8 +131,22 @@ class ViewReferences:
         """The view paths ``expressions`` read, in the view's order."""
         found: set[str] = set()
         for expression in expressions:
-            found |= self.paths(expression)
+            if expression not in self._parts:
+                self._parts[expression] = _parts(expression)
+            for part in self._parts[expression]:
+                found |= self.paths(part)
         return [f.path for f in self.view if f.path in found]
+
+
+def _parts(expression: str) -> list[str]:
+    """Expressions that read together what ``expression`` reads: for a condition over values
+    compared with constants (``alertsieve.filtering.clauses``), the values; else itself. Ten
+    thousand users' filters are thousands of conditions of a few dozen values: an analysis
+    per condition (about 10 ms) took 27 s of their start-up."""
+    try:
+        return compared_values(expression)
+    except Unfit:
+        return [expression]
 
 
 def referenced_paths(

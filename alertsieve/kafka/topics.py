@@ -85,7 +85,7 @@ def _await_leaders(client, topics: list[str], partitions: int, timeout: float = 
     import time
 
     deadline = time.monotonic() + timeout
-    waiting = set(topics)
+    waiting, pause = set(topics), 0.1
     while waiting and time.monotonic() < deadline:
         md = client.list_topics(timeout=30).topics
         waiting = {
@@ -95,8 +95,9 @@ def _await_leaders(client, topics: list[str], partitions: int, timeout: float = 
             or len(md[t].partitions) < partitions
             or any(p.leader < 0 or p.error is not None for p in md[t].partitions.values())
         }
-        if waiting:
-            time.sleep(0.1)
+        if waiting:  # less often as it goes: the metadata of 20,000 topics is no small answer
+            time.sleep(pause)
+            pause = min(1.0, pause * 2)
     if waiting:
         raise KafkaException(
             f"topics created but without a leader after {timeout:.0f} s: {sorted(waiting)[:5]}"

@@ -22,6 +22,7 @@ from alertsieve.filtering.scores.runtime import ERROR, ROWS, SECONDS
 from alertsieve.filtering.shapes import record_key
 from alertsieve.publish import contract
 from alertsieve.publish.payloads import record_column, record_inputs
+from alertsieve.spark.constants import constant_array
 from alertsieve.stream import shaped
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
@@ -335,16 +336,16 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
     index = F.col("_index")
     matched = index >= 0
 
-    def by_filter(values, cast: str | None = None):
-        """Filter i's value for a match of filter i (``values``: one literal per filter)."""
-        array = F.array(*[F.lit(v) for v in values])
-        return F.when(matched, F.element_at(array.cast(cast) if cast else array, index + 1))
+    def by_filter(values, element: str = "string"):
+        """Filter i's value for a match of filter i (``values``: one constant per filter, an
+        array of ``element``s written as SQL text: ``constant_array``)."""
+        return F.when(matched, F.element_at(constant_array(values, element), index + 1))
 
     topics = [
         None if f.name in withheld else contract.filter_topic(f, cfg.output_prefix)
         for f in plan.filters
     ]
-    names = F.array(*[F.lit(f.name) for f in plan.filters])
+    names = constant_array([f.name for f in plan.filters], "string")
     groups = record_groups(plan)
     group_of = [0] * len(plan.filters)
     for g, members in enumerate(groups, 1):
@@ -376,7 +377,7 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
 
     topic = pick(
         F.col("_s_topic"),
-        by_filter(topics, "array<string>").when(index == QUARANTINED, F.lit(cfg.quarantine_topic)),
+        by_filter(topics).when(index == QUARANTINED, F.lit(cfg.quarantine_topic)),
     )
     name = pick(
         F.col("_s_name"),
@@ -387,9 +388,9 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
     version = pick(
         F.col("_s_version"), by_filter(plan.versions.get(f.name, "") for f in plan.filters)
     )
-    group = pick(F.lit(0), by_filter(group_of)) if groups else F.lit(0)
+    group = pick(F.lit(0), by_filter(group_of, "int")) if groups else F.lit(0)
     formats = [f.format if g else None for f, g in zip(plan.filters, group_of, strict=True)]
-    form = pick(F.col("_s_format"), by_filter(formats, "array<string>"))
+    form = pick(F.col("_s_format"), by_filter(formats))
     headers_of = [
         plan.payloads[f.name].header if g else b""
         for f, g in zip(plan.filters, group_of, strict=True)
@@ -407,7 +408,9 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
         version.alias("_version"),
         form.alias("_format"),
         group.alias("_group"),
-        (pick(F.lit(b""), by_filter(headers_of)) if groups else F.lit(b"")).alias("_header"),
+        (pick(F.lit(b""), by_filter(headers_of, "binary")) if groups else F.lit(b"")).alias(
+            "_header"
+        ),
     )
     # The records from the labelled rows' columns: each group's expression reads the row's name,
     # version and header once, rather than the literal arrays of every filter's.

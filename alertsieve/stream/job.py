@@ -66,7 +66,8 @@ class FilterStream:
         self.spark = spark
         self.cfg = cfg
         self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
-        self.plan = plan_job(spark, cfg)
+        self.topics_ahead = TopicsAhead(cfg)
+        self.plan = plan_job(spark, cfg, selected=self.topics_ahead.start)
         self.running = self.plan  # the plan the hot path's query was started with
         self.filters = self.plan.filters
         if cfg.realtime:
@@ -236,6 +237,7 @@ class FilterStream:
         """Run until the input is drained (available-now), the timeout, or Ctrl-C; with the delta
         sink, the archive runs beside the hot path (after it, when available-now). With
         ``watch``, changed filters are deployed as it runs (``alertsieve.stream.redeploy``)."""
+        self.topics_ahead.wait()
         create_outputs(self.cfg, self.filters)
         self._deployed(self.plan)
         if self.prometheus is not None:
@@ -598,6 +600,44 @@ def published(plan, cfg: JobConfig) -> list[Published]:
     ]
 
 
+class TopicsAhead:
+    """The filters' topics, created while the job plans: the embedded broker took 30-80 s for
+    ten thousand, about as long as planning them, and the first batch needs them. Only names a
+    topic can have are sent; a filter then refused keeps an empty topic. A failure here is left
+    to ``create_outputs``, which runs after and says it."""
+
+    def __init__(self, cfg: JobConfig):
+        self.cfg = cfg
+        self.thread: threading.Thread | None = None
+
+    def start(self, filters) -> None:
+        from alertsieve.filtering.checks import NAME
+
+        named = [f for f in filters if NAME.match(f.name)]
+
+        def create() -> None:
+            try:
+                create_filter_topics(self.cfg, named)
+            except Exception as e:  # noqa: BLE001 - create_outputs, after, raises it with context
+                log.debug("topics created ahead of the plan failed (created after it): %s", e)
+
+        self.thread = threading.Thread(target=create, name="alertsieve-topics", daemon=True)
+        self.thread.start()
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
+def create_filter_topics(cfg: JobConfig, filters) -> None:
+    """A topic per filter and the quarantine's, those missing."""
+    from alertsieve.kafka.topics import create_topics
+
+    topics = [contract.filter_topic(f, cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]
+    config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
+    create_topics(cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf)
+
+
 def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
     """A topic per filter, the quarantine topic and the counts topic (one partition: a reader
     meets the batches in order), made before the first batch; the topics of filters with
@@ -607,9 +647,8 @@ def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
     from alertsieve.kafka.acls import sync_readers
     from alertsieve.kafka.topics import create_topics
 
-    topics = [contract.filter_topic(f, cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]
+    create_filter_topics(cfg, filters)
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
-    create_topics(cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf)
     create_topics(cfg.bootstrap, [cfg.counts_topic], 1, config=config, extra=cfg.kafka_conf)
     # one record per deployment, one key: compaction keeps the last (segments close hourly)
     compacted = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000)}

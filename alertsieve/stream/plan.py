@@ -102,18 +102,22 @@ def plan_job(
     running: JobPlan | None = None,
     learned: list[bytes] = (),
     filters: list[Filter] | None = None,
+    selected: Callable[[list[Filter]], None] | None = None,
 ) -> JobPlan:
     """Everything a bad setting or filter can break, checked before the stream starts (or, with
     ``running``, the job's plan under ``--watch``, before a deployment). With ``on_bad_filter:
     skip`` a bad filter is left out, its running version kept (``alertsieve.filtering.refusals``).
     ``learned``: messages of writer schemas the running job met (``alertsieve.stream.new_writers``),
-    planned for with the running ``filters``."""
+    planned for with the running ``filters``. ``selected`` is told the filters once they are
+    read, before they are checked (the job creates their topics meanwhile)."""
     topics = cfg.topic and [cfg.topic] or cfg.topic_pattern
     head = head_messages(cfg.bootstrap, topics, extra=cfg.kafka_conf)
     seen = [*newest_messages(cfg, topics), *learned]
     decoder = make_decoder(cfg.decode_settings, head, seen=seen)
     refusals = Refusals(cfg.on_bad_filter == SKIP, running.filters if running else [])
     filters = filters or select_filters(cfg, decoder.survey, refusals)
+    if selected is not None:
+        selected(filters)
     models = discover_models(cfg.model_paths)
     runtime = Runtime(cfg.model_threads, tuple(cfg.model_providers))
 
@@ -274,15 +278,13 @@ def _each(
 ) -> list[Filter]:
     """Each filter replaced by ``step(filter)``; one whose step fails is left out by ``refusals``
     (or its error raised, when the job does not skip bad filters)."""
-    out = list(filters)
+    out, done = list(filters), {}
     for f in filters:
         try:
-            done = step(f)
+            done[id(f)] = step(f)
         except FilterError as e:
             out = refusals.leave_out(out, e)
-            continue
-        out = [done if g is f else g for g in out]
-    return out
+    return [done.get(id(g), g) for g in out]
 
 
 def check_output(f: Filter, cfg: JobConfig) -> None:

@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any, Literal
 
 from alertsieve.alerts.view import ViewField
+from alertsieve.spark.constants import constant_array
 from alertsieve.view.reader_schema import view_column
 
 #: Metadata columns the job carries next to the alert's own fields (underscored: never a clash).
@@ -180,7 +181,9 @@ class Decoder:
         def unknown(reason, why):
             """A writer neither read nor refused: its reason, or the task stopped to learn it."""
             known = [*self.writers, *self.refused]
-            cond = ~key.isin(known) if known else F.lit(True)
+            kind = "bigint" if all(isinstance(k, int) for k in known) else "string"
+            in_known = F.array_contains(constant_array(known, kind), key.cast(kind))
+            cond = ~in_known if known else F.lit(True)
             if not stop_at_new:
                 return reason.when(cond, why)
             where = F.format_string(
@@ -192,14 +195,15 @@ class Decoder:
         def refused(reason):
             """A writer known and not read: quarantined with why, looked up in one map (a
             ``WHEN`` per writer made the decode's generated code grow past the JVM's 64 KB per
-            method with the ten thousand fields records' schemas of a local schema store)."""
+            method with the ten thousand fields records' schemas of a local schema store),
+            written as SQL text (``constant_array``: a column per constant took 8 s there)."""
             if not self.refused:
                 return reason
             kind = "bigint" if all(isinstance(w, int) for w in self.refused) else "string"
-            pairs = [
-                c for w, text in self.refused.items() for c in (F.lit(w).cast(kind), F.lit(text))
-            ]
-            why = F.try_element_at(F.create_map(*pairs), key.cast(kind))
+            whys = F.map_from_arrays(
+                constant_array(self.refused, kind), constant_array(self.refused.values(), "string")
+            )
+            why = F.try_element_at(whys, key.cast(kind))
             return reason.when(why.isNotNull(), why)
 
         reason = F.when(size == 0, F.lit("empty message"))
