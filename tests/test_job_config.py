@@ -399,6 +399,15 @@ def test_among_many_filters_the_bad_one_is_named(spark):
         FilterError, match=r"^filter 'flux' .*: the expression is double, not boolean"
     ):
         validate([*good, not_boolean], _empty_alerts(spark))
+    # one of each shape of numbers is compiled for all: a number Spark refuses is no member
+    decimals = [
+        AlertFilter(name=f"d{k}", sql=f"diaSource.snr > {k}.5", origin="users.yaml")
+        for k in range(3)
+    ]
+    for number in ("1e400", "0." + "1" * 39):
+        beyond = AlertFilter(name="huge", sql=f"diaSource.snr > {number}", origin="users.yaml")
+        with pytest.raises(FilterError, match=r"^filter 'huge' \(users.yaml\): "):
+            validate([*decimals, beyond], _empty_alerts(spark))
 
 
 @pytest.mark.parametrize(

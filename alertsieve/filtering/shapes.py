@@ -18,9 +18,11 @@ one by one as before.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from alertsieve.filtering.model import Filter
 
@@ -37,6 +39,8 @@ TOKEN = re.compile(
 #: a field of a struct, as ``dec`` is declination in ``diaSource.dec``).
 _KEEP_AFTER = {"decimal", "dec", "numeric", "char", "varchar", "interval"}
 INT_MAX = 2**31 - 1
+#: A decimal's most digits in Spark (a longer number is read otherwise, or refused).
+MAX_DIGITS = 38
 #: Below this many filters a shape is compiled: a table and a join buy nothing for one filter.
 MIN_FILTERS = 2
 
@@ -63,12 +67,18 @@ class Lifted:
 
 
 def _kind(text: str) -> tuple[str, object] | None:
+    """A number's kind and value; None for one Spark reads its own way (more digits than a
+    decimal holds, beyond a double's range): it stays in the text, a shape of its own."""
+    if len(re.sub(r"\D", "", text.split("e")[0].split("E")[0])) > MAX_DIGITS:
+        return None
     if re.fullmatch(r"\d+", text):
         value = int(text)
         return ("int" if value <= INT_MAX else "bigint"), value
-    return "double", float(text)
+    value = float(text)
+    return ("double", value) if math.isfinite(value) else None
 
 
+@lru_cache(maxsize=65_536)  # a job lifts each filter to find shapes and to check it
 def lift(sql: str) -> Lifted:
     """``sql``'s shape and constants (see the module)."""
     pieces, constants, kinds = [""], [], []
