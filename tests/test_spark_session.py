@@ -123,3 +123,27 @@ def test_spark_submit_without_connectors_fails_with_the_fix(tmp_path):
     said = out.stdout + out.stderr
     assert "the Spark connectors for Kafka, Avro, Delta are not on spark-submit's classpath" in said
     assert f"run `make setup` (it writes {empty_conf / 'spark-defaults.conf'})" in said
+
+
+def test_constants_written_as_sql_text_read_back_as_python_wrote_them(spark):
+    """``constant_array`` (thousands of labels in one call to the JVM) keeps quotes,
+    backslashes, nulls, bytes and integers as they were."""
+    from alertsieve.spark.constants import constant_array
+
+    texts = ["it's", "back\\slash", "'; DROP", None, "ünïcode", ""]
+    numbers = [0, -3, 2**40, None]
+    headers = [b"\x00\x00\x00\x03\xe8", b"", None]
+    row = (
+        spark.range(1)
+        .select(
+            constant_array(texts, "string").alias("t"),
+            constant_array(numbers, "bigint").alias("n"),
+            constant_array(headers, "binary").alias("h"),
+            constant_array([], "int").alias("e"),
+        )
+        .first()
+    )
+    assert row["t"] == texts
+    assert row["n"] == numbers
+    assert [None if h is None else bytes(h) for h in row["h"]] == headers
+    assert row["e"] == []
