@@ -601,8 +601,8 @@ def published(plan, cfg: JobConfig) -> list[Published]:
 
 
 class TopicsAhead:
-    """The filters' topics, created while the job plans: the embedded broker took 30-80 s for
-    ten thousand, about as long as planning them, and the first batch needs them. Only names a
+    """The filters' topics, created while the job plans: the embedded broker took 30 s for ten
+    thousand, about as long as planning them, and the first batch needs them. Only names a
     topic can have are sent; a filter then refused keeps an empty topic. A failure here is left
     to ``create_outputs``, which runs after and says it."""
 
