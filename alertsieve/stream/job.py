@@ -67,7 +67,11 @@ class FilterStream:
         self.cfg = cfg
         self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
         self.topics_ahead = TopicsAhead(cfg)
-        self.plan = plan_job(spark, cfg, selected=self.topics_ahead.start)
+        try:
+            self.plan = plan_job(spark, cfg, selected=self.topics_ahead.start)
+        except AlertsieveError:  # a bad filter or setting: the topics made meanwhile go again
+            self.topics_ahead.settle([])
+            raise
         self.running = self.plan  # the plan the hot path's query was started with
         self.filters = self.plan.filters
         if cfg.realtime:
@@ -237,7 +241,7 @@ class FilterStream:
         """Run until the input is drained (available-now), the timeout, or Ctrl-C; with the delta
         sink, the archive runs beside the hot path (after it, when available-now). With
         ``watch``, changed filters are deployed as it runs (``alertsieve.stream.redeploy``)."""
-        self.topics_ahead.wait()
+        self.topics_ahead.settle(self.filters)
         create_outputs(self.cfg, self.filters)
         self._deployed(self.plan)
         if self.prometheus is not None:
@@ -603,12 +607,14 @@ def published(plan, cfg: JobConfig) -> list[Published]:
 class TopicsAhead:
     """The filters' topics, created while the job plans: the embedded broker took 30 s for ten
     thousand, about as long as planning them, and the first batch needs them. Only names a
-    topic can have are sent; a filter then refused keeps an empty topic. A failure here is left
-    to ``create_outputs``, which runs after and says it."""
+    topic can have are sent. Those it made for filters the plan then left out (refused) are
+    deleted again once it is settled: a user's topic appears when the filter runs. A failure
+    here is left to ``create_outputs``, which runs after and says it."""
 
     def __init__(self, cfg: JobConfig):
         self.cfg = cfg
         self.thread: threading.Thread | None = None
+        self.created: list[str] = []
 
     def start(self, filters) -> None:
         from alertsieve.filtering.checks import NAME
@@ -617,25 +623,36 @@ class TopicsAhead:
 
         def create() -> None:
             try:
-                create_filter_topics(self.cfg, named)
+                self.created = create_filter_topics(self.cfg, named)
             except Exception as e:  # noqa: BLE001 - create_outputs, after, raises it with context
                 log.debug("topics created ahead of the plan failed (created after it): %s", e)
 
         self.thread = threading.Thread(target=create, name="alertsieve-topics", daemon=True)
         self.thread.start()
 
-    def wait(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
+    def settle(self, filters) -> None:
+        """Wait for the topics, then delete those it made for none of ``filters`` (the plan's)."""
+        from alertsieve.kafka.topics import delete_topics
+
+        if self.thread is None:
+            return
+        self.thread.join()
+        kept = {contract.filter_topic(f, self.cfg.output_prefix) for f in filters}
+        unused = [t for t in self.created if t not in kept and t != self.cfg.quarantine_topic]
+        if unused:
+            delete_topics(self.cfg.bootstrap, unused, self.cfg.kafka_conf)
+        self.thread = None
 
 
-def create_filter_topics(cfg: JobConfig, filters) -> None:
-    """A topic per filter and the quarantine's, those missing."""
+def create_filter_topics(cfg: JobConfig, filters) -> list[str]:
+    """A topic per filter and the quarantine's, those missing; returns those it created."""
     from alertsieve.kafka.topics import create_topics
 
     topics = [contract.filter_topic(f, cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
-    create_topics(cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf)
+    return create_topics(
+        cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf
+    )
 
 
 def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
