@@ -3,10 +3,13 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# A TOM's own environment: the TOM Toolkit pins numpy and astropy, the job's environment does not follow.
+TOM_VENV  := .venv-tom
+TOM_STAMP := $(TOM_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
 .PHONY: setup demo test test-fast lint lab bench bench-quick kafka-up kafka-down clean distclean
 
-setup: $(STAMP)
+setup: $(STAMP) $(TOM_STAMP)
 	@$(BIN)/alertsieve setup
 
 # pip without its new-release notice, and without setuptools' note that comes with every editable
@@ -20,9 +23,22 @@ $(STAMP): pyproject.toml setup.py
 	@start=$$(date +%s); \
 	  test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
 	  $(QUIET) $(BIN)/python -m pip install -q --upgrade pip; \
-	  $(QUIET) $(BIN)/python -m pip install -q -e '.[dev,notebooks,bench,tom]'; \
+	  $(QUIET) $(BIN)/python -m pip install -q -e '.[stream,dev,notebooks,bench]'; \
 	  rm -f $(VENV)/.installed-*; touch $@; \
 	  echo "  Python environment: $(VENV) with alertsieve and its dependencies ($$(( $$(date +%s) - start ))s)"
+
+# The TOM's environment from a wheel of this checkout, as a TOM installs it: the light core (no
+# Spark) and the tom extra, made afresh when pyproject.toml changes. The suite installs the wheel
+# of the code it tests into it (tests/wheels.py).
+$(TOM_STAMP): pyproject.toml setup.py | $(STAMP)
+	@set -e; start=$$(date +%s); wheels=$$(mktemp -d); \
+	  $(QUIET) $(BIN)/python -m pip wheel -q --no-deps --no-build-isolation -w $$wheels .; \
+	  rm -rf build $(TOM_VENV); \
+	  $(PYTHON) -m venv $(TOM_VENV); \
+	  $(QUIET) $(TOM_VENV)/bin/python -m pip install -q --upgrade pip; \
+	  $(QUIET) $(TOM_VENV)/bin/python -m pip install -q "alertsieve[tom] @ file://$$(ls $$wheels/alertsieve-*.whl)"; \
+	  rm -rf $$wheels; touch $@; \
+	  echo "  TOM environment: $(TOM_VENV) with alertsieve[tom] from a wheel, no Spark ($$(( $$(date +%s) - start ))s)"
 
 demo: setup
 	@$(BIN)/alertsieve demo
@@ -69,4 +85,4 @@ clean:
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) $(TOM_VENV) *.egg-info

@@ -17,6 +17,8 @@ FOLDERS = {
 #: package it was not given (a new data subfolder goes here).
 DATA_SUBFOLDERS = {
     "alertsieve_schemas.ztf": ["*.avsc"],
+    # lsst-alert-packet's, in folders MAJOR/MINOR (numbers: no package names, so plain data).
+    "alertsieve_schemas.rubin": ["latest.txt", "*/*/*.avsc"],
     "alertsieve_conf.experiments": ["*.yaml"],
     "alertsieve_models.files": ["*.zip", "*.csv", "*.onnx", "*.md"],
 }

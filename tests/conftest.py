@@ -241,3 +241,11 @@ def field_catalog(tmp_path_factory):
     from field_catalog import write_catalog
 
     return write_catalog(tmp_path_factory.mktemp("catalogs"))
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory):
+    """A wheel of this checkout (tests/wheels.py), built once for the tests that install it."""
+    from wheels import build_wheel
+
+    return build_wheel(tmp_path_factory.mktemp("wheel"))

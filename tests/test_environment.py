@@ -26,7 +26,18 @@ def test_conda_environment_matches_pyproject():
     makefile = (ROOT / "Makefile").read_text()
     extras = makefile.split("pip install -q -e '.[", 1)[1].split("]", 1)[0]
     assert pip_section == [f"-e .[{extras}]"]
-    assert set(extras.split(",")) == set(project["optional-dependencies"])
+    # Every extra but the TOM's (an environment of its own, from the wheel) and the tables (which
+    # the stream extra brings).
+    optional = project["optional-dependencies"]
+    assert set(extras.split(",")) == set(optional) - {"tom", "tables"}
+    assert "alertsieve[tables]" in optional["stream"]
+    assert '"alertsieve[tom] @ file://' in makefile
+
+
+def _runtime(project: dict) -> list[str]:
+    """What the job runs on: the core, and the stream extra with the tables it brings."""
+    optional = project["optional-dependencies"]
+    return [*project["dependencies"], *optional["stream"], *optional["tables"]]
 
 
 def _names(requirements: list[str]) -> set[str]:
@@ -35,11 +46,12 @@ def _names(requirements: list[str]) -> set[str]:
 
 
 def extras_only() -> set[str]:
-    """What only the extras install, read from pyproject.toml (with what JupyterLab brings: its
-    server and IPython), less the build tools the wheel test needs, which any Python may have."""
+    """What only the notebooks, bench, TOM and dev extras install, read from pyproject.toml (with
+    what JupyterLab brings: its server and IPython), less the build tools the wheel test needs,
+    which any Python may have."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = _names([r for rs in project["optional-dependencies"].values() for r in rs])
-    return (extras - _names(project["dependencies"]) - {"setuptools", "wheel"}) | {
+    return (extras - _names(_runtime(project)) - {"setuptools", "wheel", "alertsieve"}) | {
         "jupyter_server",
         "IPython",
     }
@@ -151,13 +163,11 @@ def test_the_job_and_the_producer_run_without_notebook_or_bench_packages(
     assert got == {k for k, v in snr.items() if v > 30} and got
 
 
-def test_runtime_dependencies_leave_out_the_extras():
+def test_a_subscribers_install_leaves_out_the_job():
+    """``pip install alertsieve`` is the light core: Kafka, Avro, settings; the job, Arrow and
+    numpy are extras (tests/test_tom.py installs it and listens)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    # astropy is a runtime one since catalogs are indexed at `catalog add` (cdshealpix needs it)
-    assert not _names(project["dependencies"]) & {
-        "matplotlib",
-        "jupyterlab",
-        "nbclient",
-        "ipykernel",
-        "psutil",
-    }
+    assert _names(project["dependencies"]) == {"confluent_kafka", "fastavro", "pydantic", "pyyaml"}
+    assert {"pyspark", "delta_spark", "numpy", "astropy", "lsst_alert_packet"} <= _names(
+        project["optional-dependencies"]["stream"]
+    )

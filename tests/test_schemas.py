@@ -31,6 +31,32 @@ def test_versions_and_ids_follow_rubins_rule():
     assert load_rubin_schema().name == f"lsst.v{versions[-1].replace('.', '_')}.alert"
 
 
+def test_shipped_rubin_schemas_are_lsst_alert_packets_and_load_as_it_loads_them():
+    """The oracle is the pinned lsst-alert-packet itself: its files byte for byte (examples aside),
+    and for every version its ``Schema.from_file`` definition and ``get_schema_id``."""
+    from pathlib import Path
+
+    from lsst.alert.packet import Schema
+    from lsst.alert.packet.schema import get_latest_schema_version, get_schema_root
+
+    theirs, ours = Path(get_schema_root()), schemas.rubin_schema_root()
+    files = ["latest.txt", *(p.relative_to(theirs).as_posix() for p in theirs.glob("*/*/*.avsc"))]
+    files = [f for f in files if not f.startswith("examples/")]
+    shipped = ["latest.txt", *(p.relative_to(ours).as_posix() for p in ours.glob("*/*/*.avsc"))]
+    assert sorted(shipped) == sorted(files) and len(files) > 90
+    for name in files:
+        assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+    assert schemas.latest_rubin_version() == "{}.{}".format(*get_latest_schema_version())
+    for version in schemas.rubin_versions():
+        major, minor = version.split(".")
+        official = Schema.from_file(
+            str(theirs / major / minor / f"lsst.v{major}_{minor}.alert.avsc")
+        )
+        loaded = load_rubin_schema(version)
+        assert loaded.definition == schemas._strip_fastavro_keys(official.definition), version
+        assert loaded.schema_id == official.get_schema_id(), version
+
+
 @pytest.mark.parametrize(
     ("version", "message"),
     [

@@ -26,9 +26,10 @@ from alertsieve.publish import contract
 from alertsieve.subscribe import subscriber
 from alertsieve.subscribe.cutouts import save_cutouts
 from alertsieve.subscribe.errors import SubscribeError
+from alertsieve.subscribe.parquet import META, read_parquet
 from alertsieve.subscribe.records import Match, decode, decode_record, make_match
 from alertsieve.subscribe.verify import summary_line, verify
-from alertsieve.subscribe.writers import META, JsonLinesWriter, open_writer, read_parquet
+from alertsieve.subscribe.writers import JsonLinesWriter, open_writer
 
 REAL = Path(__file__).parent / "data" / "real"
 V10, V74 = "1000", "704"

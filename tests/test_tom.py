@@ -1,17 +1,22 @@
-"""A real TOM fed by filter jobs through ``alertsieve.tom``: the TOM Toolkit's apps and database
-(tests/tom_settings.py, migrations run), ``ALERT_STREAMS`` as a TOM configures it, the stream read
-up to the topics' ends. Two jobs on the session's broker and Spark publish the real LSSTCam v10.0
-alerts (8, two with 16 and 22 earlier detections) and the 130 real ZTF 3.3 alerts (106 with
-histories, 1,146 non-detections among them), each through an alert-payload and a fields-payload
-filter. The oracle: the alert files as fastavro reads them, the cuts in plain Python, astropy for
-nJy -> AB magnitudes and TAI -> UTC."""
+"""A real TOM fed by filter jobs through ``alertsieve.tom``, in the TOM's own environment
+(.venv-tom: this checkout's wheel with the ``tom`` extra, no Spark, the TOM Toolkit's numpy and
+astropy): the TOM Toolkit's apps and database (tests/tom_settings.py, migrations run),
+``ALERT_STREAMS`` as a TOM configures it, the stream read up to the topics' ends
+(tests/tom_side.py, which writes what the TOM kept as JSON). Two jobs of this environment, on
+the session's broker and Spark, publish the real LSSTCam v10.0 alerts (8, two with 16 and 22
+earlier detections) and the 130 real ZTF 3.3 alerts (106 with histories, 1,146 non-detections
+among them), each through an alert-payload and a fields-payload filter. The same environment,
+a subscriber's install, verifies the jobs' topics with ``alertsieve listen --verify``. The
+oracle: the alert files as fastavro reads them, the cuts in plain Python, astropy for nJy -> AB
+magnitudes and TAI -> UTC."""
 
 from __future__ import annotations
 
 import datetime as dt
-import logging
+import json
 import math
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -22,13 +27,17 @@ import pytest
 from astropy.time import Time
 from confluent_kafka import Producer
 from crafted import REAL
+from wheels import TOM_ENV, fresh_install, install_wheel
 
+from alertsieve.cli import NEEDS_STREAM
 from alertsieve.filtering.model import AlertFilter
+from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.publish.versions import filter_version
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.job import run_job
 
+ROOT = Path(__file__).resolve().parents[1]
 RUBIN_FILES = [REAL / "rubin-lsstcam-v10_0.avro", REAL / "rubin-lsstcam-v10_0-b.avro"]
 ZTF_FILES = sorted((REAL / "ztf-3.3-histories").glob("*.avro")) + sorted(
     (REAL / "ztf-3.3").glob("*.avro")
@@ -104,59 +113,70 @@ def _job(bootstrap: str, spark, home: Path, name: str, prefix: str, filters, sur
 
 
 @pytest.fixture(scope="module")
-def tom(kafka, spark, tmp_path_factory):
-    """The TOM after one pass over the jobs' topics, one of them holding a malformed message:
-    (the stream, what the first pass logged, the topics, the malformed message's offset)."""
+def published(kafka, spark, tmp_path_factory) -> tuple[Path, dict[str, list[str]]]:
+    """The jobs' topics: (their folder, with the schema store; {output prefix: its topics})."""
     home = tmp_path_factory.mktemp("tom")
-    bootstrap = kafka.bootstrap_servers
     run = uuid.uuid4().hex[:8]
     rubin, ztf = f"tom_rubin_{run}_", f"tom_ztf_{run}_"
-    _job(bootstrap, spark, home, f"tom-rubin-{run}", rubin, RUBIN_FILTERS, "rubin")
-    _job(bootstrap, spark, home, f"tom-ztf-{run}", ztf, ZTF_FILTERS, "ztf")
-    topics = [rubin + f.name for f, _ in RUBIN_FILTERS] + [ztf + f.name for f, _ in ZTF_FILTERS]
+    _job(kafka.bootstrap_servers, spark, home, f"tom-rubin-{run}", rubin, RUBIN_FILTERS, "rubin")
+    _job(kafka.bootstrap_servers, spark, home, f"tom-ztf-{run}", ztf, ZTF_FILTERS, "ztf")
+    return home, {
+        rubin: [rubin + f.name for f, _ in RUBIN_FILTERS],
+        ztf: [ztf + f.name for f, _ in ZTF_FILTERS],
+    }
 
+
+@pytest.fixture(scope="module")
+def tom_bin(wheel) -> Path:
+    """The TOM's environment with the wheel of the code under test in it."""
+    python = TOM_ENV / "bin" / "python"
+    assert python.exists(), f"{TOM_ENV} is missing: `make setup` makes the TOM's environment"
+    install_wheel(wheel, python)
+    return TOM_ENV / "bin"
+
+
+@pytest.fixture(scope="module")
+def subscriber_bin(wheel, tmp_path_factory) -> Path:
+    """A fresh environment with the wheel and nothing else: ``pip install alertsieve``."""
+    return fresh_install(wheel, tmp_path_factory.mktemp("subscriber") / "venv")
+
+
+def _run(*args, env: dict | None = None) -> subprocess.CompletedProcess:
+    """A command of the TOM's environment (its python or alertsieve), from this checkout."""
+    return subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT
+    )
+
+
+@pytest.fixture(scope="module")
+def tom(kafka, published, tom_bin) -> tuple[dict, str]:
+    """What the TOM kept after two passes over the jobs' topics and one more topic holding a
+    malformed message: (tests/tom_side.py's JSON, that topic)."""
+    home, by_prefix = published
+    topics = [t for ts in by_prefix.values() for t in ts]
     # A message the stream cannot decode: framed for schema 1000 (v10.0), not an alert.
-    delivered = []
-    producer = Producer({"bootstrap.servers": bootstrap})
+    bad = f"{topics[0]}_bad"
+    create_topic(kafka.bootstrap_servers, bad, 1)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
     producer.produce(
-        topics[0],
+        bad,
         value=b"\x00\x00\x00\x03\xe8not an alert",
         headers=[("filter", b"reliable"), ("payload", b"alert")],
-        on_delivery=lambda err, msg: delivered.append(msg.offset()),
     )
     assert producer.flush(30) == 0
-
-    os.environ.update(
-        ALERTSIEVE_TOM_HOME=str(home),
-        ALERTSIEVE_TOM_KAFKA=bootstrap,
-        ALERTSIEVE_TOM_TOPICS=",".join(topics),
-        DJANGO_SETTINGS_MODULE="tom_settings",
-    )
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", interactive=False, verbosity=0)
-    from tom_alertstreams.alertstreams.alertstream import get_default_alert_streams
-
-    (stream,) = get_default_alert_streams()
-    records = []
-    handler = _Collect(records)
-    logging.getLogger("alertsieve").addHandler(handler)
-    try:
-        handled = stream.listen(until_end=True)
-    finally:
-        logging.getLogger("alertsieve").removeHandler(handler)
-    return stream, handled, records, topics, delivered[0]
-
-
-class _Collect(logging.Handler):
-    def __init__(self, records: list) -> None:
-        super().__init__(logging.WARNING)
-        self.records = records
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(self.format(record))
+    env = {
+        **os.environ,
+        "ALERTSIEVE_TOM_HOME": str(home),
+        "ALERTSIEVE_TOM_KAFKA": kafka.bootstrap_servers,
+        "ALERTSIEVE_TOM_TOPICS": ",".join([*topics, bad]),
+        "DJANGO_SETTINGS_MODULE": "tom_settings",
+        "PYTHONPATH": str(ROOT / "tests"),
+    }
+    longest = max(RUBIN_ALERTS, key=lambda a: len(a["prvDiaSources"] or []))
+    out = home / "kept.json"
+    done = _run(tom_bin / "python", ROOT / "tests" / "tom_side.py", out, _object(longest), env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return json.loads(out.read_text()), bad
 
 
 def _passing() -> dict[str, list[dict]]:
@@ -220,43 +240,47 @@ def _expected_points() -> tuple[dict, list]:
     return detections, sorted(limits)
 
 
-def _saved_points() -> tuple[dict, list, int]:
+def _saved_points(kept: dict) -> tuple[dict, list, int]:
     """The TOM's points as :func:`_expected_points` gives them (one source id each), and how
     many rows."""
-    from tom_dataproducts.models import PhotometryReducedDatum
-
-    detections, limits, rows = {}, [], 0
-    for p in PhotometryReducedDatum.objects.select_related("target"):
-        rows += 1
-        if p.limit is not None:
-            limits.append((p.target.name, p.bandpass, p.value["mjd"], p.limit))
+    detections, limits = {}, []
+    for p in kept["points"]:
+        if p["limit"] is not None:
+            limits.append((p["target"], p["bandpass"], p["value"]["mjd"], p["limit"]))
             continue
-        given = p.value["flux"] if p.value["survey"] == "rubin" else p.brightness
-        key = (p.target.name, p.bandpass, p.value["mjd"], given)
-        detections[key] = (p.timestamp, p.brightness, p.brightness_error, p.value["source_id"])
-    return detections, sorted(limits), rows
+        given = p["value"]["flux"] if p["value"]["survey"] == "rubin" else p["brightness"]
+        key = (p["target"], p["bandpass"], p["value"]["mjd"], given)
+        detections[key] = (
+            dt.datetime.fromisoformat(p["timestamp"]),
+            p["brightness"],
+            p["brightness_error"],
+            p["value"]["source_id"],
+        )
+    return detections, sorted(limits), len(kept["points"])
 
 
 def test_targets_lists_and_fields_equal_the_alerts(tom):
-    from tom_targets.models import Target, TargetList
-
+    kept = tom[0]["first"]
     passing = _passing()
     latest: dict[str, dict] = {}
     for alerts in passing.values():
         for a in alerts:
             if _object(a) not in latest or _mjd(a) >= _mjd(latest[_object(a)]):
                 latest[_object(a)] = a
-    targets = {t.name: t for t in Target.objects.all()}
+    targets = kept["targets"]
     assert set(targets) == set(latest)
     for name, a in latest.items():  # where the latest alert saw it
-        assert (targets[name].ra, targets[name].dec) == (_detection(a)["ra"], _detection(a)["dec"])
-        assert targets[name].tags["survey"] == ("ztf" if "candidate" in a else "rubin")
+        assert (targets[name]["ra"], targets[name]["dec"]) == (
+            _detection(a)["ra"],
+            _detection(a)["dec"],
+        )
+        assert targets[name]["tags"]["survey"] == ("ztf" if "candidate" in a else "rubin")
 
-    lists = {tl.name: {t.name for t in tl.targets.all()} for tl in TargetList.objects.all()}
+    lists = {name: set(members) for name, members in kept["lists"].items()}
     assert lists == {f: {_object(a) for a in alerts} for f, alerts in passing.items()}
     for f, _ in [*RUBIN_FILTERS, *ZTF_FILTERS]:
         for name in lists[f.name]:
-            assert targets[name].tags[f"{f.name} version"] == filter_version(f)
+            assert targets[name]["tags"][f"{f.name} version"] == filter_version(f)
     # A fields record keeps its fields on the target: the latest record's.
     for f, fields in (("bright_fields", ("snr",)), ("ztf_real", ("magpsf",))):
         newest = {}
@@ -266,13 +290,13 @@ def test_targets_lists_and_fields_equal_the_alerts(tom):
         for name, a in newest.items():
             for field in fields:
                 # float fields (32 bits): JSON writes the shortest text of the 32-bit value
-                kept = np.float32(targets[name].tags[f"{f} {field}"])
-                assert kept == np.float32(_detection(a)[field])
+                kept_value = np.float32(targets[name]["tags"][f"{f} {field}"])
+                assert kept_value == np.float32(_detection(a)[field])
 
 
 def test_every_photometry_point_equals_the_alerts_once(tom):
     want_detections, want_limits = _expected_points()
-    got_detections, got_limits, rows = _saved_points()
+    got_detections, got_limits, rows = _saved_points(tom[0]["first"])
     assert len(want_limits) > 100 and any(len(a["prvDiaSources"] or []) > 20 for a in RUBIN_ALERTS)
     assert rows == len(want_detections) + len(want_limits)  # no point twice
     assert set(got_detections) == set(want_detections)
@@ -286,48 +310,82 @@ def test_every_photometry_point_equals_the_alerts_once(tom):
 
 
 def test_a_second_pass_adds_nothing_and_a_bad_message_is_skipped(tom):
-    from tom_dataproducts.models import DataProduct, PhotometryReducedDatum
-    from tom_targets.models import Target
-
-    stream, handled, warnings, topics, bad_offset = tom
+    result, bad = tom
     passing = _passing()
-    assert handled == sum(len(a) for a in passing.values())  # every match, the bad one skipped
+    assert result["handled"] == sum(
+        len(a) for a in passing.values()
+    )  # every match, not the bad one
     assert any(
-        f"{topics[0]}[0] offset {bad_offset}: skipped, it does not decode" in w for w in warnings
-    ), warnings
+        f"{bad}[0] offset 0: skipped, it does not decode" in w for w in result["warnings"]
+    ), result["warnings"]
     # Stamps: three FITS files per Rubin alert, the ZTF alerts' three gzipped ones unzipped.
-    stamps = {p.product_id: p for p in DataProduct.objects.all()}
+    stamps = result["first"]["stamps"]
     alert_matches = passing["reliable"] + passing["ztf_bright"]
     assert len(stamps) == 3 * len(
         {_detection(a).get("candid") or _detection(a)["diaSourceId"] for a in alert_matches}
     )
-    for p in stamps.values():
-        assert p.data.read(9) == b"SIMPLE  ="
-
-    before = (
-        PhotometryReducedDatum.objects.count(),
-        Target.objects.count(),
-        DataProduct.objects.count(),
-    )
-    again = stream.listen(until_end=True)
-    assert again == handled
-    after = (
-        PhotometryReducedDatum.objects.count(),
-        Target.objects.count(),
-        DataProduct.objects.count(),
-    )
-    assert after == before
+    assert set(stamps.values()) == {"SIMPLE  ="}
+    assert result["again"] == result["handled"]
+    assert result["after_again"] == result["first"]  # nothing added, nothing changed
 
 
 def test_the_target_page_shows_the_name_and_the_light_curve(tom):
-    from django.contrib.auth.models import User
-    from django.test import Client
-    from tom_targets.models import Target
-
     longest = max(RUBIN_ALERTS, key=lambda a: len(a["prvDiaSources"] or []))
-    target = Target.objects.get(name=_object(longest))
-    client = Client()
-    client.force_login(User.objects.create_superuser("astronomer", password="x"))
-    page = client.get(f"/targets/{target.pk}/").content.decode()
-    assert target.name in page
-    assert "plotly-graph-div" in page
+    assert _object(longest) in tom[0]["page"]
+    assert "plotly-graph-div" in tom[0]["page"]
+
+
+def test_a_subscribers_install_verifies_the_jobs_topics_and_runs_no_job(
+    kafka, published, subscriber_bin
+):
+    """A subscriber's install (the wheel alone): no pyspark, pyarrow or numpy. Its ``listen --verify``
+    reads each job's alert and fields payloads against the job's counts and reports them
+    complete; ``filters list --bootstrap`` reads what the job runs; a job's command names the
+    extra to install and exits 2."""
+    home, by_prefix = published
+    python = subscriber_bin / "python"
+    probe = "import importlib.util as u; print(*(u.find_spec(m) for m in ('pyspark', 'pyarrow', 'numpy')))"
+    assert _run(python, "-c", probe).stdout.split() == ["None", "None", "None"]
+    passing = _passing()
+    for prefix, topics in by_prefix.items():
+        listened = _run(
+            subscriber_bin / "alertsieve",
+            "listen",
+            "--bootstrap",
+            kafka.bootstrap_servers,
+            "--topic",
+            ",".join(topics),
+            "--from-beginning",
+            "--until-end",
+            "--verify",
+            "--schema-dir",
+            home / "schemas",
+        )
+        assert listened.returncode == 0, listened.stdout[-2000:] + listened.stderr[-2000:]
+        received = sum(len(passing[t.removeprefix(prefix)]) for t in topics)
+        assert f"verified: complete, {received} of {received} counted records received" in (
+            listened.stdout + listened.stderr
+        )
+    rubin_prefix, reliable = next(iter(by_prefix)), RUBIN_FILTERS[0][0]
+    filters = home / "subscriber_filters"
+    filters.mkdir(exist_ok=True)
+    (filters / "reliable.py").write_text(
+        "from alertsieve.filtering.model import AlertFilter\n"
+        f"reliable = AlertFilter(name='reliable', sql={reliable.sql!r})\n"
+    )
+    listed = _run(
+        subscriber_bin / "alertsieve",
+        "filters",
+        "list",
+        "reliable",
+        "--filter-path",
+        filters,
+        "--bootstrap",
+        kafka.bootstrap_servers,
+        "--output-prefix",
+        rubin_prefix,
+    )
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert f"in the job: running this version ({filter_version(reliable)})" in listed.stdout
+    job = _run(subscriber_bin / "alertsieve", "filter", "--topic", "t")
+    assert (job.returncode, job.stderr.strip()) == (2, f"alertsieve filter: {NEEDS_STREAM}")

@@ -8,7 +8,6 @@ refuses to start, saying where it looked."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -19,6 +18,7 @@ import pytest
 from confluent_kafka import Producer
 from crafted import ztf_history_files
 from job_helpers import assert_reads_as_success
+from wheels import install_wheel
 
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import FilterError
@@ -33,82 +33,17 @@ pytestmark = [
 ]  # builds and installs a wheel, runs processes
 
 
-#: What a build of this checkout does not read (the library, filters/, schemas/, conf/, the
-#: README and the project files are what it does).
-NOT_BUILT = {
-    "tests",
-    "notebooks",
-    "docs",
-    "docker",
-    "jobs",
-    "results",
-    "data",
-    "catalogs",
-    "checkpoints",
-    "spark-warehouse",
-    "build",
-}
-
-
-def _not_built(folder: str, names: list[str]) -> set[str]:
-    """Left out of the copy: hidden and generated files anywhere, and NOT_BUILT at the top."""
-    top = NOT_BUILT if Path(folder) == ROOT else set()
-    return {
-        n
-        for n in names
-        if n.startswith(".") or n == "__pycache__" or n.endswith(".egg-info") or n in top
-    }
-
-
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> tuple[Path, Path, Path]:
+def installed(wheel, tmp_path_factory) -> tuple[Path, Path, Path]:
     """(the wheel, the environment's bin folder, a folder that is not this checkout)."""
-    work = tmp_path_factory.mktemp("wheel")
-    source = work / "source"  # built from a copy: a build leaves build/ and *.egg-info behind
-    shutil.copytree(ROOT, source, ignore=_not_built)
-    built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(work / "dist"),
-            str(source),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-2000:]
-    (wheel,) = (work / "dist").glob("alertsieve-*.whl")
+    work = tmp_path_factory.mktemp("venv")
     venv = work / "venv"
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
     )
     site = next((venv / "lib").glob("python*/site-packages"))
     (site / "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(venv / "bin" / "python"),
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-index",
-            str(wheel),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    install_wheel(wheel, venv / "bin" / "python")
     elsewhere = work / "elsewhere"
     elsewhere.mkdir()
     return wheel, venv / "bin", elsewhere
@@ -131,6 +66,9 @@ def test_the_wheel_holds_the_filters_the_schemas_and_the_settings(installed):
         assert f"alertsieve_filters/{module.name}" in names
     for schema in sorted((ROOT / "schemas" / "ztf").glob("*.avsc")):
         assert f"alertsieve_schemas/ztf/{schema.name}" in names
+    for schema in sorted((ROOT / "schemas").glob("rubin/**/*.avsc")):
+        assert f"alertsieve_schemas/{schema.relative_to(ROOT / 'schemas').as_posix()}" in names
+    assert "alertsieve_schemas/rubin/latest.txt" in names
     assert (
         "alertsieve_conf/filter_stream.yaml" in names
         and "alertsieve/spark/log4j2.properties" in names

@@ -2,7 +2,10 @@
 
 Rubin publishes each alert as ``0x00 + 4-byte big-endian schema id + Avro body``; the id is
 lsst-alert-packet's ``Schema.get_schema_id`` (v11.1 -> 1101, v7.4 -> 704). The official schemas
-come from the ``lsst-alert-packet`` package and are never copied into this repository.
+are lsst-alert-packet's files as that package ships them, in ``schemas/rubin/`` (installed as
+``alertsieve_schemas``): a subscriber's install decodes Rubin alerts without that package, whose
+own dependencies weigh more than all of the subscriber's. tests/test_schemas.py checks every file
+equals the pinned lsst-alert-packet's, which the job's environment installs.
 """
 
 from __future__ import annotations
@@ -69,14 +72,18 @@ def _parse_version(version: str | int) -> tuple[int, int]:
     )
 
 
+def rubin_schema_root() -> Path:
+    """``schemas/rubin``: lsst-alert-packet's ``MAJOR/MINOR/*.avsc`` and ``latest.txt``."""
+    from importlib.resources import files
+
+    return Path(str(files("alertsieve_schemas") / "rubin"))
+
+
 @cache
 def rubin_versions() -> tuple[str, ...]:
     """Every version lsst-alert-packet ships, oldest first."""
-    from lsst.alert.packet.schema import get_schema_root
-
-    root = Path(get_schema_root())
     found = []
-    for path in root.glob("*/*/lsst.v*_*.alert.avsc"):
+    for path in rubin_schema_root().glob("*/*/lsst.v*_*.alert.avsc"):
         found.append((int(path.parent.parent.name), int(path.parent.name)))
     return tuple(f"{a}.{b}" for a, b in sorted(found))
 
@@ -94,10 +101,8 @@ def rubin_version_of(definition: dict) -> str | None:
 
 
 def latest_rubin_version() -> str:
-    from lsst.alert.packet.schema import get_latest_schema_version
-
-    major, minor = get_latest_schema_version()
-    return f"{major}.{minor}"
+    """The version lsst-alert-packet calls latest (its ``latest.txt``)."""
+    return (rubin_schema_root() / "latest.txt").read_text().strip()
 
 
 @dataclass(frozen=True)
@@ -142,10 +147,10 @@ class AlertSchema:
 
 @cache
 def load_rubin_schema(version: str | int | None = None) -> AlertSchema:
-    """An official Rubin schema by version ('11.1'), id (1101) or None for the latest."""
-    from lsst.alert.packet import Schema
-    from lsst.alert.packet.schema import get_schema_path
-
+    """An official Rubin schema by version ('11.1'), id (1101) or None for the latest: the alert
+    record with the records it names (``lsst.v11_1.diaSource``...) resolved from their files in
+    its folder, as lsst-alert-packet's ``Schema.from_file`` resolves them; its id is
+    ``get_schema_id``'s, major and two-digit minor."""
     major, minor = _parse_version(version if version is not None else latest_rubin_version())
     text = f"{major}.{minor}"
     if text not in rubin_versions():
@@ -153,10 +158,9 @@ def load_rubin_schema(version: str | int | None = None) -> AlertSchema:
             f"Rubin alert schema {text} is not shipped by lsst-alert-packet; available:"
             f" {', '.join(rubin_versions())}"
         )
-    path = Path(get_schema_path(major, minor)) / f"lsst.v{major}_{minor}.alert.avsc"
-    schema = Schema.from_file(str(path))
-    definition = _strip_fastavro_keys(schema.definition)
-    return AlertSchema(schema.get_schema_id(), f"lsst.v{major}_{minor}.alert", definition)
+    path = rubin_schema_root() / str(major) / str(minor) / f"lsst.v{major}_{minor}.alert.avsc"
+    definition = _strip_fastavro_keys(fastavro.schema.load_schema(str(path), _write_hint=False))
+    return AlertSchema(major * 100 + minor, f"lsst.v{major}_{minor}.alert", definition)
 
 
 def _strip_fastavro_keys(node: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
 from alertsieve import logs
@@ -58,9 +59,18 @@ def _sub_commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentPars
     ]
 
 
+#: The one line a command of the job says in a subscriber's install (no pyspark): what to add.
+NEEDS_STREAM = (
+    "needs the filter job's packages, which this install has not: pip install 'alertsieve[stream]'"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logs.configure(verbosity(args))
+    if not getattr(args, "spark_free", False) and importlib.util.find_spec("pyspark") is None:
+        print(f"alertsieve {args.command}: {NEEDS_STREAM}", file=sys.stderr)
+        return 2
     try:
         return args.handler(args)
     except (

@@ -37,7 +37,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help=f"that job's output prefix (default {contract.DEFAULT_PREFIX}): its counts topic",
     )
     add_kafka_conf(listed)
-    listed.set_defaults(handler=run_list)
+    listed.set_defaults(handler=run_list, spark_free=True)  # a subscriber's install runs it
     check = action.add_parser(
         "check", help="compile each filter and run it on sample alerts of every schema version"
     )

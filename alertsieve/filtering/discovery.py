@@ -109,17 +109,20 @@ def load_defined(path: Path, kind: type, error: type[FilterError], missing: str)
 def import_file(path: Path, package: str):
     """Import a module from a file, as ``package.<stem>``. Spark ships Python filters and models
     to its workers by pickling; a module loaded from a path is not importable there, so its
-    functions travel by value."""
+    functions travel by value. A subscriber's install (no pyspark) lists filters and ships
+    nothing, so there is nothing to register."""
     import importlib.util
     import sys
-
-    from pyspark import cloudpickle
 
     module_name = f"{package}.{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)
+    try:
+        from pyspark import cloudpickle
+    except ImportError:
+        return module
     cloudpickle.register_pickle_by_value(module)
     return module
 

@@ -12,15 +12,15 @@ the same on Arrow arrays, so tables written at different times (Parquet parts) j
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import json
-import math
 from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from alertsieve.subscribe.writers import jsonable
 
 STRING = pa.string()
 BINARY = pa.large_binary()  # FITS cutouts: a column of many 50-150 KB values outgrows int32 offsets
@@ -191,24 +191,6 @@ def _binary(t: pa.DataType) -> bool:
 
 def _string(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
-
-
-def jsonable(value: Any) -> Any:
-    """A value JSON can hold: bytes as base64 text, NaN and infinities as null (JSON has
-    neither), dates as ISO 8601 text."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, bytes | bytearray | memoryview):
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    if value is None or isinstance(value, str | int | bool):
-        return value
-    return str(value)
 
 
 def coerce(value: Any, t: pa.DataType) -> Any:

@@ -400,10 +400,15 @@ class Subscriber:
 
     def frames(self) -> Iterator[Any]:
         """One pandas DataFrame per poll that returned records: the flat rows the writers write
-        (meta columns ``_topic``... then the record's fields)."""
-        import pandas as pd
+        (meta columns ``_topic``... then the record's fields). pandas is the ``tables`` extra."""
+        from alertsieve.subscribe.writers import TABLES_EXTRA, row_of
 
-        from alertsieve.subscribe.writers import row_of
+        try:
+            import pandas as pd
+        except ImportError:
+            raise SubscribeError(
+                f"frames() needs pandas, which this install has not: {TABLES_EXTRA}"
+            ) from None
 
         for batch in self.batches():
             yield pd.DataFrame([row_of(m) for m in batch])

@@ -1,4 +1,5 @@
-"""Save matches: JSON lines, one Parquet file, or a folder of Parquet parts.
+"""Save matches: JSON lines, one Parquet file, or a folder of Parquet parts (the two Parquet
+writers are in ``subscribe.parquet``: they need pyarrow, the ``tables`` extra).
 
 Every format has one row per match: the meta columns (:data:`META`, named with a leading ``_``:
 where the match was read, which filter and version published it, which payload, where the alert
@@ -18,49 +19,41 @@ column types are unified).
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import json
 import logging
-import shutil
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from alertsieve.subscribe.arrow_types import (
-    conform_table,
-    jsonable,
-    record_types,
-    table_of,
-    unify_schemas,
-)
 from alertsieve.subscribe.errors import SubscribeError
 from alertsieve.subscribe.records import Match
 
 log = logging.getLogger(__name__)
 
-#: The meta columns, in order, with the Match attribute each comes from.
-META = pa.schema(
-    [
-        ("_topic", pa.string()),
-        ("_partition", pa.int32()),
-        ("_offset", pa.int64()),
-        ("_filter", pa.string()),
-        ("_filter_version", pa.string()),
-        ("_payload", pa.string()),
-        ("_source_topic", pa.string()),
-        ("_source_partition", pa.int32()),
-        ("_source_offset", pa.int64()),
-    ]
-)
-PART = "part-{:05d}.parquet"
+#: The meta columns, in order, with their Arrow types (``pyarrow.type_for_alias`` names); each is
+#: the Match attribute of its name without the leading ``_``.
+META_COLUMNS = {
+    "_topic": "string",
+    "_partition": "int32",
+    "_offset": "int64",
+    "_filter": "string",
+    "_filter_version": "string",
+    "_payload": "string",
+    "_source_topic": "string",
+    "_source_partition": "int32",
+    "_source_offset": "int64",
+}
+#: What a subscriber installs for the Parquet writers and ``Subscriber.frames()``.
+TABLES_EXTRA = "pip install 'alertsieve[tables]'"
 
 
 def row_of(match: Match | Mapping[str, Any]) -> dict[str, Any]:
     """A match (or its ``as_dict()``) as one flat row: meta columns, then the record's fields."""
     m = match.as_dict() if isinstance(match, Match) else match
-    row = {f.name: m.get(f.name[1:]) for f in META}
+    row = {name: m.get(name[1:]) for name in META_COLUMNS}
     for name, value in (m.get("record") or {}).items():
         if name in row:
             log.warning("record field %s hides a meta column of the same name: dropped", name)
@@ -69,12 +62,22 @@ def row_of(match: Match | Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def matches_table(matches: Iterable[Match | Mapping[str, Any]]) -> pa.Table:
-    """The rows of ``matches`` as an Arrow table (meta columns first); a :class:`Match` with its
-    Avro schema gets its columns' types from it, others from their values."""
-    matches = list(matches)
-    known = [record_types(m.schema) if isinstance(m, Match) and m.schema else None for m in matches]
-    return table_of([row_of(m) for m in matches], fixed=META, known=known)
+def jsonable(value: Any) -> Any:
+    """A value JSON can hold: bytes as base64 text, NaN and infinities as null (JSON has
+    neither), dates as ISO 8601 text."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    return str(value)
 
 
 class _Writer:
@@ -119,90 +122,26 @@ class JsonLinesWriter(_Writer):
             self._file.close()
 
 
-class ParquetDirWriter(_Writer):
-    """One Parquet part per non-empty write call, numbered on from the folder's highest part."""
-
-    def __init__(self, directory: Path | str):
-        super().__init__(directory)
-        self.path.mkdir(parents=True, exist_ok=True)
-        numbers = [
-            int(p.stem.split("-")[1])
-            for p in self.path.glob("part-*.parquet")
-            if p.stem.split("-")[1].isdigit()
-        ]
-        self._next = max(numbers, default=-1) + 1
-        self.parts: list[Path] = []
-
-    def write(self, matches: Iterable[Match | Mapping[str, Any]]) -> int:
-        table = matches_table(matches)
-        if not table.num_rows:
-            return 0
-        path = self.path / PART.format(self._next)
-        tmp = path.with_suffix(".parquet.tmp")
-        pq.write_table(table, tmp)
-        tmp.replace(path)  # a reader never sees half a part
-        self._next += 1
-        self.parts.append(path)
-        self.rows += table.num_rows
-        return table.num_rows
-
-
-class ParquetFileWriter(_Writer):
-    """One Parquet file of every match, made at ``close()`` from parts kept beside it."""
-
-    def __init__(self, path: Path | str):
-        super().__init__(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._parts_dir = self.path.parent / f".{self.path.name}.parts"
-        shutil.rmtree(self._parts_dir, ignore_errors=True)  # left by a run that was killed
-        self._parts = ParquetDirWriter(self._parts_dir)
-        self._closed = False
-
-    def write(self, matches: Iterable[Match | Mapping[str, Any]]) -> int:
-        n = self._parts.write(matches)
-        self.rows += n
-        return n
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        parts = self._parts.parts
-        schema = unify_schemas([META, *(pq.read_schema(p) for p in parts)])
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        with pq.ParquetWriter(tmp, schema) as writer:
-            if not parts:
-                writer.write_table(pa.Table.from_pylist([], schema=schema))
-            for part in parts:  # one at a time: a part's cutouts may be hundreds of MB
-                writer.write_table(conform_table(pq.read_table(part), schema))
-        tmp.replace(self.path)
-        shutil.rmtree(self._parts_dir, ignore_errors=True)
-        log.info("wrote %d matches to %s", self.rows, self.path)
-
-
 def open_writer(target: Path | str) -> _Writer:
     """The writer ``target`` names: ``*.parquet`` one file, ``*.jsonl`` (or ``.json``) JSON
     lines, ``DIR/`` (or an existing folder) Parquet parts."""
     text = str(target)
     path = Path(target)
-    if text.endswith(("/", "\\")) or path.is_dir():
-        return ParquetDirWriter(path)
-    if path.suffix == ".parquet":
-        return ParquetFileWriter(path)
     if path.suffix in (".jsonl", ".json", ".ndjson"):
         return JsonLinesWriter(path)
-    raise SubscribeError(
-        f"--to {text}: end it with .parquet (one file), .jsonl (JSON lines) or / (a folder of Parquet parts)"
-    )
-
-
-def read_parquet(path: Path | str) -> pa.Table:
-    """Matches saved as one Parquet file or a folder of parts, as one table (parts of different
-    schemas joined as the file writer joins them)."""
-    path = Path(path)
-    if path.is_file():
-        return pq.read_table(path)
-    parts = sorted(path.glob("part-*.parquet"))
-    schema = unify_schemas([META, *(pq.read_schema(p) for p in parts)])
-    tables = [conform_table(pq.read_table(p), schema) for p in parts]
-    return pa.concat_tables(tables) if tables else pa.Table.from_pylist([], schema=schema)
+    if not (text.endswith(("/", "\\")) or path.is_dir() or path.suffix == ".parquet"):
+        raise SubscribeError(
+            f"--to {text}: end it with .parquet (one file), .jsonl (JSON lines) or / (a folder of Parquet parts)"
+        )
+    try:
+        from alertsieve.subscribe import parquet
+    except ImportError as e:
+        if e.name != "pyarrow":
+            raise
+        raise SubscribeError(
+            f"--to {text}: Parquet needs pyarrow, which this install has not: {TABLES_EXTRA}"
+            " (or save JSON lines: --to FILE.jsonl)"
+        ) from None
+    if path.suffix == ".parquet" and not text.endswith(("/", "\\")) and not path.is_dir():
+        return parquet.ParquetFileWriter(path)
+    return parquet.ParquetDirWriter(path)
