@@ -340,8 +340,8 @@ def test_a_subscribers_install_verifies_the_jobs_topics_and_runs_no_job(
 ):
     """A subscriber's install (the wheel alone): no pyspark, pyarrow or numpy. Its ``listen --verify``
     reads each job's alert and fields payloads against the job's counts and reports them
-    complete; ``filters list --bootstrap`` reads what the job runs; a job's command names the
-    extra to install and exits 2."""
+    complete, saving them as JSON lines; ``filters list --bootstrap`` reads what the job runs; a
+    job's command, and Parquet, name the extra to install and exit 2."""
     home, by_prefix = published
     python = subscriber_bin / "python"
     probe = "import importlib.util as u; print(*(u.find_spec(m) for m in ('pyspark', 'pyarrow', 'numpy')))"
@@ -360,12 +360,33 @@ def test_a_subscribers_install_verifies_the_jobs_topics_and_runs_no_job(
             "--verify",
             "--schema-dir",
             home / "schemas",
+            "--to",
+            home / f"{prefix}.jsonl",
         )
         assert listened.returncode == 0, listened.stdout[-2000:] + listened.stderr[-2000:]
         received = sum(len(passing[t.removeprefix(prefix)]) for t in topics)
         assert f"verified: complete, {received} of {received} counted records received" in (
             listened.stdout + listened.stderr
         )
+        saved = [json.loads(line) for line in (home / f"{prefix}.jsonl").open()]
+        assert sorted(r["_filter"] for r in saved) == sorted(
+            t.removeprefix(prefix) for t in topics for _ in passing[t.removeprefix(prefix)]
+        )
+    parquet = _run(
+        subscriber_bin / "alertsieve",
+        "listen",
+        "--bootstrap",
+        kafka.bootstrap_servers,
+        "--topic",
+        topics[0],
+        "--to",
+        home / "matches.parquet",
+    )
+    assert (parquet.returncode, parquet.stderr.strip()) == (
+        2,
+        f"alertsieve listen: error: --to {home / 'matches.parquet'}: Parquet needs pyarrow, which"
+        " this install has not: pip install 'alertsieve[tables]' (or save JSON lines: --to FILE.jsonl)",
+    )
     rubin_prefix, reliable = next(iter(by_prefix)), RUBIN_FILTERS[0][0]
     filters = home / "subscriber_filters"
     filters.mkdir(exist_ok=True)
