@@ -5,7 +5,10 @@ headless Chromium (Debian's ``chromium``), once the page is checked to show the 
 a plot. The TOM's pages take Bootstrap from a CDN this machine cannot reach: it comes from the npm
 registry (``npm pack``) and the TOM's server serves it. Run from the checkout::
 
-    .venv/bin/python tests/tom_screenshot.py docs/figures/tom-target.png
+    .venv-tom/bin/python tests/tom_screenshot.py docs/figures/tom-target.png
+
+with the TOM's environment (``make setup``'s; the job's has no TOM Toolkit), which holds the
+wheel the suite last installed in it.
 
 The Kafka path (job, topics, stream) is test_tom's; this one decodes the same framed bytes the job
 would publish (``alertsieve.subscribe.records.make_match``).
