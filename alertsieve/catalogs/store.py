@@ -11,7 +11,6 @@ A watchmap's index is its set of pixels.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -20,18 +19,13 @@ from typing import Literal
 import numpy as np
 
 from alertsieve.catalogs.healpix import order_for_radius, pixel_size_arcsec, pixels, with_neighbours
-from alertsieve.errors import AlertsieveError
+from alertsieve.catalogs.names import CatalogError, catalog_dir
 
 Kind = Literal["catalog", "watchlist", "watchmap"]
-NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 #: Columns a catalog's rows keep beside the user's: its position in degrees, named for the join.
 RA, DEC, RADIUS = "_ra", "_dec", "_radius_arcsec"
 #: The most pixels a watchmap keeps (8 bytes each, broadcast to every task).
 MAP_PIXELS = 4_000_000
-
-
-class CatalogError(AlertsieveError, ValueError):
-    """A catalog that cannot be built or used, named with the fix."""
 
 
 @dataclass(frozen=True)
@@ -51,14 +45,6 @@ class CatalogMeta:
     def family(self) -> str:
         """The SQL name filters use: ``xmatch.<name>`` for a catalog, ``watch.<name>`` for the others."""
         return "xmatch" if self.kind == "catalog" else "watch"
-
-
-def catalog_dir(root: str | Path, name: str) -> Path:
-    if not NAME.match(name):
-        raise CatalogError(
-            f"catalog name {name!r}: use a letter then letters, digits or _ (it becomes a SQL field name)"
-        )
-    return Path(root) / name
 
 
 def load_meta(root: str | Path, name: str) -> CatalogMeta:

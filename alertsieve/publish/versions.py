@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from functools import cache, partial
 from pathlib import Path
 
+from alertsieve.catalogs.names import catalog_dir
 from alertsieve.filtering.model import Filter
 from alertsieve.filtering.scores.choose import models_read
 from alertsieve.filtering.scores.discovery import discover_models
@@ -87,11 +88,7 @@ def _deciding(f: Filter, fingerprint, model_versions: Mapping[str, str]) -> list
 
 
 def catalog_fingerprint(root: str | Path, name: str) -> str:
-    """SHA-256 of a catalog's files (``missing`` when it is not there: start-up then says so).
-    The catalogs' package (numpy, HEALPix) is imported only for a filter that names one: a
-    subscriber's install lists the others."""
-    from alertsieve.catalogs.store import catalog_dir
-
+    """SHA-256 of a catalog's files (``missing`` when it is not there: start-up then says so)."""
     folder = catalog_dir(root, name)
     digest = hashlib.sha256()
     found = False
