@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from alertsieve.subscribe.writers import jsonable
+from alertsieve.subscribe.rows import jsonable
 
 STRING = pa.string()
 BINARY = pa.large_binary()  # FITS cutouts: a column of many 50-150 KB values outgrows int32 offsets

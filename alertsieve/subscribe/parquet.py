@@ -1,4 +1,4 @@
-"""The Parquet writers of ``subscribe.writers`` (one file, or a folder of parts) and their
+"""The Parquet writers ``subscribe.writers.open_writer`` opens (one file, or a folder of parts) and their
 reader: Arrow tables of matches, typed from each match's Avro schema (``arrow_types``). pyarrow is
 the ``tables`` extra: a subscriber's install without it saves JSON lines."""
 
@@ -20,7 +20,7 @@ from alertsieve.subscribe.arrow_types import (
     unify_schemas,
 )
 from alertsieve.subscribe.records import Match
-from alertsieve.subscribe.writers import META_COLUMNS, _Writer, row_of
+from alertsieve.subscribe.rows import META_COLUMNS, Writer, row_of
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def matches_table(matches: Iterable[Match | Mapping[str, Any]]) -> pa.Table:
     return table_of([row_of(m) for m in matches], fixed=META, known=known)
 
 
-class ParquetDirWriter(_Writer):
+class ParquetDirWriter(Writer):
     """One Parquet part per non-empty write call, numbered on from the folder's highest part."""
 
     def __init__(self, directory: Path | str):
@@ -65,7 +65,7 @@ class ParquetDirWriter(_Writer):
         return table.num_rows
 
 
-class ParquetFileWriter(_Writer):
+class ParquetFileWriter(Writer):
     """One Parquet file of every match, made at ``close()`` from parts kept beside it."""
 
     def __init__(self, path: Path | str):

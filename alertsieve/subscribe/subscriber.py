@@ -401,7 +401,7 @@ class Subscriber:
     def frames(self) -> Iterator[Any]:
         """One pandas DataFrame per poll that returned records: the flat rows the writers write
         (meta columns ``_topic``... then the record's fields). pandas is the ``tables`` extra."""
-        from alertsieve.subscribe.writers import TABLES_EXTRA, row_of
+        from alertsieve.subscribe.rows import TABLES_EXTRA, row_of
 
         try:
             import pandas as pd
