@@ -84,7 +84,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--schema-registry", metavar="URL", help="Confluent Schema Registry URL (the job's)"
     )
     add_kafka_conf(p)
-    p.set_defaults(handler=run, spark_free=True)  # a subscriber's install runs it (main)
+    p.set_defaults(handler=run, spark_free=True)  # a subscriber's install runs it
     return p
 
 

@@ -1,4 +1,4 @@
-"""The Parquet writers ``subscribe.writers.open_writer`` opens (one file, or a folder of parts) and their
+"""The Parquet writers ``writers.open_writer`` opens (one file, or a folder of parts) and their
 reader: Arrow tables of matches, typed from each match's Avro schema (``arrow_types``). pyarrow is
 the ``tables`` extra: a subscriber's install without it saves JSON lines."""
 
