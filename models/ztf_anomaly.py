@@ -36,6 +36,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+from alertsieve.filtering.scores.arrays import lists
+from alertsieve.filtering.scores.light_curves import light_curve
 from alertsieve.filtering.scores.model import Model
 
 FILES = Path(__file__).resolve().parent / "files"
@@ -60,15 +62,12 @@ MODEL_COLUMNS = [
     "skew",
     "stetson_K",
 ]
+#: The light-curve fields it reads, history then the alert's own value.
+LIGHT_CURVE_FIELDS = ("magpsf", "jd", "sigmapsf", "fid", "distnr", "magnr", "sigmagnr", "isdiffpos")
 #: ZTF's filter ids of g and r: the only bands the forests know.
 G, R = 1, 2
 #: A reference source within this many pixels sits behind the detection (fink_utils).
 SOURCE_BEHIND_PIXELS = 1.5
-
-
-def _light_curve(field: str) -> str:
-    """The alert's history of ``field`` then its own value: Fink's ``concat_col``."""
-    return f"concat(coalesce(prv_candidates.{field}, array()), array(candidate.{field}))"
 
 
 def _extractor():
@@ -102,12 +101,6 @@ def _extractor():
     )
 
 
-def _floats(values):
-    import numpy as np
-
-    return np.asarray([np.nan if v is None else v for v in values], dtype="float64")
-
-
 def _dc_magnitudes(magpsf, sigmapsf, magnr, sigmagnr, isdiffpos):
     """Apparent (DC) magnitudes and errors from difference magnitudes and the reference source's
     (ZTF Explanatory Supplement p. 107, as fink_utils computes them)."""
@@ -126,13 +119,13 @@ def _dc_magnitudes(magpsf, sigmapsf, magnr, sigmagnr, isdiffpos):
 
 
 def band_features(extractor, row) -> dict[int, dict[str, float]]:
-    """{fid: {feature: value}} of one alert's light curve (g and r), as
-    ``extract_features_ad_raw`` gives them."""
+    """{fid: {feature: value}} of one alert's light curve (g and r; each field a numpy array,
+    NaN where null), as ``extract_features_ad_raw`` gives them."""
     import numpy as np
 
     fid = np.asarray(row["fid"], dtype="int32")
-    magpsf, sigmapsf = _floats(row["magpsf"]), _floats(row["sigmapsf"])
-    jd, distnr = _floats(row["jd"]), _floats(row["distnr"])
+    magpsf, sigmapsf = row["magpsf"], row["sigmapsf"]
+    jd, distnr = row["jd"], row["distnr"]
     bands = [b for b in np.unique(fid) if b <= R]
     measured = ~(np.isnan(magpsf) | np.isnan(sigmapsf))
     magpsf, sigmapsf = magpsf[measured], sigmapsf[measured]
@@ -143,8 +136,8 @@ def band_features(extractor, row) -> dict[int, dict[str, float]]:
         magpsf, sigmapsf = _dc_magnitudes(
             magpsf,
             sigmapsf,
-            _floats(row["magnr"])[measured],
-            _floats(row["sigmagnr"])[measured],
+            row["magnr"][measured],
+            row["sigmagnr"][measured],
             isdiffpos,
         )
         kept = ~(np.isnan(magpsf) | np.isnan(sigmapsf))
@@ -177,13 +170,26 @@ def load(files, runtime):
     return {"forest_g": forest_g, "forest_r": forest_r, **means, "extractor": _extractor()}
 
 
-def predict(state, columns):
-    """One score per alert (float32, as the forests give it)."""
+def light_curves(batch) -> list[dict]:
+    """Each alert's light curve, field -> numpy array: views into the batch's flat columns."""
+    flat = {
+        field: lists(batch, field, dtype=None if field == "isdiffpos" else "float64")
+        for field in LIGHT_CURVE_FIELDS
+    }
+    offsets = flat["jd"][1]
+    return [
+        {field: values[offsets[i] : offsets[i + 1]] for field, (values, _) in flat.items()}
+        for i in range(batch.num_rows)
+    ]
+
+
+def predict(state, batch):
+    """One score per alert (float32, as the forests give it), from an Arrow batch."""
     import numpy as np
     import pandas as pd
 
     extractor = state["extractor"]
-    features = [band_features(extractor, row) for row in columns.to_dict("records")]
+    features = [band_features(extractor, row) for row in light_curves(batch)]
 
     def band(fid: int):
         rows = [
@@ -211,10 +217,8 @@ MODEL = Model(
         "fink-science 7.4.0 (PyPI, Apache-2.0): fink_science.ztf.anomaly_detection, forests"
         " anomaly_detection_forest_AAD.zip; features arXiv:2012.01419, forests arXiv:2209.00946"
     ),
-    columns={
-        field: _light_curve(field)
-        for field in ("magpsf", "jd", "sigmapsf", "fid", "distnr", "magnr", "sigmagnr", "isdiffpos")
-    },
+    columns={field: light_curve("ztf", field) for field in LIGHT_CURVE_FIELDS},
+    batch="arrow",
     files={
         "forests": FILES / "ztf_anomaly_forest_AAD.zip",
         "r_means": FILES / "ztf_anomaly_r_means.csv",

@@ -123,7 +123,7 @@ class ViewReferences:
         if self.context is not None and named_catalogs(expression):
             used |= {self.context.ra, self.context.dec}
         for name in named_models(expression) & set(self.models):
-            for column in self.models[name].columns.values():
+            for column in self.models[name].reads():
                 used |= self.paths(column)
         return used
 

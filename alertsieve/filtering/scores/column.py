@@ -1,10 +1,12 @@
 """The ``scores`` column of the filter view: each model a filter reads, run once per alert.
 
-Each model is one pandas UDF over its declared columns, in a hidden column of its own
+Each model is one Arrow UDF over its declared columns (null where its gate does not pass, so
+those alerts' columns are not shipped to Python), in a hidden column of its own
 (``_model_<name>``: its outputs, and the chunk's error, seconds and rows); ``scores`` is a struct
 of the outputs, which SQL filters, Python filters, ``fields`` payloads and backtests read. However
 many filters read ``scores.x``, Spark evaluates the UDF once per row (a Python UDF is never
-duplicated into the expressions that use it), which the job counts: invocations = alerts."""
+duplicated into the expressions that use it), which the job counts: invocations = alerts.
+The measured cost of the old pandas UDF path, against this one, is in docs/benchmarks.md."""
 
 from __future__ import annotations
 
@@ -42,8 +44,8 @@ class Scoring:
 
 
 def result_type(model: Model) -> str:
-    """The UDF's struct: each output a double, then the error, seconds and rows of its chunk."""
-    outputs = ", ".join(f"`{o}`: double" for o in model.output_names)
+    """The UDF's struct: each output of its type, then the error, seconds and rows of its chunk."""
+    outputs = ", ".join(f"`{o}`: {model.output_type(o)}" for o in model.output_names)
     return f"struct<{outputs}, {ERROR}: string, {SECONDS}: double, {ROWS}: long>"
 
 
@@ -60,13 +62,16 @@ def with_scores(frame, scoring: Scoring | None):
     """``frame`` (the filter view) with each model's hidden column and ``scores``; as it is when
     no filter reads a score."""
     from pyspark.sql import functions as F
-    from pyspark.sql.functions import pandas_udf
+    from pyspark.sql.functions import ArrowUDFType, arrow_udf
 
     if scoring is None or not scoring.models:
         return frame
     for model in scoring.models:
-        udf = pandas_udf(guarded(model, scoring.runtime), result_type(model))
+        run = guarded(model, scoring.runtime)
+        udf = arrow_udf(run, result_type(model), ArrowUDFType.SCALAR)
         inputs = F.struct(*[F.expr(sql).alias(c) for c, sql in model.columns.items()])
+        if model.gate:
+            inputs = F.when(F.expr(model.gate), inputs)
         frame = frame.withColumn(hidden(model), udf(inputs))
     scores = [scores_column(m, F.col(hidden(m))) for m in scoring.models]
     return frame.withColumn(SCORES, F.struct(*scores))
@@ -78,8 +83,8 @@ def scores_type(models: list[Model]) -> str:
     parts = []
     for m in models:
         if m.outputs:
-            inner = ", ".join(f"`{o}`: double" for o in m.outputs)
+            inner = ", ".join(f"`{o}`: {m.output_type(o)}" for o in m.outputs)
             parts.append(f"`{m.name}`: struct<{inner}>")
         else:
-            parts.append(f"`{m.name}`: double")
+            parts.append(f"`{m.name}`: {m.output_type(m.name)}")
     return f"struct<{', '.join(parts)}>"

@@ -10,8 +10,18 @@ much it costs, is the model's module's business. The job needs from it:
   source are its version, part of the version of every filter that reads it;
 - ``load(files, runtime)``: called once per Python worker process and per version of the files
   (``alertsieve.filtering.scores.runtime``), returns whatever ``predict`` needs;
-- ``predict(state, columns)``: a pandas DataFrame of ``columns`` in, a float Series (one output)
-  or a DataFrame of ``outputs`` out, one row per row in.
+- ``predict(state, columns)``: one batch of rows in, one result per row out. With ``batch =
+  "arrow"`` the rows come as a ``pyarrow.RecordBatch`` of ``columns`` (a light curve as one flat
+  array and its offsets: ``alertsieve.filtering.scores.arrays``, no Python object per point) and
+  the result is an array (one output) or a mapping output -> array; with ``batch = "pandas"``
+  (the default, the easiest to write) a pandas DataFrame in, a Series or a DataFrame of
+  ``outputs`` out.
+
+A model may declare a ``gate``, a SQL condition over the view: only the alerts it passes are
+sent to ``predict`` (the others are not even shipped to Python), and the others get the
+model's ``defaults`` (null unless given). An expensive model runs only where it is needed, as
+Fink's pre-cuts do, and a model's own rule for alerts it cannot score (CATS gives class -1 to
+an alert with one detection) is a gate, not a branch inside ``predict``.
 """
 
 from __future__ import annotations
@@ -28,6 +38,10 @@ from alertsieve.filtering.model import FilterError
 
 #: Hex digits of a model's version, as a filter's (``alertsieve.publish.versions``).
 VERSION_DIGITS = 12
+#: How ``predict`` takes its rows.
+BATCHES = ("pandas", "arrow")
+#: The types an output may take (Spark SQL names); double unless the model says otherwise.
+OUTPUT_TYPES = ("double", "int", "bigint", "boolean", "string")
 
 
 class ModelError(FilterError):
@@ -50,6 +64,14 @@ class Model:
     files: Mapping[str, Path] = field(default_factory=dict)
     #: Its outputs when more than one: ``scores.<name>.<output>``; none: ``scores.<name>``.
     outputs: Sequence[str] = ()
+    #: Output -> Spark SQL type, for outputs that are not doubles (a class code: ``int``).
+    types: Mapping[str, str] = field(default_factory=dict)
+    #: How ``predict`` takes its rows: ``pandas`` (a DataFrame) or ``arrow`` (a RecordBatch).
+    batch: str = "pandas"
+    #: SQL over the view: the alerts ``predict`` scores; the others get ``defaults``.
+    gate: str | None = None
+    #: Output -> its value where the gate does not pass (null when not given).
+    defaults: Mapping[str, Any] = field(default_factory=dict)
     origin: str = "defined in code"  # the file it came from, for error messages
 
     @cached_property
@@ -76,6 +98,14 @@ class Model:
         """Its outputs' names, ``[name]`` for a model of one output."""
         return list(self.outputs) or [self.name]
 
+    def output_type(self, output: str) -> str:
+        """The Spark SQL type of one output."""
+        return self.types.get(output, "double")
+
+    def reads(self) -> list[str]:
+        """Every SQL expression over the view it reads: its columns, and its gate."""
+        return [*self.columns.values(), *([self.gate] if self.gate else [])]
+
     def check(self) -> None:
         """A model that cannot be run: fails naming the file and the fix."""
         from alertsieve.filtering.checks import NAME
@@ -97,12 +127,42 @@ class Model:
                 " {pandas name: SQL over the filter view}",
                 origin=self.origin,
             )
+        self._check_batches()
         for key, path in self.files.items():
             if not Path(path).is_file():
                 raise ModelError(
                     f"model {self.name!r} ({self.origin}): file {key!r} is not at {path}",
                     origin=self.origin,
                 )
+
+
+    def _check_batches(self) -> None:
+        """Its batch kind, output types, gate and defaults."""
+        where = f"model {self.name!r} ({self.origin})"
+        if self.batch not in BATCHES:
+            raise ModelError(
+                f"{where}: batch {self.batch!r}: give one of {', '.join(BATCHES)}",
+                origin=self.origin,
+            )
+        for output in {*self.types, *self.defaults}:
+            if output not in self.output_names:
+                raise ModelError(
+                    f"{where}: types/defaults name {output!r}, not one of its outputs"
+                    f" {self.output_names}",
+                    origin=self.origin,
+                )
+        for output, kind in self.types.items():
+            if kind not in OUTPUT_TYPES:
+                raise ModelError(
+                    f"{where}: output {output!r} of type {kind!r}: give one of"
+                    f" {', '.join(OUTPUT_TYPES)}",
+                    origin=self.origin,
+                )
+        if self.gate is not None and not self.gate.strip():
+            raise ModelError(
+                f"{where}: gate is empty; give a SQL condition over the view, or no gate",
+                origin=self.origin,
+            )
 
 
 def file_digest(path: Path) -> str:

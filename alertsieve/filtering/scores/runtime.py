@@ -1,6 +1,7 @@
 """Where a model runs: in Spark's Python workers, loaded once per worker process and per version
-of its files (not per batch: an ONNX forest takes ~0.2 s to load), each chunk of rows scored in
-a guard that turns an exception into null scores and an error, so one failing model cannot
+of its files (not per batch: an ONNX forest takes ~0.2 s to load), each Arrow batch of rows
+(an Arrow UDF: the columns arrive as Arrow arrays, not through pandas row by row) scored in a
+guard that turns an exception into null scores and an error, so one failing model cannot
 stop the batch and the filters that do not read it go on.
 
 ONNX Runtime is the way to run a converted model (scikit-learn through ``skl2onnx``, PyTorch,
@@ -54,48 +55,121 @@ def loaded(name: str, version: str, load: Callable, files: Mapping[str, Path], r
 
 
 def guarded(model, runtime: Runtime) -> Callable:
-    """The pandas UDF body of ``model`` (an ``alertsieve.filtering.scores.model.Model``): its
-    columns in, a frame of its outputs plus ERROR, SECONDS and ROWS out. An exception, or a
-    result of the wrong shape, gives nulls for the chunk and the error on its first row."""
+    """The Arrow UDF body of ``model`` (an ``alertsieve.filtering.scores.model.Model``): a struct
+    of its columns in (null where its gate did not pass), a struct of its outputs plus ERROR,
+    SECONDS and ROWS out. Only the rows the gate passed reach ``predict``; the others get the
+    model's defaults. An exception, or a result of the wrong shape, gives nulls for the chunk and
+    the error on its first row."""
     name, version, outputs = model.name, model.version, model.output_names
-    load, predict, files = model.load, model.predict, dict(model.files)
+    load, predict, files, batch = model.load, model.predict, dict(model.files), model.batch
+    types = {o: arrow_type(model.output_type(o)) for o in outputs}
+    defaults = {o: model.defaults.get(o) for o in outputs}
 
-    def run(columns):
-        import pandas as pd
+    def run(inputs):
+        import numpy as np
+        import pyarrow as pa
 
         start = time.perf_counter()
-        rows = len(columns)
+        rows = len(inputs)
+        error = None
         try:
             state = loaded(name, version, load, files, runtime)
-            out = _as_frame(predict(state, columns), outputs, rows).astype("float64")
-            error = [None] * rows
+            passed = inputs.is_valid().to_numpy(zero_copy_only=False)
+            scored = int(passed.sum())
+            chosen = inputs if scored == rows else inputs.filter(pa.array(passed))
+            result = {}
+            if scored:
+                rowset = pa.RecordBatch.from_struct_array(chosen)
+                taken = rowset.to_pandas() if batch == "pandas" else rowset
+                result = _as_arrays(predict(state, taken), outputs, types, scored)
+            columns = [_spread(result.get(o), passed, defaults[o], types[o]) for o in outputs]
         except Exception as e:  # noqa: BLE001 - reported per batch, see the module's docstring
-            out = pd.DataFrame({o: pd.Series([None] * rows, dtype=object) for o in outputs})
-            error = [f"model {name}: {type(e).__name__}: {e}"] + [None] * (rows - 1)
-        out[ERROR] = error
-        out[SECONDS] = [time.perf_counter() - start] + [None] * (rows - 1)
-        out[ROWS] = [rows] + [None] * (rows - 1)
-        return out.reset_index(drop=True)
+            columns = [pa.nulls(rows, types[o]) for o in outputs]
+            error = f"model {name}: {type(e).__name__}: {e}"
+        first = np.zeros(rows, dtype=bool)
+        first[:1] = True
+        seconds = time.perf_counter() - start
+        return pa.StructArray.from_arrays(
+            [
+                *columns,
+                pa.array([error] + [None] * (rows - 1), pa.string())[:rows],
+                pa.array([seconds] * rows, pa.float64(), mask=~first),
+                pa.array([rows] * rows, pa.int64(), mask=~first),
+            ],
+            names=[*outputs, ERROR, SECONDS, ROWS],
+        )
 
     return run
 
 
-def _as_frame(result, outputs: list[str], rows: int):
-    """``predict``'s result as a frame of ``outputs``, or a TypeError saying what came back."""
+def arrow_type(kind: str):
+    """A Spark SQL output type (``alertsieve.filtering.scores.model.OUTPUT_TYPES``) as Arrow's."""
+    import pyarrow as pa
+
+    return {
+        "double": pa.float64(),
+        "int": pa.int32(),
+        "bigint": pa.int64(),
+        "boolean": pa.bool_(),
+        "string": pa.string(),
+    }[kind]
+
+
+def _as_arrays(result, outputs: list[str], types: dict, rows: int) -> dict:
+    """``predict``'s result as one Arrow array per output, NaN made null (Spark orders NaN above
+    every number: ``scores.x > 0.5`` would pass an alert the model could not score), or a
+    TypeError saying what came back."""
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
-    if isinstance(result, pd.Series | np.ndarray) and len(outputs) == 1:
-        result = pd.DataFrame({outputs[0]: np.asarray(result, dtype="float64").reshape(-1)})
-    if not isinstance(result, pd.DataFrame):
+    if isinstance(result, pa.RecordBatch | pa.Table):
+        result = {n: result.column(n) for n in result.column_names}
+    elif isinstance(result, pd.DataFrame):
+        result = {c: result[c] for c in result.columns}
+    elif len(outputs) == 1 and isinstance(result, pd.Series | np.ndarray | pa.Array | list):
+        result = {outputs[0]: result}
+    if not isinstance(result, dict):
         raise TypeError(
-            f"predict returned {type(result).__name__}; expected a float Series (one output)"
-            f" or a DataFrame of {outputs}"
+            f"predict returned {type(result).__name__}; expected an array (one output)"
+            f" or a mapping of {outputs}"
         )
-    missing = [o for o in outputs if o not in result.columns]
-    if missing or len(result) != rows:
+    missing = [o for o in outputs if o not in result]
+    lengths = {o: len(result[o]) for o in outputs if o not in missing}
+    if missing or any(n != rows for n in lengths.values()):
         raise TypeError(
-            f"predict returned {len(result)} rows of {list(result.columns)}; expected {rows}"
-            f" rows of {outputs}"
+            f"predict returned {lengths} rows of {list(result)}; expected {rows} rows of"
+            f" {outputs}"
         )
-    return result[outputs].reset_index(drop=True)
+    return {o: _array(result[o], types[o]) for o in outputs}
+
+
+def _array(values, kind):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not isinstance(values, pa.Array):
+        values = pa.array(np.asarray(values), from_pandas=True)
+    if pa.types.is_floating(values.type):
+        values = pc.if_else(pc.is_nan(values), pa.scalar(None, values.type), values)
+    return values.cast(kind)
+
+
+def _spread(values, passed, default, kind):
+    """The scored rows' values in their places, ``default`` where the gate did not pass."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if values is not None and passed.all():
+        return values
+    if values is None:
+        values = pa.nulls(0, kind)
+    index = pa.array(np.cumsum(passed) - 1, mask=~passed)
+    spread = values.take(index) if len(values) else pa.nulls(len(passed), kind)
+    if default is None:
+        return spread
+    return pc.if_else(pa.array(passed), spread, pa.scalar(default, kind))

@@ -1,0 +1,75 @@
+"""Rubin alerts' SuperNNova and CATS scores as fink-science 7.4.0's own functions compute them:
+the oracle of ``models/snn_sn_vs_other.py`` and ``models/cats.py``. Nothing here prepares a light
+curve or runs a network: each alert's light curve is handed to ``snn_ia_elasticc`` (model
+``elasticc_binary_broad/SN_vs_other``) and ``predict_nn`` as Fink's ``concat_col`` builds it
+(``prvDiaSources`` then ``diaSource``), the plain functions under their pandas UDFs.
+
+They need torch (SuperNNova) and TensorFlow 2.15 with numpy < 2 (CATS), which the job's
+environment has not: the suite's ``.venv-fink`` (``make test`` makes it: Debian's python3-torch,
+tensorflow-cpu 2.15.1 and the packages from PyPI) runs this file as a script, light curves in
+as JSON on stdin, scores out as JSON on stdout. ``fink_rubin_scores`` is the tests' side."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The environment holding fink-science's Rubin classifiers and their frameworks.
+FINK_PYTHON = ROOT / ".venv-fink" / "bin" / "python"
+#: The light-curve fields both functions read, in Fink's order for SuperNNova.
+LIGHT_CURVE = ["midpointMjdTai", "band", "psfFlux", "psfFluxErr"]
+SNN_MODEL = "elasticc_binary_broad/SN_vs_other"
+
+
+def light_curve(alert: dict) -> dict[str, list]:
+    """An alert's (as fastavro decodes it) earlier detections then its own, field by field."""
+    history = [*(alert.get("prvDiaSources") or []), alert["diaSource"]]
+    return {k: [h[k] for h in history] for k in LIGHT_CURVE}
+
+
+def fink_rubin_scores(alerts: list[dict]) -> list[dict]:
+    """Each alert's ``{"snn": P(SN), "cats": [five class probabilities]}`` from fink-science, the
+    alerts scored together as one pandas UDF batch."""
+    curves = [{"id": a["diaSource"]["diaSourceId"], **light_curve(a)} for a in alerts]
+    done = subprocess.run(
+        [str(FINK_PYTHON), __file__],
+        input=json.dumps(curves),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"fink-science's classifiers failed:\n{done.stderr[-4000:]}")
+    out = json.loads(done.stdout.splitlines()[-1])
+    return [{"snn": s, "cats": c} for s, c in zip(out["snn"], out["cats"], strict=True)]
+
+
+def _score(curves: list[dict]) -> dict[str, list]:
+    """In ``.venv-fink``: the two functions over the curves, as pandas Series of arrays."""
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import numpy as np
+    import pandas as pd
+    from fink_science.rubin.cats.processor import predict_nn
+    from fink_science.rubin.snn.processor import snn_ia_elasticc
+
+    def series(field: str, dtype) -> pd.Series:
+        return pd.Series([np.asarray(c[field], dtype=dtype) for c in curves])
+
+    mjd, band = series("midpointMjdTai", "float64"), series("band", object)
+    flux, error = series("psfFlux", "float64"), series("psfFluxErr", "float64")
+    ids = pd.Series([c["id"] for c in curves])
+    snn = snn_ia_elasticc.func(ids, mjd, band, flux, error, pd.Series([SNN_MODEL] * len(ids)))
+    cats = predict_nn.func(mjd, flux, error, band)
+    return {
+        "snn": [float(s) for s in snn],
+        "cats": [[float(p) for p in probabilities] for probabilities in cats],
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(_score(json.load(sys.stdin))))
