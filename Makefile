@@ -7,6 +7,16 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 TOM_VENV  := .venv-tom
 TOM_STAMP := $(TOM_VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
+# fink-science's Rubin classifiers in their own frameworks: the suite's oracle of models/cats.py and
+# models/snn_sn_vs_other.py, and where models/training/*_to_onnx.py convert them. SuperNNova needs
+# torch (Debian's python3-torch: PyPI's pulls GBs of CUDA wheels), CATS TensorFlow 2.15 with
+# numpy < 2; neither is in the job's environment. Made for the tests only, never by `make demo`.
+FINK_VENV  := .venv-fink
+FINK_STAMP := $(FINK_VENV)/.installed-1
+FINK_PACKAGES := tensorflow-cpu==2.15.1 tf2onnx==1.16.1 "onnx<1.17" onnxruntime "pandas<2.3" \
+  "pyarrow>=15,<20" pyspark==4.2.0 line-profiler h5py matplotlib seaborn natsort colorama \
+  scikit-learn tqdm pyyaml "astropy<6"
+
 .PHONY: setup demo test test-fast lint lab bench bench-quick kafka-up kafka-down clean distclean
 
 setup: $(STAMP) $(TOM_STAMP)
@@ -40,6 +50,15 @@ $(TOM_STAMP): pyproject.toml setup.py | $(STAMP)
 	  rm -rf $$wheels; touch $@; \
 	  echo "  TOM environment: $(TOM_VENV) with alertsieve[tom] from a wheel, no Spark ($$(( $$(date +%s) - start ))s)"
 
+$(FINK_STAMP):
+	@/usr/bin/python3 -c "import torch" 2>/dev/null || { echo "The tests' fink-science environment needs Debian's torch: apt-get install python3-torch python3-venv"; exit 1; }
+	@set -e; start=$$(date +%s); rm -rf $(FINK_VENV); \
+	  /usr/bin/python3 -m venv --system-site-packages $(FINK_VENV); \
+	  $(QUIET) $(FINK_VENV)/bin/python -m pip install -q $(FINK_PACKAGES); \
+	  $(QUIET) $(FINK_VENV)/bin/python -m pip install -q --no-deps fink-science==7.4.0 supernnova==3.0.51 fink-utils==0.79.0; \
+	  touch $@; \
+	  echo "  fink-science environment: $(FINK_VENV) with SuperNNova (Debian's torch) and CATS (TensorFlow 2.15) ($$(( $$(date +%s) - start ))s)"
+
 demo: setup
 	@$(BIN)/alertsieve demo
 
@@ -49,7 +68,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: setup lint
+test: setup lint $(FINK_STAMP)
 	$(BIN)/pytest
 
 # Pure logic and Spark on static DataFrames, no broker or cluster: about a minute and a half.
@@ -85,4 +104,4 @@ clean:
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) $(TOM_VENV) *.egg-info
+	rm -rf $(VENV) $(TOM_VENV) $(FINK_VENV) *.egg-info

@@ -47,6 +47,20 @@ def fink_rubin_scores(alerts: list[dict]) -> list[dict]:
     return [{"snn": s, "cats": c} for s, c in zip(out["snn"], out["cats"], strict=True)]
 
 
+def fink_rubin_files() -> dict[str, str]:
+    """The package's own files of SuperNNova's model, by the names models/snn_sn_vs_other.py
+    gives its copies."""
+    code = (
+        "import fink_science, os;"
+        f"print(os.path.join(os.path.dirname(fink_science.__file__), 'data/models/snn_models', {SNN_MODEL!r}))"
+    )
+    done = subprocess.run(
+        [str(FINK_PYTHON), "-c", code], capture_output=True, text=True, check=True
+    )
+    folder = Path(done.stdout.strip())
+    return {"cli_args": str(folder / "cli_args.json"), "data_norm": str(folder / "data_norm.json")}
+
+
 def _score(curves: list[dict]) -> dict[str, list]:
     """In ``.venv-fink``: the two functions over the curves, as pandas Series of arrays."""
     import os

@@ -28,7 +28,10 @@ def fink_model_file() -> Path:
     """The Keras file in the installed fink-science."""
     import fink_science
 
-    return Path(fink_science.__file__).parent / "data/models/cats_models/cats_small_nometa_serial.keras"
+    return (
+        Path(fink_science.__file__).parent
+        / "data/models/cats_models/cats_small_nometa_serial.keras"
+    )
 
 
 def random_curves(count: int, seed: int = 7) -> np.ndarray:
@@ -70,7 +73,11 @@ def main() -> None:
     want = keras_model.predict(curves, verbose=0)
     session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     got = session.run(None, {"curves": curves})[0]
-    print(json.dumps({"written": str(out), "largest_difference_vs_keras": float(abs(got - want).max())}))
+    print(
+        json.dumps(
+            {"written": str(out), "largest_difference_vs_keras": float(abs(got - want).max())}
+        )
+    )
 
 
 if __name__ == "__main__":

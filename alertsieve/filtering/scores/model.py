@@ -135,7 +135,6 @@ class Model:
                     origin=self.origin,
                 )
 
-
     def _check_batches(self) -> None:
         """Its batch kind, output types, gate and defaults."""
         where = f"model {self.name!r} ({self.origin})"

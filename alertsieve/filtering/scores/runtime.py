@@ -138,8 +138,7 @@ def _as_arrays(result, outputs: list[str], types: dict, rows: int) -> dict:
     lengths = {o: len(result[o]) for o in outputs if o not in missing}
     if missing or any(n != rows for n in lengths.values()):
         raise TypeError(
-            f"predict returned {lengths} rows of {list(result)}; expected {rows} rows of"
-            f" {outputs}"
+            f"predict returned {lengths} rows of {list(result)}; expected {rows} rows of {outputs}"
         )
     return {o: _array(result[o], types[o]) for o in outputs}
 
