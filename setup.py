@@ -20,7 +20,7 @@ DATA_SUBFOLDERS = {
     # lsst-alert-packet's, in folders MAJOR/MINOR (numbers: no package names, so plain data).
     "alertsieve_schemas.rubin": ["latest.txt", "*/*/*.avsc"],
     "alertsieve_conf.experiments": ["*.yaml"],
-    "alertsieve_models.files": ["*.zip", "*.csv", "*.onnx", "*.md"],
+    "alertsieve_models.files": ["*.zip", "*.csv", "*.onnx", "*.json", "*.md"],
 }
 
 setup(

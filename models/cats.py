@@ -22,6 +22,10 @@ What it does, as fink-science does it:
 - Curves are cut to their last 395 points and padded after their end with -999 (band 0) to 395
   rows, the network's fixed input.
 
+Where the network answers NaN (fink-science scales a curve whose fluxes or errors are all equal
+by dividing by zero), the probabilities are null and the alert is not classified (class -1,
+score 0): Fink's argmax reads NaN as SN-like (11), which no filter should take for an answer.
+
 As Fink's production does, an alert with a single detection (no ``prvDiaSources``) is not
 classified: class -1, score 0, probabilities null (fink-science 7.4.0's function still scores
 it; its later versions return zeros there). That rule is the model's gate, so those alerts are
@@ -109,9 +113,10 @@ def predict(session, batch):
         ]
     ).astype(np.float64)
     best = np.argmax(probabilities, axis=1)
+    unanswered = np.isnan(probabilities).any(axis=1)
     return {
-        "class": np.asarray(list(KINDS.values()))[best],
-        "score": probabilities[np.arange(len(best)), best],
+        "class": np.where(unanswered, -1, np.asarray(list(KINDS.values()))[best]),
+        "score": np.where(unanswered, 0.0, probabilities[np.arange(len(best)), best]),
         **{kind: probabilities[:, i] for i, kind in enumerate(KINDS)},
     }
 

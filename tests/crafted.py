@@ -12,10 +12,12 @@ from __future__ import annotations
 import copy
 import io
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import fastavro
+import numpy as np
 
 from alertsieve.alerts.replay import read_raw_records
 from alertsieve.alerts.schemas import frame, load_rubin_schema
@@ -97,7 +99,23 @@ def made_to_pass(record: dict) -> list[dict]:
                 earlier(d, f) for d, f in ((40, 2e3), (30, -2e3), (20, 2e3), (10, -2e3))
             ],
         ),
+        changed(  # a variable star, for CATS: the detection on the same sine as its history
+            base,
+            prvDiaSources=_periodic_history(earlier),
+            **{"diaSource.psfFlux": 10_000.0, "diaSource.psfFluxErr": 140.0},
+        ),
     ]
+
+
+def _periodic_history(earlier) -> list[dict]:
+    """Twelve detections over 60 days alternating g and r, a 3.3-day sine of flux around 10,000
+    nJy with errors growing from 100 (CATS takes equal errors for no light curve)."""
+    out = []
+    for i, days in enumerate(np.linspace(60.0, 1.0, 12)):
+        point = earlier(days, 10_000 + 5_000 * math.sin(-2 * math.pi * days / 3.3), "gr"[i % 2])
+        point["psfFluxErr"] = 100.0 + 3 * i
+        out.append(point)
+    return out
 
 
 def real_messages() -> list[tuple[str, bytes]]:

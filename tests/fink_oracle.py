@@ -7,13 +7,20 @@ Three shims let the package run here, none touching what it computes: fink-scien
 ``pandas.read_csv(squeeze=True)``, gone in pandas 2 (the shim squeezes as pandas 1 did); it
 reuses any ``forest_*_AAD.onnx`` left in /tmp by an earlier run or another version (deleted
 first); and it opens its forests with ONNX Runtime's default threads, with which a forest's sum
-is not bit-stable (opened here with one, as the job does)."""
+is not bit-stable (opened here with one, as the job does).
+
+Also ELEPHANT's hostless statistics of a ZTF alert's stamps, the oracle of
+``models/ztf_hostless.py``: the stamps' bytes handed to fink-science's
+``HostLessExtragalactic.process_candidate_fink`` with the settings carried beside the model
+(``fink_hostless``, whose docstring says how its generator is seeded)."""
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 from functools import cache
+from pathlib import Path
 
 #: The alert fields fink-science's anomaly features read, in its argument order.
 LIGHT_CURVE = ["magpsf", "jd", "sigmapsf", "fid", "distnr", "magnr", "sigmagnr", "isdiffpos"]
@@ -78,3 +85,44 @@ def fink_model_files() -> dict[str, str]:
         "r_means": os.path.join(folder, "r_means.csv"),
         "g_means": os.path.join(folder, "g_means.csv"),
     }
+
+
+#: fink-science's settings of the hostless statistics (its config.json at the 7.4.0 tag, which
+#: its wheel lacks), as carried beside the model.
+HOSTLESS_CONFIG = Path(__file__).resolve().parents[1] / "models/files/ztf_hostless_config.json"
+#: The seed fink-science gives numpy's global generator when its hostless module is imported.
+HOSTLESS_SEED = 1337
+
+
+@cache
+def _hostless():
+    """fink-science's ``HostLessExtragalactic`` with the carried settings. Its modules switch every
+    warning off at import (``warnings.filterwarnings("ignore")``): undone here on return."""
+    import warnings
+
+    with warnings.catch_warnings():
+        from fink_science.ztf.hostless_detection.run_pipeline import HostLessExtragalactic
+
+    return HostLessExtragalactic(json.loads(HOSTLESS_CONFIG.read_text()))
+
+
+def fink_hostless(science: bytes, template: bytes) -> tuple[float, float]:
+    """(kstest_science, kstest_template) of one ZTF alert's stamps (the gzipped FITS bytes of
+    ``cutoutScience.stampData`` and ``cutoutTemplate.stampData``), by fink-science 7.4.0's
+    ``process_candidate_fink``; -99 where it finds no hostless candidate.
+
+    One shim, which picks one of the values Fink can give rather than changing how it computes
+    them: the package seeds numpy's global generator once, at import, and draws its noise and
+    shuffles from it, so in Fink an alert's value depends on the candidates its worker scored
+    before it. The generator is seeded again (1337, the package's seed) before each alert: the
+    value Fink gives an alert that is the first candidate its worker meets."""
+    import warnings
+
+    import numpy as np
+
+    hostless = _hostless()
+    np.random.seed(HOSTLESS_SEED)
+    with warnings.catch_warnings():  # astropy on NaN pixels, as the package silences it
+        warnings.simplefilter("ignore")
+        kstest_science, kstest_template = hostless.process_candidate_fink(science, template)
+    return float(kstest_science), float(kstest_template)

@@ -30,6 +30,45 @@ def light_curve(alert: dict) -> dict[str, list]:
     return {k: [h[k] for h in history] for k in LIGHT_CURVE}
 
 
+#: The kinds CATS gives probabilities of, in its order, and Fink's code of each (fink-broker's
+#: rubin/science.py).
+CATS_CODES = {"sn_like": 11, "fast": 12, "long": 13, "periodic": 21, "non_periodic": 22}
+#: Alerts already scored: their light curve (as JSON) -> scores. ``prime`` fills it in one batch.
+_SCORED: dict[str, dict] = {}
+
+
+def production_cats(alert: dict, probabilities: list[float]) -> dict:
+    """What Fink's production makes of CATS' probabilities: a single detection, or an answer of
+    NaN, is not classified (class -1, score 0, no probabilities); else the most probable kind's
+    code and its probability."""
+    if len(alert.get("prvDiaSources") or []) == 0 or any(p != p for p in probabilities):
+        return {"class": -1, "score": 0.0, **dict.fromkeys(CATS_CODES)}
+    best = max(range(len(probabilities)), key=lambda i: (probabilities[i], -i))
+    return {
+        "class": list(CATS_CODES.values())[best],
+        "score": probabilities[best],
+        **dict(zip(CATS_CODES, probabilities, strict=True)),
+    }
+
+
+def _key(alert: dict) -> str:
+    return json.dumps([alert["diaSource"]["diaSourceId"], light_curve(alert)])
+
+
+def prime(alerts) -> None:
+    """Score every alert not scored yet, in one batch (the frameworks load once: ~12 s)."""
+    todo = {_key(a): a for a in alerts if _key(a) not in _SCORED}
+    if todo:
+        _SCORED.update(zip(todo, fink_rubin_scores(list(todo.values())), strict=True))
+
+
+def classified(alert: dict) -> dict:
+    """One alert's ``{"snn": ..., "cats": production_cats}`` (scored now unless primed)."""
+    prime([alert])
+    scores = _SCORED[_key(alert)]
+    return {"snn": scores["snn"], "cats": production_cats(alert, scores["cats"])}
+
+
 def fink_rubin_scores(alerts: list[dict]) -> list[dict]:
     """Each alert's ``{"snn": P(SN), "cats": [five class probabilities]}`` from fink-science, the
     alerts scored together as one pandas UDF batch."""

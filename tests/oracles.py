@@ -12,6 +12,7 @@ from functools import partial
 import numpy as np
 from astropy import units as u
 from astropy.coordinates import SkyCoord
+from fink_rubin_oracle import classified, prime
 from rubin_model_oracle import rubin_transients_scores
 
 from alertsieve.filtering.discovery import discover
@@ -165,6 +166,27 @@ def _rising_transient(a: dict, min_rising: float, max_bogus: float, min_reliabil
     )
 
 
+def _supernova_candidate(a: dict, min_cats: float, min_snn: float, min_reliability: float) -> bool:
+    """CATS says SN-like, SuperNNova a supernova (fink-science's own functions), and real."""
+    c = classified(a)
+    return (
+        c["cats"]["class"] == 11
+        and c["cats"]["score"] > min_cats
+        and c["snn"] > min_snn
+        and _above(a["diaSource"]["reliability"], min_reliability)
+    )
+
+
+def _periodic_or_agn(a: dict, min_cats: float, min_reliability: float) -> bool:
+    """CATS says periodic or non-periodic variable (fink-science's own function), and real."""
+    c = classified(a)["cats"]
+    return (
+        c["class"] in (21, 22)
+        and c["score"] > min_cats
+        and _above(a["diaSource"]["reliability"], min_reliability)
+    )
+
+
 def _periodic_variable(
     a: dict, min_sign_changes: int, min_chi2: float, min_reliability: float
 ) -> bool:
@@ -215,6 +237,8 @@ def contributed_oracles() -> dict[str, Callable[[dict], bool]]:
         "extragalactic": _extragalactic,
         "fast_risers": _fast_riser,
         "rubin_rising_transients": _rising_transient,
+        "rubin_supernova_candidates": _supernova_candidate,
+        "rubin_periodic_or_agn": _periodic_or_agn,
     }
     assert set(science) == set(params), "a contributed filter has no oracle here"
     return {name: partial(test, **params[name]) for name, test in science.items()}
@@ -222,6 +246,7 @@ def contributed_oracles() -> dict[str, Callable[[dict], bool]]:
 
 def contributed_filters_in_plain_python(good: dict[str, dict]) -> dict[str, set[str]]:
     """{contributed filter: ids of the alerts in ``good`` it must match}."""
+    prime(good.values())  # fink-science's classifiers over every alert at once
     return {
         name: {k for k, a in good.items() if test(a)}
         for name, test in contributed_oracles().items()

@@ -11,6 +11,7 @@ import math
 
 import pytest
 from crafted import changed, real_messages
+from fink_rubin_oracle import prime
 from oracles import contributed_filters_in_plain_python, contributed_oracles
 from pyspark.sql import functions as F
 
@@ -428,9 +429,9 @@ def evaluate(spark):
     return run
 
 
-def test_seven_contributed_filters_all_sql():
-    """All seven are SQL filters, each described, with a contact; six read the alert alone (a
-    job running them can use Real-Time Mode), one a model's score (micro-batches)."""
+def test_nine_contributed_filters_all_sql():
+    """All nine are SQL filters, each described, with a contact; six read the alert alone (a
+    job running them can use Real-Time Mode), three a model's score (micro-batches)."""
     assert set(FILTERS) == {
         "bright_high_snr",
         "new_sources",
@@ -439,8 +440,14 @@ def test_seven_contributed_filters_all_sql():
         "fast_risers",
         "extragalactic",
         "rubin_rising_transients",
+        "rubin_supernova_candidates",
+        "rubin_periodic_or_agn",
     }
-    assert [n for n, f in FILTERS.items() if models_read(f)] == ["rubin_rising_transients"]
+    assert {n for n, f in FILTERS.items() if models_read(f)} == {
+        "rubin_rising_transients",
+        "rubin_supernova_candidates",
+        "rubin_periodic_or_agn",
+    }
     assert all(isinstance(f, AlertFilter) for f in FILTERS.values())
     assert all(f.description and f.contact and f.survey == "rubin" for f in FILTERS.values())
 
@@ -585,6 +592,7 @@ def test_filters_equal_their_oracles_on_real_alerts(spark):
         load_rubin_schema(schema_id).decode(body)
         for schema_id, body in (unframe(m) for _, m in messages)
     ]
+    prime(records)  # fink-science's classifiers over every alert at once
     for name, oracle in ORACLES.items():
         assert [r[name] for r in rows] == [oracle(a) for a in records], name
     passed = {name for name, oracle in ORACLES.items() if any(oracle(a) for a in records)}

@@ -35,9 +35,10 @@ from alertsieve.stream.job import run_job
 HISTORIES = Path(__file__).parent / "data/real/ztf-3.3-histories"
 #: Thresholds of the ten filters reading one score (the job's invocation counter must not care).
 THRESHOLDS = [-0.03, -0.025, -0.022, -0.02, -0.019, -0.018, -0.017, -0.016, -0.014, -0.001]
-#: A plain-Python model (no ONNX): twice the detection's magnitude, raising on any chunk that
-#: holds the alert POISONED (the real alert with the smallest candid).
+#: A plain-Python model on Arrow batches (no ONNX): twice the detection's magnitude, raising on
+#: any batch that holds the alert POISONED (the real alert with the smallest candid).
 FLAKY = """
+from alertsieve.filtering.scores.arrays import scalars
 from alertsieve.filtering.scores.model import Model
 
 POISONED = {poisoned}
@@ -47,10 +48,10 @@ def load(files, runtime):
     return 2.0
 
 
-def predict(factor, columns):
-    if (columns["candid"] == POISONED).any():
+def predict(factor, batch):
+    if (scalars(batch, "candid", dtype="int64") == POISONED).any():
         raise RuntimeError("cannot score alert {poisoned}")
-    return columns["magpsf"] * factor
+    return scalars(batch, "magpsf") * factor
 
 
 MODEL = Model(
@@ -59,6 +60,7 @@ MODEL = Model(
     description="twice the magnitude, failing on one alert",
     source="tests/test_models.py",
     columns={{"candid": "candid", "magpsf": "candidate.magpsf"}},
+    batch="arrow",
     load=load,
     predict=predict,
 )
@@ -280,6 +282,16 @@ def test_a_model_module_without_a_model_or_with_a_bad_survey_fails_naming_the_fi
         FLAKY.format(poisoned=0).replace('survey="ztf"', 'survey="lsst"')
     )
     with pytest.raises(FilterError, match=r"model 'flaky' \(.*odd\.py\): survey 'lsst'"):
+        discover_models([tmp_path / "odd.py"], builtin=False, entry_points=False)
+    (tmp_path / "odd.py").write_text(FLAKY.format(poisoned=0).replace('"arrow"', '"polars"'))
+    with pytest.raises(FilterError, match=r"odd\.py\): batch 'polars': give one of pandas, arrow"):
+        discover_models([tmp_path / "odd.py"], builtin=False, entry_points=False)
+    (tmp_path / "odd.py").write_text(
+        FLAKY.format(poisoned=0).replace(
+            'batch="arrow"', 'batch="arrow", types={"flaky": "float8"}'
+        )
+    )
+    with pytest.raises(FilterError, match=r"output 'flaky' of type 'float8': give one of double"):
         discover_models([tmp_path / "odd.py"], builtin=False, entry_points=False)
 
 

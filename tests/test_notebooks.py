@@ -8,6 +8,7 @@ import re
 import sqlite3
 from pathlib import Path
 
+import fastavro
 import nbformat
 import numpy as np
 import pyarrow.parquet as pq
@@ -146,7 +147,17 @@ def test_03_write_a_filter(kernel):
         (matches,) = re.findall(rf"{re.escape(name)}: (\d+) of {total} alerts", out)
         # the host cut alone bounds the count; with no real alert inside a galaxy, it is exactly 0
         assert int(matches) <= inside and (inside > 0 or int(matches) == 0), (name, matches, inside)
-    assert images_in(book) == 1  # the field, its galaxies and the matches
+    with open(
+        NOTEBOOKS.parent / "tests/data/rubin-light-curves/rubin-lsstcam-v10_0.avro", "rb"
+    ) as f:
+        detections = [len(a.get("prvDiaSources") or []) + 1 for a in fastavro.reader(f)]
+    singles = sum(n == 1 for n in detections)
+    # the classifiers' section: a single detection is not classified (Fink's production rule)
+    assert (
+        f"{len(detections)} real LSSTCam alerts: {singles} single detections (CATS class [-1],"
+        in out
+    )
+    assert images_in(book) == 2  # the field, its galaxies and the matches; the classifiers
 
 
 @pytest.mark.slow

@@ -17,24 +17,29 @@ from pathlib import Path
 import fastavro
 import numpy as np
 import pytest
-from fink_rubin_oracle import fink_rubin_files, fink_rubin_scores, light_curve
+from fink_rubin_oracle import (
+    CATS_CODES as KINDS,
+)
+from fink_rubin_oracle import (
+    fink_rubin_files,
+    fink_rubin_scores,
+    light_curve,
+    production_cats,
+)
 from kafka_helpers import consume_all
 
 from alertsieve.alerts.schemas import load_rubin_schema
+from alertsieve.backtest.columns import view_columns
 from alertsieve.backtest.diff import diff
 from alertsieve.backtest.run import backtest
 from alertsieve.backtest.sources import load_alerts, records_source
-from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.model import AlertFilter
-from alertsieve.filtering.prepare import prepare
 from alertsieve.filtering.scores.discovery import discover_models
 from alertsieve.filtering.scores.model import file_digest
 from alertsieve.filtering.scores.runtime import Runtime
 from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 
 REAL = Path(__file__).parent / "data" / "rubin-light-curves" / "rubin-lsstcam-v10_0.avro"
-#: CATS' kinds in the order of its outputs, and Fink's code of each.
-KINDS = {"sn_like": 11, "fast": 12, "long": 13, "periodic": 21, "non_periodic": 22}
 LONG_CURVE = 300  # points: beyond, CATS is compared within 1e-4 (the module's docstring)
 
 
@@ -108,24 +113,11 @@ def test_the_models_own_code_equals_fink_science_on_real_and_deep_field_alerts(a
             ), (name, i)
 
 
-def _expected_cats(alert: dict, probabilities: list[float]) -> dict:
-    """What the view must say of an alert, from the package's probabilities: Fink's production
-    rule for a single detection, else the most probable kind's code and its probability."""
-    if _points(alert) == 1:
-        return {"class": -1, "score": 0.0, **dict.fromkeys(KINDS)}
-    best = int(np.argmax(probabilities))
-    return {
-        "class": list(KINDS.values())[best],
-        "score": probabilities[best],
-        **dict(zip(KINDS, probabilities, strict=True)),
-    }
-
-
 def _assert_view_scores(rows: dict, group: list[dict], want: list[dict]) -> None:
     for alert, w in zip(group, want, strict=True):
         got = rows[alert["diaSource"]["diaSourceId"]]
         assert abs(got["snn"] - w["snn"]) < 1e-5
-        expected = _expected_cats(alert, w["cats"])
+        expected = production_cats(alert, w["cats"])
         tolerance = _cats_tolerance(alert)
         top_two = sorted(w["cats"])[-2:]
         if expected["class"] == -1 or top_two[1] - top_two[0] > tolerance:
@@ -142,26 +134,18 @@ def test_the_view_backtest_and_diff_give_fink_sciences_scores(spark, alerts, ora
     """One preparation: the filter view's scores equal the package's on every alert (a single
     detection's CATS class -1, score 0, probabilities null), and backtest and ``filters diff``
     decide on the same scores."""
-    probe = AlertFilter(
-        name="probe",
-        survey="rubin",
-        sql="scores.snn_sn_vs_other IS NOT NULL AND scores.cats.class IS NOT NULL",
-    )
     sources = {
         "real": load_alerts(spark, str(REAL)),
         "simulated": records_source(spark, load_rubin_schema(), alerts["simulated"]),
     }
+    columns = {
+        "id": "diaSource.diaSourceId",
+        "snn": "scores.snn_sn_vs_other",
+        "cats": "scores.cats",
+    }
     for name, source in sources.items():
-        prepared = prepare(spark, [probe], source.decoder, source.head)
-        assert [m.name for m in prepared.scoring.models] == ["cats", "snn_sn_vs_other"]
-        decoded = source.decoder.decode(source.raw, prepared.paths)
-        view = filter_view(decoded, ("_reason",), prepared.context, prepared.scoring)
-        rows = {
-            r["id"]: r.asDict(recursive=True)
-            for r in view.selectExpr(
-                "diaSource.diaSourceId AS id", "scores.snn_sn_vs_other AS snn", "scores.cats"
-            ).collect()
-        }
+        frame = view_columns(spark, source, columns)
+        rows = {r["id"]: r for r in frame.to_dict("records")}
         assert len(rows) == len(alerts[name])
         _assert_view_scores(rows, alerts[name], oracle[name])
 
@@ -175,7 +159,7 @@ def test_the_view_backtest_and_diff_give_fink_sciences_scores(spark, alerts, ora
     got = {r.name: r.matches for r in backtest(spark, filters, sources["real"])}
     expected = {f"snn_{i}": sum(w["snn"] > t for w in want) for i, t in enumerate(thresholds)}
     expected["sn_like"] = sum(
-        _expected_cats(a, w["cats"])["class"] == 11 for a, w in zip(real, want, strict=True)
+        production_cats(a, w["cats"])["class"] == 11 for a, w in zip(real, want, strict=True)
     )
     assert got == expected
     assert 0 < expected["snn_1"] < len(real) and expected["sn_like"] > 0  # not vacuous

@@ -1,4 +1,4 @@
-"""``alertsieve bench produce|stream|filters|payloads|run|xmatch|latency|soak``: the benchmarks of
+"""``alertsieve bench produce|stream|filters|models|payloads|run|xmatch|latency|soak``: the benchmarks of
 docs/benchmarks.md, each a sub-command with its own flags, each printing its results as JSON."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         _add_produce,
         _add_stream,
         _add_filters,
+        _add_models,
         _add_payloads,
         _add_run,
         _add_xmatch,
@@ -251,6 +252,50 @@ def run_filters(args: argparse.Namespace) -> int:
 
         plot_filters_per_job(result, args.figure)
     return _print_json(result)
+
+
+def _add_models(which: Any) -> None:
+    parser = which.add_parser(
+        "models",
+        help="what the classifiers cost in the stream: Rubin's SuperNNova and CATS, ZTF's anomaly",
+    )
+    _bootstrap(parser)
+    parser.add_argument(
+        "--alerts",
+        type=int,
+        default=20_000,
+        help="simulated Rubin alerts with LSST-like histories (default 20000)",
+    )
+    parser.add_argument(
+        "--real-rounds",
+        type=int,
+        default=400,
+        help="times the 47 real LSSTCam alerts are sent (default 400: 18,800 alerts)",
+    )
+    parser.add_argument(
+        "--ztf-rounds",
+        type=int,
+        default=160,
+        help="times the 124 real ZTF alerts are sent (default 160: 19,840 alerts)",
+    )
+    parser.add_argument(
+        "--batch", type=int, default=5_000, help="alerts per micro-batch (default 5000)"
+    )
+    parser.set_defaults(handler=run_models)
+
+
+def run_models(args: argparse.Namespace) -> int:
+    from alertsieve.bench.commands.models import bench_models
+
+    return _print_json(
+        bench_models(
+            args.bootstrap,
+            rubin_alerts=args.alerts,
+            real_rounds=args.real_rounds,
+            ztf_rounds=args.ztf_rounds,
+            batch=args.batch,
+        )
+    )
 
 
 def _add_payloads(which: Any) -> None:

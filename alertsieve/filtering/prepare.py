@@ -85,12 +85,15 @@ def sample_alerts(
     context: Context | None = None,
     scoring: Scoring | None = None,
 ):
-    """Real sample alerts in the filter view (all of it but the cutouts), decoded as the job
-    decodes: for Rubin, lsst-alert-packet's sample alert of every version the job reads; for ZTF,
-    the topic's first messages. Filters compile and Python filters run on these at start-up."""
+    """Real sample alerts in the filter view (all of it but the cutouts, unless a model reads
+    them: an image model), decoded as the job decodes: for Rubin, lsst-alert-packet's sample
+    alert of every version the job reads; for ZTF, the topic's first messages. Filters compile
+    and Python filters run on these at start-up."""
     messages = list(head) if decoder.survey == "ztf" else rubin_samples(decoder)
+    models = scoring.models if scoring is not None else ()
+    images = any(c in sql for m in models for sql in m.reads() for c in decoder.cutouts)
     decoded = decoder.decode(
-        message_frame(spark, messages), view_paths(decoder, with_cutouts=False)
+        message_frame(spark, messages), view_paths(decoder, with_cutouts=images)
     )
     return filter_view(decoded.where("_reason IS NULL"), context=context, scoring=scoring)
 

@@ -1,0 +1,31 @@
+"""Variable sources that keep varying, as Fink's CATS classifier sees Rubin alerts: a periodic
+variable (an RR Lyrae, a Cepheid, an eclipsing binary...) or a non-periodic one such as an AGN,
+clean by Rubin's own real/bogus score. The complement of ``rubin_supernova_candidates``: what a
+transient hunter wants out of the way, and what a variability study wants in.
+
+Cuts and reasons (rates: the 47 real LSSTCam alerts of tests/data/rubin-light-curves, 2025-12):
+
+- ``scores.cats.class IN (21, 22)``: CATS' most probable kind is periodic (21) or non-periodic
+  (22). A single detection is not classified (class -1, as in Fink's production): CATS needs a
+  light curve. None of the 47 pass: the three with light curves are SN-like, the other 44
+  single detections of LSSTCam's first weeks.
+- ``scores.cats.score > {min_cats}``: and that kind is more probable than the other four
+  together.
+- ``diaSource.reliability > {min_reliability}``: Rubin's real/bogus score says nine in ten such
+  detections are real.
+"""
+
+from alertsieve.filtering.model import AlertFilter
+
+FILTER = AlertFilter(
+    name="rubin_periodic_or_agn",
+    survey="rubin",
+    description=__doc__,
+    contact="alertsieve maintainers",
+    sql=(
+        "scores.cats.class IN (21, 22)"
+        " AND scores.cats.score > {min_cats}"
+        " AND diaSource.reliability > {min_reliability}"
+    ),
+    params={"min_cats": 0.5, "min_reliability": 0.9},
+)
