@@ -10,7 +10,8 @@ def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
     """A readable table and whether every filter stayed under ``max_rate`` without errors; then,
     over more than one observing night, each night's alerts and matches."""
     archived = any(r.archived for r in rows)
-    lines = [f"{'filter':<24} {'matches':>8} {'alerts':>8} {'rate':>8} {'per night':>10}"]
+    width = max([24, *(len(r.name) for r in rows)])  # the longest name keeps the columns straight
+    lines = [f"{'filter':<{width}} {'matches':>8} {'alerts':>8} {'rate':>8} {'per night':>10}"]
     ok = True
     for r in rows:
         flag = ""
@@ -24,7 +25,7 @@ def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
             )
             flag, ok = f"  WARNING: above {limit}", False
         lines.append(
-            f"{r.name:<24} {r.matches:>8} {r.alerts:>8} {_percent(r.rate):>8} {r.per_night:>10,}{flag}"
+            f"{r.name:<{width}} {r.matches:>8} {r.alerts:>8} {_percent(r.rate):>8} {r.per_night:>10,}{flag}"
         )
     if archived:
         lines.append(

@@ -62,13 +62,13 @@ def with_scores(frame, scoring: Scoring | None):
     """``frame`` (the filter view) with each model's hidden column and ``scores``; as it is when
     no filter reads a score."""
     from pyspark.sql import functions as F
-    from pyspark.sql.functions import ArrowUDFType, arrow_udf
+    from pyspark.sql.functions import arrow_udf
 
     if scoring is None or not scoring.models:
         return frame
     for model in scoring.models:
         run = guarded(model, scoring.runtime)
-        udf = arrow_udf(run, result_type(model), ArrowUDFType.SCALAR)
+        udf = arrow_udf(run, result_type(model))
         inputs = F.struct(*[F.expr(sql).alias(c) for c, sql in model.columns.items()])
         if model.gate:
             inputs = F.when(F.expr(model.gate), inputs)

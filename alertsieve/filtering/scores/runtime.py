@@ -99,6 +99,10 @@ def guarded(model, runtime: Runtime) -> Callable:
             names=[*outputs, ERROR, SECONDS, ROWS],
         )
 
+    import pyarrow as pa
+
+    # Arrays in, an array out: what makes Spark call it as a scalar Arrow UDF.
+    run.__annotations__ = {"inputs": pa.Array, "return": pa.Array}
     return run
 
 
