@@ -194,10 +194,10 @@ def check_stream(result: dict, made: list[str], bootstrap: str, store: LocalSche
     assert len(runs) == 2  # the triggers realtime and 0
     assert_latency_runs(bootstrap, made, store, runs, lambda _: bench_filters(10)[0])
     check_history_axis(result["history_axis"]["points"], made, bootstrap, store)
-    check_model_axis(result["model_axis"], made, bootstrap)
+    check_model_axis(result["model_axis"], made, bootstrap, QUICK["model_rounds"])
 
 
-def check_model_axis(axis: dict, made: list[str], bootstrap: str) -> None:
+def check_model_axis(axis: dict, made: list[str], bootstrap: str, rounds: int) -> None:
     """The topic holds the real alerts the rounds sent; the model ran once per alert in the runs
     that read its score (none in the one that does not), and each run's matches are what the
     plain cut and fink-science's own scores say."""
@@ -205,21 +205,64 @@ def check_model_axis(axis: dict, made: list[str], bootstrap: str) -> None:
     from fink_oracle import fink_anomaly_scores
 
     from alertsieve.bench.commands.models import PLAIN, THRESHOLDS
-    from alertsieve.bench.commands.stream import QUICK
 
     (topic,) = inputs(made, "models")
-    rounds = QUICK["model_rounds"]
     alerts = [next(fastavro.reader(open(p, "rb"))) for p in ztf_history_files()]
     assert topic == axis["topic"] and offsets(bootstrap, topic) == axis["alerts"]
     assert axis["alerts"] == rounds * len(alerts)
     scores = fink_anomaly_scores(alerts)
     bright = sum(a["candidate"]["magpsf"] < float(PLAIN.split("<")[1]) for a in alerts)
     runs = {r["run"]: r for r in axis["runs"]}
-    assert [r["model_invocations"] for r in runs.values()] == [0, axis["alerts"], axis["alerts"]]
+    invoked = [r["model_invocations"]["ztf_anomaly"] for r in runs.values()]
+    assert invoked == [0, axis["alerts"], axis["alerts"]]
     for name, thresholds in [("without", ()), ("read1", THRESHOLDS[:1]), ("read10", THRESHOLDS)]:
         anomalous = sum(s < t for t in thresholds for s in scores)
         assert runs[name]["matches"] == rounds * (bright + anomalous), name
         positive(runs[name]["steady_alerts_per_s"])
+
+
+def check_models(result: dict, made: list[str], bootstrap: str, store) -> None:
+    """``bench models``: the cost of each Rubin model by history; on the LSST-like topic and the
+    real one, each model ran once per alert in the runs reading it and never in the others; on
+    the real topic every run's matches are what plain Python and fink-science's own classifiers
+    say; the ZTF axis as ``bench stream``'s."""
+    from fink_rubin_oracle import classified, prime
+
+    from alertsieve.bench.commands.models import QUICK, RUBIN_PLAIN, SN_THRESHOLDS
+
+    assert [p["earlier_detections"] for p in result["rubin_cost_by_history"]] == [0, 20, 400]
+    positive(*[p["snn_sn_vs_other_seconds_per_1000"] for p in result["rubin_cost_by_history"]])
+    uses = {
+        "without": (),
+        "snn_read1": ("snn_sn_vs_other",),
+        "read1": ("snn_sn_vs_other", "cats"),
+        "read10": ("snn_sn_vs_other", "cats"),
+    }
+    for axis, kind in (("rubin_lsst_like", "models-lsst-like"), ("rubin_real", "models-real")):
+        runs = {r["run"]: r for r in result[axis]["runs"]}
+        (topic,) = inputs(made, kind)
+        assert offsets(bootstrap, topic) == result[axis]["alerts"]
+        for name, models in uses.items():
+            for m in ("snn_sn_vs_other", "cats"):
+                want = result[axis]["alerts"] if m in models else 0
+                assert runs[name]["model_invocations"][m] == want, (axis, name, m)
+            positive(runs[name]["steady_alerts_per_s"])
+    alerts = decoded(bootstrap, result["rubin_real"]["topic"], store)
+    assert len(alerts) == QUICK["real_rounds"] * 47
+    prime(alerts)
+    minimum = float(RUBIN_PLAIN.split(">")[1])
+    plain = sum((a["diaSource"]["snr"] or 0) > minimum for a in alerts)
+    scores = [classified(a) for a in alerts]
+    sn = [c["snn"] for c in scores if c["cats"]["class"] == 11]  # SN-like to CATS
+    runs = {r["run"]: r for r in result["rubin_real"]["runs"]}
+    expected = {
+        "without": plain,
+        "snn_read1": plain + sum(c["snn"] > SN_THRESHOLDS[0] for c in scores),
+    }
+    for name, thresholds in (("read1", SN_THRESHOLDS[:1]), ("read10", SN_THRESHOLDS)):
+        expected[name] = plain + sum(s > t for t in thresholds for s in sn)
+    assert {n: r["matches"] for n, r in runs.items()} == expected
+    check_model_axis(result["ztf"], made, bootstrap, QUICK["ztf_rounds"])
 
 
 def check_history_axis(points: list[dict], made: list[str], bootstrap: str, store) -> None:
@@ -334,6 +377,7 @@ def test_each_bench_command_quick_counts_what_plain_python_counts(kafka, spark, 
         ),
         ("latency", bootstrap, lambda *run: check_latency(*run, bootstrap, store)),
         ("stream", bootstrap, lambda *run: check_stream(*run, bootstrap, store)),
+        ("models", bootstrap, lambda *run: check_models(*run, bootstrap, store)),
     ]:
         start = time.monotonic()
         check(*quick_run(["bench", what, *extra.get(what, [])], broker, capsys))

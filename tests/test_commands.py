@@ -274,6 +274,7 @@ RUN_BY: dict[str, str | None] = {
     "bench run": "conftest.py::quick_results",
     "bench soak": "test_soak.py::test_a_short_soak_with_a_kill_loses_nothing",
     "bench stream": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
+    "bench models": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
     "bench filters": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
     "bench payloads": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
     "bench xmatch": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",

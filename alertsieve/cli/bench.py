@@ -281,21 +281,28 @@ def _add_models(which: Any) -> None:
     parser.add_argument(
         "--batch", type=int, default=5_000, help="alerts per micro-batch (default 5000)"
     )
+    _quick(
+        parser,
+        "200 LSST-like alerts, the real Rubin alerts twice and the ZTF ones once, in batches of"
+        " 100, 100 alerts a history",
+    )
     parser.set_defaults(handler=run_models)
 
 
 def run_models(args: argparse.Namespace) -> int:
-    from alertsieve.bench.commands.models import bench_models
+    from alertsieve.bench.commands.models import QUICK, bench_models
 
-    return _print_json(
-        bench_models(
-            args.bootstrap,
-            rubin_alerts=args.alerts,
-            real_rounds=args.real_rounds,
-            ztf_rounds=args.ztf_rounds,
-            batch=args.batch,
-        )
+    scale = (
+        QUICK
+        if args.quick
+        else {
+            "rubin_alerts": args.alerts,
+            "real_rounds": args.real_rounds,
+            "ztf_rounds": args.ztf_rounds,
+            "batch": args.batch,
+        }
     )
+    return _print_json(bench_models(args.bootstrap, **scale))
 
 
 def _add_payloads(which: Any) -> None:

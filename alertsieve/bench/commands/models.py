@@ -50,7 +50,7 @@ def fill_real_ztf(bench: Bench, folder: Path, rounds: int, partitions: int = 4) 
             f"no ZTF container files (*.avro) in {folder}: give --model-alerts a folder of them"
             " (a checkout's tests/data/real/ztf-3.3-histories), or '' to skip the model axis"
         )
-    return _fill(bench, "ztf", [f.read_bytes() for f in files] * rounds, partitions)
+    return _fill(bench, "models", [f.read_bytes() for f in files] * rounds, partitions)
 
 
 def model_run(
@@ -156,13 +156,13 @@ def rubin_topic_of_real(bench: Bench, rounds: int) -> tuple[str, int]:
         raise AlertsieveError(f"no {REAL_RUBIN} here: run the benchmark from a checkout")
     schema = load_rubin_schema("10.0")
     bodies = [frame(schema.schema_id, r.body) for r in read_raw_records(REAL_RUBIN)]
-    return _fill(bench, "real", bodies * rounds)
+    return _fill(bench, "models-real", bodies * rounds)
 
 
 def _fill(bench: Bench, name: str, messages: list[bytes], partitions: int = 4) -> tuple[str, int]:
     from confluent_kafka import Producer
 
-    topic = f"bench-models-{name}-{uuid.uuid4().hex[:8]}"
+    topic = f"bench-{name}-{uuid.uuid4().hex[:8]}"
     create_topic(bench.bootstrap, topic, partitions)
     producer = Producer({"bootstrap.servers": bench.bootstrap, "linger.ms": 20})
     failed: list[str] = []
@@ -263,19 +263,31 @@ def cost_by_history(histories: tuple[int, ...] = (0, 20, 400), alerts: int = 100
     return points
 
 
+#: ``--quick``: 200 LSST-like alerts, the real Rubin and ZTF alerts twice and once, batches of
+#: 100, 100 alerts a history.
+QUICK = {
+    "rubin_alerts": 200,
+    "real_rounds": 2,
+    "ztf_rounds": 1,
+    "batch": 100,
+    "history_alerts": 100,
+}
+
+
 def bench_models(
     bootstrap: str | None = None,
     rubin_alerts: int = 20_000,
     real_rounds: int = 400,
     ztf_rounds: int = 160,
     batch: int = 5_000,
+    history_alerts: int = 1_000,
 ) -> dict:
     """The Rubin classifiers' cost by history, their axis on LSST-like and on real alerts, and
     the ZTF axis, in one session (the module's docstring)."""
     from alertsieve.bench.place import bench_place, fill_topic
 
     with bench_place("models", bootstrap) as bench:
-        by_history = cost_by_history()
+        by_history = cost_by_history(alerts=history_alerts)
         filled = fill_topic(bench, "models-lsst-like", 1, rubin_alerts, **LSST_LIKE)
         lsst_like = rubin_axis(
             bench,
