@@ -37,12 +37,14 @@ for a job's rate.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from alertsieve.filtering.scores.arrays import lists
+from alertsieve.filtering.scores.arrays import categories, lists
 from alertsieve.filtering.scores.light_curves import light_curve
 from alertsieve.filtering.scores.model import Model
+
+if TYPE_CHECKING:  # numpy is the job's: a subscriber's install imports this without it
+    import numpy as np
 
 FILES = Path(__file__).resolve().parent / "files"
 #: The kinds, in the order of the network's outputs, and Fink's code of each.
@@ -63,6 +65,8 @@ def load(files, runtime):
 def _scaled(values: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Each curve's values scaled to 0..1 over the curve (fink-science's ``norm_column``: a
     curve of one point is 1, a flat or NaN-holding curve is NaN)."""
+    import numpy as np
+
     starts = offsets[:-1]
     repeat = np.repeat(np.arange(len(lengths)), lengths)
     low = np.minimum.reduceat(values, starts)[repeat]
@@ -74,16 +78,17 @@ def _scaled(values: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.
 
 def curves(batch) -> np.ndarray:
     """The network's input for every alert of an Arrow batch: (alerts, 395, 4) float32."""
+    import numpy as np
+
     mjd, offsets = lists(batch, "midpointMjdTai")
-    band, _ = lists(batch, "band", dtype=None)
+    band, _ = categories(batch, "band", list(BAND_CODES))
     flux, _ = lists(batch, "psfFlux")
     error, _ = lists(batch, "psfFluxErr")
     lengths = np.diff(offsets)
     if (lengths == 0).any():
         raise ValueError("an alert without a detection: CATS needs at least one")
-    unknown = sorted({str(b) for b in band} - set(BAND_CODES))
-    if unknown:
-        raise ValueError(f"bands {unknown} are not Rubin's ugrizy: CATS cannot read them")
+    if ((band < 0) | (band >= len(BAND_CODES))).any():
+        raise ValueError("a band that is not Rubin's ugrizy (or none): CATS cannot read it")
     owner = np.repeat(np.arange(len(lengths)), lengths)
     position = np.arange(len(mjd)) - offsets[:-1][owner]
     days = mjd - mjd[offsets[:-1]][owner]
@@ -91,7 +96,7 @@ def curves(batch) -> np.ndarray:
         days,
         _scaled(flux, offsets, lengths),
         _scaled(error, offsets, lengths),
-        np.array([BAND_CODES[b] for b in band], dtype=np.float64),
+        np.asarray(list(BAND_CODES.values()), dtype=np.float64)[band],
     ]
     out = np.full((len(lengths), ROWS, 4), PAD, dtype=np.float32)
     out[:, :, 3] = 0.0
@@ -105,6 +110,8 @@ def curves(batch) -> np.ndarray:
 
 def predict(session, batch):
     """Class code, score and the five probabilities of each alert of an Arrow batch."""
+    import numpy as np
+
     inputs = curves(batch)
     probabilities = np.concatenate(
         [

@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from alertsieve.filtering.scores.arrays import lists, owners
+from alertsieve.filtering.scores.arrays import categories, lists, owners
 from alertsieve.filtering.scores.light_curves import light_curve
 from alertsieve.filtering.scores.model import Model
+
+if TYPE_CHECKING:  # numpy is the job's: a subscriber's install imports this without it
+    import numpy as np
 
 FILES = Path(__file__).resolve().parent / "files"
 #: nJy to SNANA's FLUXCAL (zero point 27.5), as fink-science scales them.
@@ -54,6 +56,8 @@ CHUNK = 256
 
 def load(files, runtime):
     """The network (ONNX), the feature order and the normalisation of the package's model."""
+    import numpy as np
+
     settings = json.loads(Path(files["cli_args"]).read_text())
     norm = json.loads(Path(files["data_norm"]).read_text())
     bands = settings["list_filters"]
@@ -76,6 +80,8 @@ def load(files, runtime):
 def _epochs(mjd: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Each (time-sorted) point's epoch time, SuperNNova's ``grouped_MJD``: alert by alert the
     same rule, run over the k-th points of every alert at once."""
+    import numpy as np
+
     grouped = mjd.copy()
     lengths = np.diff(offsets)
     starts = offsets[:-1]
@@ -94,6 +100,8 @@ def _epochs(mjd: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 def _first_valid(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
     """Per group (points sorted so the wanted one comes first): its first value that is not
     NaN, as pandas' ``groupby().first()``; NaN for a group without one."""
+    import numpy as np
+
     out = np.full(groups, np.nan)
     valid = ~np.isnan(values)
     index = np.flatnonzero(valid)
@@ -102,18 +110,19 @@ def _first_valid(values: np.ndarray, group: np.ndarray, groups: int) -> np.ndarr
     return out
 
 
-def epoch_rows(state, mjd, band, flux, error, offsets):
-    """The normalised epoch rows of every alert: (rows (epochs, 76) float32, the alert of each
-    row, in alert then time order)."""
+def epoch_rows(state, mjd, band_code, flux, error, offsets):
+    """The normalised epoch rows of every alert (``band_code``: each point's position in
+    SuperNNova's bands, ``len(bands)`` for another, -1 for none): (rows (epochs, 76) float32,
+    the alert of each row, in alert then time order)."""
+    import numpy as np
+
     owner = owners(offsets)
     order = np.lexsort((mjd, owner))  # stable, as pandas' sort on (SNID, MJD)
-    mjd, band, owner = mjd[order], band[order], owner[order]
+    mjd, band_code, owner = mjd[order], band_code[order], owner[order]
     flux, error = flux[order] * FLUXCAL, error[order] * FLUXCAL
     epoch = _epochs(mjd, offsets)  # the same counts per alert, now time-sorted within each
 
     bands = state["bands"]
-    code = {b: i for i, b in enumerate(bands)}
-    band_code = np.array([code.get(b, len(bands)) if b is not None else -1 for b in band])
     has_band = band_code >= 0  # a point without a band is dropped by the groupby
     # per (alert, epoch, band): the smallest error first (NaN errors last)
     error_key = np.where(np.isnan(error), np.inf, error)
@@ -166,8 +175,10 @@ def epoch_rows(state, mjd, band, flux, error, offsets):
 
 def predict(state, batch):
     """P(SN) of each alert of an Arrow batch."""
+    import numpy as np
+
     mjd, offsets = lists(batch, "midpointMjdTai")
-    band, _ = lists(batch, "band", dtype=None)
+    band, _ = categories(batch, "band", state["bands"])
     flux, _ = lists(batch, "psfFlux")
     error, _ = lists(batch, "psfFluxErr")
     features, row_owner = epoch_rows(state, mjd, band, flux, error, offsets)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from alertsieve.filtering.scores.arrays import lists
+from alertsieve.filtering.scores.arrays import categories, lists
 from alertsieve.filtering.scores.light_curves import light_curve
 from alertsieve.filtering.scores.model import Model
 
@@ -101,7 +101,7 @@ def _extractor():
     )
 
 
-def _dc_magnitudes(magpsf, sigmapsf, magnr, sigmagnr, isdiffpos):
+def _dc_magnitudes(magpsf, sigmapsf, magnr, sigmagnr, positive):
     """Apparent (DC) magnitudes and errors from difference magnitudes and the reference source's
     (ZTF Explanatory Supplement p. 107, as fink_utils computes them)."""
     import numpy as np
@@ -111,7 +111,6 @@ def _dc_magnitudes(magpsf, sigmapsf, magnr, sigmagnr, isdiffpos):
     difference_error = sigmapsf / 1.0857 * difference
     reference = 10 ** (-0.4 * magnr)
     reference_error = sigmagnr / 1.0857 * reference
-    positive = (isdiffpos == "t") | (isdiffpos == "1")
     flux = np.where(positive, reference + difference, reference - difference)
     flux_error = np.sqrt(difference_error**2 + reference_error**2)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -120,7 +119,8 @@ def _dc_magnitudes(magpsf, sigmapsf, magnr, sigmagnr, isdiffpos):
 
 def band_features(extractor, row) -> dict[int, dict[str, float]]:
     """{fid: {feature: value}} of one alert's light curve (g and r; each field a numpy array,
-    NaN where null), as ``extract_features_ad_raw`` gives them."""
+    NaN where null; ``positive`` whether ``isdiffpos`` says the difference is positive), as
+    ``extract_features_ad_raw`` gives them."""
     import numpy as np
 
     fid = np.asarray(row["fid"], dtype="int32")
@@ -132,13 +132,12 @@ def band_features(extractor, row) -> dict[int, dict[str, float]]:
     kept = np.ones(len(magpsf), dtype=bool)
     behind = (distnr[measured] >= 0) & (distnr[measured] <= SOURCE_BEHIND_PIXELS)
     if behind.any():
-        isdiffpos = np.asarray([str(v) for v in row["isdiffpos"]], dtype="str")[measured]
         magpsf, sigmapsf = _dc_magnitudes(
             magpsf,
             sigmapsf,
             row["magnr"][measured],
             row["sigmagnr"][measured],
-            isdiffpos,
+            row["positive"][measured],
         )
         kept = ~(np.isnan(magpsf) | np.isnan(sigmapsf))
         magpsf, sigmapsf = magpsf[kept], sigmapsf[kept]
@@ -171,12 +170,11 @@ def load(files, runtime):
 
 
 def light_curves(batch) -> list[dict]:
-    """Each alert's light curve, field -> numpy array: views into the batch's flat columns."""
-    flat = {
-        field: lists(batch, field, dtype=None if field == "isdiffpos" else "float64")
-        for field in LIGHT_CURVE_FIELDS
-    }
-    offsets = flat["jd"][1]
+    """Each alert's light curve, field -> numpy array: views into the batch's flat columns
+    (``isdiffpos`` as ``positive``: "t" or "1", as fink_utils reads it)."""
+    flat = {field: lists(batch, field) for field in LIGHT_CURVE_FIELDS if field != "isdiffpos"}
+    sign, offsets = categories(batch, "isdiffpos", ["t", "1"])
+    flat["positive"] = ((sign == 0) | (sign == 1), offsets)
     return [
         {field: values[offsets[i] : offsets[i + 1]] for field, (values, _) in flat.items()}
         for i in range(batch.num_rows)

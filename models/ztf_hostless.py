@@ -65,12 +65,15 @@ import gzip
 import io
 import json
 import zlib
+from functools import cache
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from alertsieve.filtering.scores.light_curves import light_curve
 from alertsieve.filtering.scores.model import Model
+
+if TYPE_CHECKING:  # numpy is the job's: a subscriber's install imports this without it
+    import numpy as np
 
 FILES = Path(__file__).resolve().parent / "files"
 CONFIG = FILES / "ztf_hostless_config.json"
@@ -94,39 +97,43 @@ def _gate(config: dict) -> str:
 
 def decode(stamp: bytes) -> np.ndarray | None:
     """A ZTF stamp's pixels: the primary image of the gzipped FITS file, as astropy reads it."""
+
     from astropy.io import fits
 
     with fits.open(io.BytesIO(gzip.decompress(stamp)), memmap=False) as hdus:
         return hdus[0].data
 
 
-def _rings(size: int) -> list[np.ndarray]:
+@cache
+def rings(size: int = CENTRE) -> tuple[list[np.ndarray], np.ndarray]:
     """The flat indices of a size x size spectrum's frequencies in rings of radius 1, 2, ...
-    (radius within half a unit), each in increasing order."""
+    (radius within half a unit), each in increasing order, and each ring's area (between radii
+    r - 1/2 and r + 1/2)."""
+    import numpy as np
+
     k = np.fft.fftfreq(size) * size
     radius = np.sqrt(k[np.newaxis, :] ** 2 + k[:, np.newaxis] ** 2).ravel()
     ring = np.floor(radius + 0.5)
-    return [np.flatnonzero(ring == r) for r in range(1, size // 2 + 1)]
-
-
-RINGS = _rings(CENTRE)
-#: Each ring's area, between radii r - 1/2 and r + 1/2.
-_EDGES = np.arange(0.5, CENTRE // 2 + 1, 1.0)
-RING_AREAS = np.pi * (_EDGES[1:] ** 2 - _EDGES[:-1] ** 2)
+    edges = np.arange(0.5, size // 2 + 1, 1.0)
+    areas = np.pi * (edges[1:] ** 2 - edges[:-1] ** 2)
+    return [np.flatnonzero(ring == r) for r in range(1, size // 2 + 1)], areas
 
 
 def spectra(images: np.ndarray) -> np.ndarray:
     """Ring-averaged power spectra (n, 7) of n square images (n, 15, 15), times the rings' areas.
     Each ring's powers are added one by one in index order, so the sums are those of a
     histogram filled point by point."""
+    import numpy as np
+
+    indices, areas = rings()
     power = (np.abs(np.fft.fft2(images)) ** 2).reshape(len(images), -1)
-    out = np.empty((len(images), len(RINGS)))
-    for r, pixels in enumerate(RINGS):
+    out = np.empty((len(images), len(indices)))
+    for r, pixels in enumerate(indices):
         total = power[:, pixels[0]].copy()
         for p in pixels[1:]:
             total += power[:, p]
         out[:, r] = total / len(pixels)
-    return out * RING_AREAS
+    return out * areas
 
 
 def wasserstein(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -134,6 +141,8 @@ def wasserstein(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     the area between their empirical distribution functions, step by step over the pooled
     values. Where two pooled values tie, the step between them is 0 wide, so the running
     counts there need not count the tie's later members."""
+    import numpy as np
+
     both = np.concatenate([u, v], axis=1)
     order = np.argsort(both, axis=1, kind="stable")
     pooled = np.take_along_axis(both, order, axis=1)
@@ -146,6 +155,8 @@ def wasserstein(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
     """The two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical
     distribution functions of a and b."""
+    import numpy as np
+
     a, b = np.sort(a), np.sort(b)
     pooled = np.concatenate([a, b])
     gap = np.searchsorted(a, pooled, side="right") / a.size
@@ -155,6 +166,8 @@ def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 def _noise_filled(image: np.ndarray, clipped: np.ndarray, rng) -> np.ndarray:
     """The image with its clipped pixels drawn from a Gaussian of the others' median and spread."""
+    import numpy as np
+
     kept = image[~clipped]
     noise = rng.normal(np.median(kept), np.std(kept), image.shape)
     return np.where(clipped, noise, image.astype(np.float64))
@@ -162,6 +175,8 @@ def _noise_filled(image: np.ndarray, clipped: np.ndarray, rng) -> np.ndarray:
 
 def structure(image: np.ndarray, rng) -> float:
     """How unlike its own shuffles the centre of a (noise-filled) stamp is (see the module)."""
+    import numpy as np
+
     side = image.shape[0]
     start = (side - CENTRE) // 2
     centre = np.ravel_multi_index(
@@ -181,6 +196,8 @@ def structure(image: np.ndarray, rng) -> float:
 
 def _lopsided(science, template, limits: dict) -> bool:
     """One stamp much clipped (a source) while the other is nearly untouched."""
+    import numpy as np
+
     s, t = np.ma.count_masked(science), np.ma.count_masked(template)
     many, few = limits["max_number_of_pixels_clipped"], limits["min_number_of_pixels_clipped"]
     return (s > many and t < few) or (t > many and s < few)
@@ -205,6 +222,7 @@ def is_candidate(science, template, config: dict) -> bool:
 
 def hostless(science: np.ndarray, template: np.ndarray, config: dict) -> tuple[float, float]:
     """(science, template) statistics of one alert's decoded stamps, or -99 for both."""
+    import numpy as np
     from astropy.stats import sigma_clip
 
     shape = tuple(config["image_shape"])
@@ -231,6 +249,7 @@ def predict(config, batch):
     """Both statistics of each alert of an Arrow batch of stamps (gzipped FITS bytes)."""
     import warnings
 
+    import numpy as np
     from astropy.utils.exceptions import AstropyUserWarning
 
     science = batch.column("science").to_pylist()

@@ -225,7 +225,7 @@ def check_models(result: dict, made: list[str], bootstrap: str, store) -> None:
     """``bench models``: the cost of each Rubin model by history; on the LSST-like topic and the
     real one, each model ran once per alert in the runs reading it and never in the others; on
     the real topic every run's matches are what plain Python and fink-science's own classifiers
-    say; the ZTF axis as ``bench stream``'s."""
+    say (the ZTF axis is ``bench stream``'s, checked there)."""
     from fink_rubin_oracle import classified, prime
 
     from alertsieve.bench.commands.models import QUICK, RUBIN_PLAIN, SN_THRESHOLDS
@@ -262,7 +262,7 @@ def check_models(result: dict, made: list[str], bootstrap: str, store) -> None:
     for name, thresholds in (("read1", SN_THRESHOLDS[:1]), ("read10", SN_THRESHOLDS)):
         expected[name] = plain + sum(s > t for t in thresholds for s in sn)
     assert {n: r["matches"] for n, r in runs.items()} == expected
-    check_model_axis(result["ztf"], made, bootstrap, QUICK["ztf_rounds"])
+    assert result["ztf"] is None and QUICK["ztf_rounds"] == 0
 
 
 def check_history_axis(points: list[dict], made: list[str], bootstrap: str, store) -> None:

@@ -276,15 +276,15 @@ def _add_models(which: Any) -> None:
         "--ztf-rounds",
         type=int,
         default=160,
-        help="times the 124 real ZTF alerts are sent (default 160: 19,840 alerts)",
+        help="times the 124 real ZTF alerts are sent (default 160: 19,840 alerts; 0: no ZTF axis)",
     )
     parser.add_argument(
         "--batch", type=int, default=5_000, help="alerts per micro-batch (default 5000)"
     )
     _quick(
         parser,
-        "200 LSST-like alerts, the real Rubin alerts twice and the ZTF ones once, in batches of"
-        " 100, 100 alerts a history",
+        "100 LSST-like alerts, the real Rubin alerts once and no ZTF axis (bench stream --quick"
+        " has it), in batches of 50, 50 alerts a history, no warm-up",
     )
     parser.set_defaults(handler=run_models)
 

@@ -187,21 +187,25 @@ def _fill(bench: Bench, name: str, messages: list[bytes], partitions: int = 4) -
     return topic, len(messages)
 
 
-def rubin_axis(bench: Bench, topic: str, alerts: int, source: str, batch: int) -> dict:
-    """On one topic: without models, SuperNNova alone, both read by 1 and by 10 filters."""
+def rubin_axis(
+    bench: Bench, topic: str, alerts: int, source: str, batch: int, warmup: bool = True
+) -> dict:
+    """On one topic: without models, SuperNNova alone, both read by 1 and by 10 filters (after
+    a warm-up run, unless not ``warmup``)."""
     plain = AlertFilter(name="plain", survey="rubin", sql=RUBIN_PLAIN)
     snn = ("snn_sn_vs_other",)
 
     def run(label: str, filters: list) -> dict:
         return model_run(bench, topic, label, filters, batch, "rubin", RUBIN_MODELS)
 
+    if warmup:
+        run("warmup", [plain, *_rubin_filters(1, snn)])  # the JIT, a model load: not measured
     runs = [
-        run("warmup", [plain, *_rubin_filters(1, snn)]),  # the JIT, a model load: not measured
         run("without", [plain]),
         run("snn_read1", [plain, *_rubin_filters(1, snn)]),
         run("read1", [plain, *_rubin_filters(1, RUBIN_MODELS)]),
         run("read10", [plain, *_rubin_filters(10, RUBIN_MODELS)]),
-    ][1:]
+    ]
     without, snn_only, one, ten = (r["steady_alerts_per_s"] for r in runs)
     return {
         "topic": topic,
@@ -281,9 +285,10 @@ def bench_models(
     ztf_rounds: int = 160,
     batch: int = 5_000,
     history_alerts: int = 1_000,
+    warmup: bool = True,
 ) -> dict:
     """The Rubin classifiers' cost by history, their axis on LSST-like and on real alerts, and
-    the ZTF axis, in one session (the module's docstring)."""
+    the ZTF axis (none for ``ztf_rounds`` 0), in one session (the module's docstring)."""
     from alertsieve.bench.place import bench_place, fill_topic
 
     with bench_place("models", bootstrap) as bench:
@@ -295,11 +300,12 @@ def bench_models(
             filled.produced.acked,
             f"simulated, LSST-like histories {LSST_LIKE}",
             batch,
+            warmup,
         )
         topic, sent = rubin_topic_of_real(bench, real_rounds)
         source = f"the real LSSTCam alerts of {REAL_RUBIN}, {real_rounds} rounds"
-        real = rubin_axis(bench, topic, sent, source, batch)
-        ztf = model_axis(bench, REAL_HISTORIES, ztf_rounds, batch)
+        real = rubin_axis(bench, topic, sent, source, batch, warmup)
+        ztf = model_axis(bench, REAL_HISTORIES, ztf_rounds, batch) if ztf_rounds else None
         return {
             "benchmark": "models",
             "machine": bench.machine(),

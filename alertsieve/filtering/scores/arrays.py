@@ -6,7 +6,10 @@ earlier detections per alert at the stream's rate."""
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is the job's: a subscriber's install imports this without it
+    import numpy as np
 
 
 def _column(batch, name: str):
@@ -18,6 +21,8 @@ def _column(batch, name: str):
 
 def _numpy(array, dtype) -> np.ndarray:
     """Nulls as NaN (numbers) or None (strings)."""
+    import numpy as np
+
     values = array.to_numpy(zero_copy_only=False)
     return values if dtype is None else np.asarray(values, dtype=dtype)
 
@@ -33,12 +38,38 @@ def lists(batch, name: str, dtype="float64") -> tuple[np.ndarray, np.ndarray]:
     import pyarrow.compute as pc
 
     column = _column(batch, name)
+    return _numpy(pc.list_flatten(column), dtype), _offsets(column)
+
+
+def categories(batch, name: str, known: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, offsets) of a list-of-strings column (a light curve's bands): each point's
+    position in ``known``, ``len(known)`` for any other value, -1 for null; matched by Arrow, so
+    no Python string is made per point."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = _column(batch, name)
+    flat = pc.list_flatten(column)
+    found = pc.index_in(flat, value_set=pa.array(known, type=flat.type))
+    other = pc.if_else(pc.is_null(flat), -1, len(known))
+    codes = pc.coalesce(found, other).to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, _offsets(column)
+
+
+def _offsets(column) -> np.ndarray:
+    """Where each alert's points start in a list column's flat values (a null list has none)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
     lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy(zero_copy_only=False)
     offsets = np.zeros(len(column) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return _numpy(pc.list_flatten(column), dtype), offsets
+    return offsets
 
 
 def owners(offsets: np.ndarray) -> np.ndarray:
     """The alert (its row in the batch) of each point of a flat column."""
+    import numpy as np
+
     return np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
