@@ -65,7 +65,6 @@ import gzip
 import io
 import json
 import zlib
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,11 +103,20 @@ def decode(stamp: bytes) -> np.ndarray | None:
         return hdus[0].data
 
 
-@cache
+#: ``rings``' answers, made on first use in each Python worker (numpy is the job's alone).
+_RINGS: dict[int, tuple] = {}
+
+
 def rings(size: int = CENTRE) -> tuple[list[np.ndarray], np.ndarray]:
     """The flat indices of a size x size spectrum's frequencies in rings of radius 1, 2, ...
     (radius within half a unit), each in increasing order, and each ring's area (between radii
     r - 1/2 and r + 1/2)."""
+    if size not in _RINGS:
+        _RINGS[size] = _rings(size)
+    return _RINGS[size]
+
+
+def _rings(size: int) -> tuple[list[np.ndarray], np.ndarray]:
     import numpy as np
 
     k = np.fft.fftfreq(size) * size
