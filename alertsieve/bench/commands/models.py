@@ -267,14 +267,15 @@ def cost_by_history(histories: tuple[int, ...] = (0, 20, 400), alerts: int = 100
     return points
 
 
-#: ``--quick``: 200 LSST-like alerts, the real Rubin and ZTF alerts twice and once, batches of
-#: 100, 100 alerts a history.
+#: ``--quick``: 100 LSST-like alerts, the real Rubin alerts once, no ZTF axis (``bench stream
+#: --quick`` has it), batches of 50, 50 alerts a history, no warm-up runs.
 QUICK = {
-    "rubin_alerts": 200,
-    "real_rounds": 2,
-    "ztf_rounds": 1,
-    "batch": 100,
-    "history_alerts": 100,
+    "rubin_alerts": 100,
+    "real_rounds": 1,
+    "ztf_rounds": 0,
+    "batch": 50,
+    "history_alerts": 50,
+    "warmup": False,
 }
 
 
