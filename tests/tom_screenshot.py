@@ -7,7 +7,7 @@ registry (``npm pack``) and the TOM's server serves it. Run from the checkout::
 
     .venv-tom/bin/python tests/tom_screenshot.py docs/figures/tom-target.png
 
-with the TOM's environment (``make setup``'s; the job's has no TOM Toolkit), which holds the
+with the TOM's environment (``make tom``'s; the job's has no TOM Toolkit), which holds the
 wheel the suite last installed in it.
 
 The Kafka path (job, topics, stream) is test_tom's; this one decodes the same framed bytes the job

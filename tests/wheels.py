@@ -1,5 +1,5 @@
 """A wheel of this checkout, and installing it into another environment: the wheel tests run it
-from a fresh environment, the TOM test from the TOM's own (``make setup``'s .venv-tom)."""
+from a fresh environment, the TOM test from the TOM's own (``make tom``'s .venv-tom)."""
 
 from __future__ import annotations
 

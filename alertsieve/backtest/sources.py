@@ -35,18 +35,36 @@ class AlertSource:
         return self.decoder.decode(self.raw, paths).where("_reason IS NULL").select("alert.*")
 
 
-def files_source(spark, paths: list[str], schema_dir: str | None = None) -> AlertSource:
-    """Files as the job would read them had they been replayed: official Avro byte for byte,
-    exports (Avro of any writer, Parquet files and datasets) read by Spark and made official."""
+def survey_inputs(paths: list[str]) -> dict[str, list]:
+    """The files and exports of ``paths`` by survey, in the order first met: files of several
+    surveys are not undecodable, just each survey's own."""
+    from alertsieve.alerts.export_files import find_inputs
+
+    by_survey: dict[str, list] = {}
+    for source in find_inputs(paths):
+        by_survey.setdefault(source.official or source.check().survey, []).append(source)
+    return by_survey
+
+
+def survey_sources(spark, paths: list[str], schema_dir: str | None = None) -> list[AlertSource]:
+    """Files as the job would read them had they been replayed (official Avro byte for byte,
+    exports of any writer read by Spark and made official), one source a survey: each
+    survey's filters read its own alerts."""
+    name = ",".join(paths)
+    return [
+        _inputs_source(spark, inputs, name, schema_dir) for inputs in survey_inputs(paths).values()
+    ]
+
+
+def _inputs_source(spark, inputs: list, name: str, schema_dir: str | None) -> AlertSource:
     from functools import reduce
 
-    from alertsieve.alerts.export_files import find_inputs
     from alertsieve.alerts.replay import read_raw_records, wire_message
     from alertsieve.backtest.export_reader import export_messages
 
     store = open_store(None, schema_dir)
     official, frames, versions = [], [], set()
-    for source in find_inputs(paths):
+    for source in inputs:
         if not source.official:
             messages = export_messages(spark, source)
             versions |= {
@@ -64,11 +82,10 @@ def files_source(spark, paths: list[str], schema_dir: str | None = None) -> Aler
                 official.append((raw.key, wire_message(raw, schema_id)))
     if official:
         frames.append(spark.createDataFrame(official, "key string, value binary"))
-    name = ",".join(paths)
     raw = as_topic(reduce(lambda a, b: a.unionByName(b), frames), name)
     head = [r.value for r in raw.select("value").limit(20).collect()]
     if not head:
-        raise FilterError(f"no alerts in {paths}")
+        raise FilterError(f"no alerts in {name}")
     stated = _rubin_versions_in([m for _, m in official[:20]]) or ()
     rubin = tuple(sorted(versions.union(stated), key=version_order))
     settings = DecodeSettings(topic=name, schema_dir=schema_dir, schema_versions=rubin or None)
@@ -105,10 +122,12 @@ def load_alerts(
     bootstrap: str | None = None,
     schema_dir: str | None = None,
     version: str | None = None,
+    survey: str | None = None,
 ) -> AlertSource:
     """``simulated:N`` alerts (of ``version``), Avro or Parquet files or folders of them (Rubin or ZTF; a
-    list of them is one input), a job's Delta archive (its ``delta_path``, its ``matches`` table,
-    or ``delta:URI``), or a topic (with ``bootstrap``): ready to decode as the job decodes."""
+    list of them is one input; of several surveys, ``survey``'s alerts, or the first survey's),
+    a job's Delta archive (its ``delta_path``, its ``matches`` table, or ``delta:URI``), or a
+    topic (with ``bootstrap``): ready to decode as the job decodes."""
     sources = [source] if isinstance(source, str) else list(source)
     table = _matches_table(sources[0]) if len(sources) == 1 else None
     if table is not None:
@@ -118,7 +137,9 @@ def load_alerts(
         return messages_source(spark, sources[0], _simulated(count, version), schema_dir)
     missing = [s for s in sources if not Path(s).exists()]
     if not missing:
-        return files_source(spark, sources, schema_dir)
+        by_survey = survey_inputs(sources)
+        inputs = by_survey.get(survey) or next(iter(by_survey.values()))
+        return _inputs_source(spark, inputs, ",".join(sources), schema_dir)
     if len(sources) > 1:
         raise FilterError(
             f"{missing[0]!r} does not exist: several inputs must all be files or folders"

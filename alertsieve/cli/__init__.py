@@ -20,6 +20,7 @@ from alertsieve.cli import (
     produce,
     schemas,
     setup,
+    warm,
 )
 from alertsieve.cli.shared import add_verbosity, verbosity
 from alertsieve.errors import AlertsieveError
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_parsers(sub)
     listen.add_parser(sub)
     demo.add_parser(sub)
+    warm.add_parser(sub)
     for command in sub.choices.values():
         add_verbosity(command)
         for sub_command in _sub_commands(command):
@@ -71,6 +73,15 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "spark_free", False) and importlib.util.find_spec("pyspark") is None:
         print(f"alertsieve {args.command}: {NEEDS_STREAM}", file=sys.stderr)
         return 2
+    if getattr(args, "warm", False) and _goes_warm():
+        from alertsieve.warm import client
+
+        argv = sys.argv[1:] if argv is None else argv
+        try:
+            return client.run(argv)
+        except AlertsieveError as e:
+            print(f"alertsieve {args.command}: error: {e}", file=sys.stderr)
+            return 2
     try:
         return args.handler(args)
     except (
@@ -78,3 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     ) as e:  # ours, explained in the message; anything else is a bug: its traceback
         print(f"alertsieve {args.command}: error: {e}", file=sys.stderr)
         return 2
+
+
+def _goes_warm() -> bool:
+    """Whether a warm command runs in the warm process: unless turned off, or this process
+    already has a session (a notebook's, a test's), which the command then uses."""
+    from alertsieve.warm import protocol
+
+    if not protocol.enabled():
+        return False
+    if "pyspark" in sys.modules:
+        from pyspark.sql import SparkSession
+
+        return SparkSession.getActiveSession() is None
+    return True

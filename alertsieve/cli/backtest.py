@@ -36,7 +36,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     bt.add_argument(
         "--model-path", action="append", metavar="DIR", help="more model modules (scores.*)"
     )
-    bt.set_defaults(handler=run)
+    bt.set_defaults(handler=run, warm=True)  # answered by the warm session (alertsieve.warm)
     return bt
 
 

@@ -42,7 +42,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "check", help="compile each filter and run it on sample alerts of every schema version"
     )
     check.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
-    check.set_defaults(handler=run_check)
+    check.set_defaults(handler=run_check, warm=True)
     diff = action.add_parser(
         "diff",
         help="the alerts a change to one filter adds and drops, against the copy that runs now",
@@ -61,7 +61,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     diff.add_argument(
         "--show", type=int, default=20, help="alert ids shown of each side (default 20)"
     )
-    diff.set_defaults(handler=run_diff)
+    diff.set_defaults(handler=run_diff, warm=True)
     for parser in (listed, check, diff):
         parser.add_argument(
             "--filter-path", action="append", metavar="DIR", help="more filter modules and tables"

@@ -1,8 +1,10 @@
 """Fetch Java artifacts (the Kafka broker, Spark's connectors) from Maven Central without Maven.
 
-pyspark already ships Apache Ivy, so we drive it directly: one resolution per artifact set,
-retrieved into a folder of plain jars under the user cache. A manifest written after a successful
-retrieval makes later calls free (no JVM start, no network).
+Apache Ivy does it (pyspark ships it; before pyspark is installed it is fetched from Maven Central
+itself): one resolution per artifact set, retrieved into a folder of plain jars under the user cache.
+A manifest written after a successful retrieval makes later calls free (no JVM start, no network).
+``python -m alertsieve.spark.jars`` fetches both sets at once and needs nothing but Java and the
+standard library, so ``make setup`` runs it beside the Python install.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
@@ -62,13 +64,43 @@ class JarSet:
         return ":".join(str(j) for j in self.jars)
 
 
-def ivy_jar() -> Path:
-    import pyspark
+#: The Ivy that fetches jars before pyspark (which ships it) is installed, and its SHA-1 as Maven
+#: Central publishes it.
+IVY = ("org/apache/ivy/ivy/2.5.3/ivy-2.5.3.jar", "163b4d6b330cd4590a05f3e97a6eb8bf5b54665e")
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 
+
+def ivy_jar() -> Path:
+    """pyspark's Ivy jar, or without pyspark one fetched from Maven Central (checked)."""
+    try:
+        import pyspark
+    except ImportError:
+        return _downloaded_ivy()
     found = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
     if not found:
         raise JarFetchError("pyspark's bundled Ivy jar is missing: reinstall pyspark (make setup)")
     return found[-1]
+
+
+def _downloaded_ivy() -> Path:
+    import urllib.request
+
+    path, sha1 = IVY
+    target = cache_dir() / "ivy" / Path(path).name
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with urllib.request.urlopen(MAVEN_CENTRAL + path, timeout=60) as response:
+            data = response.read()
+    except OSError as e:
+        raise JarFetchError(f"could not fetch Apache Ivy from {MAVEN_CENTRAL}: {e}") from e
+    if hashlib.sha1(data).hexdigest() != sha1:
+        raise JarFetchError(f"{MAVEN_CENTRAL}{path} does not have the SHA-1 Maven Central states")
+    partial = target.with_suffix(".part")
+    partial.write_bytes(data)
+    partial.rename(target)
+    return target
 
 
 def java_executable() -> str:
@@ -124,13 +156,13 @@ def fetch(
     coordinates: tuple[str, ...],
     name: str,
     refresh: bool = False,
-    skip: frozenset[str] = frozenset(),
     overrides: tuple[str, ...] = (),
 ) -> JarSet:
     """Resolve ``coordinates`` (group:artifact:version) and their runtime dependencies,
-    leaving out the artifacts named in ``skip`` and pinning transitive ones to ``overrides``.
+    pinning transitive ones to ``overrides``.
 
-    The folder is keyed by a hash of the coordinates, so changing a version never mixes jars.
+    The folder is keyed by a hash of the coordinates, so changing a version never mixes jars;
+    each set has an Ivy cache of its own, so two sets resolve at the same time.
     """
     key = hashlib.sha256("\n".join(coordinates + overrides).encode()).hexdigest()[:12]
     target = cache_dir() / "jars" / f"{name}-{key}"
@@ -151,16 +183,13 @@ def fetch(
         "-ivy",
         str(ivy_xml),
         "-cache",
-        str(cache_dir() / "ivy-cache"),
+        str(cache_dir() / "ivy-cache" / name),
         "-confs",
         "default",
         "-retrieve",
         str(target / "[artifact]/[artifact]-[revision](-[classifier]).[ext]"),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    for folder in target.glob("*/"):
-        if folder.name in skip:
-            shutil.rmtree(folder)
     jars = tuple(sorted(target.glob("*/*.jar")))
     if proc.returncode != 0 or not jars:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
@@ -180,10 +209,26 @@ def kafka_broker_jars(refresh: bool = False) -> JarSet:
 
 
 def spark_connector_jars(refresh: bool = False) -> JarSet:
-    return fetch(
-        SPARK_CONNECTORS,
-        "spark-connectors",
-        refresh,
-        frozenset(_provided_by_pyspark()),
-        SPARK_OVERRIDES,
-    )
+    """The connectors and what they need that pyspark does not ship (see _provided_by_pyspark)."""
+    found = fetch(SPARK_CONNECTORS, "spark-connectors", refresh, SPARK_OVERRIDES)
+    provided = _provided_by_pyspark()
+    return replace(found, jars=tuple(j for j in found.jars if j.parent.name not in provided))
+
+
+def prefetch() -> list[JarSet]:
+    """Both jar sets, resolved at the same time (each is a chain of small requests: waiting,
+    not bandwidth)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        broker = pool.submit(fetch, KAFKA_BROKER, "kafka-broker")
+        connectors = pool.submit(
+            fetch, SPARK_CONNECTORS, "spark-connectors", False, SPARK_OVERRIDES
+        )
+        return [broker.result(), connectors.result()]
+
+
+if __name__ == "__main__":
+    for jar_set in prefetch():
+        verb = "downloaded" if jar_set.downloaded else "cached"
+        print(f"{len(jar_set.jars)} jars ({verb}, {jar_set.seconds:.1f}s)")
