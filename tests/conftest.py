@@ -22,6 +22,10 @@ import pytest
 
 from alertsieve.kafka import embedded
 
+# Commands the tests start run cold, each in its own process: a warm session outliving its test
+# would hold a JVM for half an hour (test_warm.py runs the warm path itself).
+os.environ["ALERTSIEVE_WARM"] = "off"
+
 #: The run's JVM census (tests/jvm_census.py), from the session's start to its summary.
 CENSUS: dict = {}
 

@@ -12,7 +12,7 @@ from oracles import dayobs
 from alertsieve.alerts.schemas import load_rubin_schema
 from alertsieve.backtest.read_check import NothingToBacktest
 from alertsieve.backtest.report import report
-from alertsieve.backtest.run import BacktestRow, backtest, for_survey
+from alertsieve.backtest.run import BacktestRow, backtest, by_survey
 from alertsieve.backtest.sources import load_alerts, messages_source
 from alertsieve.filtering.discovery import discover
 from alertsieve.filtering.model import AlertFilter, FilterError
@@ -69,16 +69,21 @@ def test_a_real_file_is_backtested_with_filters_written_for_every_version(spark)
 
 def test_filters_of_another_survey_are_left_out_or_refused():
     ztf = AlertFilter(name="ztf_only", sql="candidate.rb > 0.5", survey="ztf")
-    assert for_survey([BRIGHT, ztf], "ztf", "night/", named=False) == [ztf]
+    anyone = AlertFilter(name="anyone", sql="true")  # no survey: Rubin's when there are any
+    assert by_survey([BRIGHT, ztf], ["ztf"], "night/", named=False) == {"ztf": [ztf]}
+    assert by_survey([BRIGHT, ztf, anyone], ["ztf", "rubin"], "night/", named=True) == {
+        "rubin": [BRIGHT, anyone],
+        "ztf": [ztf],
+    }
     with pytest.raises(
         FilterError,
         match=r"--filter names 'bright_high_snr' .*, a filter for rubin alerts; night/ holds ztf alerts",
     ):
-        for_survey([BRIGHT, ztf], "ztf", "night/", named=True)
+        by_survey([BRIGHT, ztf], ["ztf"], "night/", named=True)
     with pytest.raises(
         FilterError, match=r"night/ holds ztf alerts and none of the 1 filters found is for them"
     ):
-        for_survey([BRIGHT], "ztf", "night/", named=False)
+        by_survey([BRIGHT], ["ztf"], "night/", named=False)
 
 
 def test_the_real_corpus_is_backtested_night_by_night(spark):

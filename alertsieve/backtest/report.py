@@ -8,10 +8,13 @@ from alertsieve.backtest.run import BacktestRow
 
 def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
     """A readable table and whether every filter stayed under ``max_rate`` without errors; then,
-    over more than one observing night, each night's alerts and matches."""
+    over more than one observing night, each survey's nights' alerts and matches. Over an
+    input of several surveys, each filter's survey and the other surveys' alerts it left aside."""
     archived = any(r.archived for r in rows)
+    mixed = any(r.left_aside for r in rows)
     width = max([24, *(len(r.name) for r in rows)])  # the longest name keeps the columns straight
-    lines = [f"{'filter':<{width}} {'matches':>8} {'alerts':>8} {'rate':>8} {'per night':>10}"]
+    head = f"{'filter':<{width}} {'matches':>8} {'alerts':>8} {'rate':>8} {'per night':>10}"
+    lines = [head + (f"  {'survey':<6} {'left aside':>10}" if mixed else "")]
     ok = True
     for r in rows:
         flag = ""
@@ -24,21 +27,32 @@ def report(rows: list[BacktestRow], max_rate: float) -> tuple[str, bool]:
                 else f"{max_rate:.1%}"
             )
             flag, ok = f"  WARNING: above {limit}", False
+        aside = f"  {r.survey:<6} {r.left_aside:>10}" if mixed else ""
         lines.append(
-            f"{r.name:<{width}} {r.matches:>8} {r.alerts:>8} {_percent(r.rate):>8} {r.per_night:>10,}{flag}"
+            f"{r.name:<{width}} {r.matches:>8} {r.alerts:>8} {_percent(r.rate):>8} {r.per_night:>10,}{aside}{flag}"
         )
     if archived:
         lines.append(
             "(an archive: alerts are the job's archived matches; rate is of those, per night"
             " the archive's mean a night)"
         )
-    nights = sorted(rows[0].night_alerts) if rows else []
-    if len(nights) > 1:
-        lines += ["", f"{'night':<12} {'alerts':>8}  " + "  ".join(r.name for r in rows)]
-        for night in nights:
-            counts = "  ".join(f"{r.nights.get(night, 0):>{len(r.name)}}" for r in rows)
-            lines.append(f"{night.isoformat():<12} {rows[0].night_alerts[night]:>8}  {counts}")
+    if mixed:
+        lines.append("(each filter reads its own survey's alerts; left aside: the other surveys')")
+    for survey in dict.fromkeys(r.survey for r in rows):
+        lines += _nights([r for r in rows if r.survey == survey])
     return "\n".join(lines), ok
+
+
+def _nights(rows: list[BacktestRow]) -> list[str]:
+    """Over more than one observing night, each night's alerts and the filters' matches."""
+    nights = sorted(rows[0].night_alerts)
+    if len(nights) < 2:
+        return []
+    lines = ["", f"{'night':<12} {'alerts':>8}  " + "  ".join(r.name for r in rows)]
+    for night in nights:
+        counts = "  ".join(f"{r.nights.get(night, 0):>{len(r.name)}}" for r in rows)
+        lines.append(f"{night.isoformat():<12} {rows[0].night_alerts[night]:>8}  {counts}")
+    return lines
 
 
 def _percent(rate: float) -> str:

@@ -43,6 +43,8 @@ class BacktestRow:
     night_alerts: dict[date, int] = field(default_factory=dict)  # observing night -> alerts
     archived: bool = False  # the alerts are an archive's matches, not a sample of the stream
     alerts_per_night: int = ALERTS_PER_NIGHT["rubin"]  # the survey's whole stream a night
+    survey: str = "rubin"  # whose alerts it read
+    left_aside: int = 0  # the input's alerts of other surveys, which it did not read
 
     @property
     def rate(self) -> float:
@@ -119,25 +121,34 @@ def backtest(
             nights,
             alerts.archived,
             ALERTS_PER_NIGHT[alerts.decoder.survey],
+            alerts.decoder.survey,
         )
         for i, f in enumerate(filters)
     ]
 
 
-def for_survey(filters: list[Filter], survey: str, source: str, named: bool) -> list[Filter]:
-    """The filters written for ``survey``'s alerts; naming one written for another is an error."""
-    other = [f for f in filters if f.survey not in (None, survey)]
-    if named and other:
-        f = other[0]
+def by_survey(
+    filters: list[Filter], surveys: list[str], source: str, named: bool
+) -> dict[str, list[Filter]]:
+    """Each filter under the survey whose alerts it reads, of ``surveys`` (the input's, in
+    order; a filter that declares none reads Rubin's if there are any, else the first's). A
+    filter of a survey the input lacks is left out, or an error when ``named``."""
+    chosen: dict[str, list[Filter]] = {}
+    default = "rubin" if "rubin" in surveys else surveys[0]
+    for f in filters:
+        survey = f.survey or default
+        if survey in surveys:
+            chosen.setdefault(survey, []).append(f)
+        elif named:
+            raise FilterError(
+                f"--filter names {f.name!r} ({f.origin}), a filter for {survey} alerts;"
+                f" {source} holds {' and '.join(surveys)} alerts"
+            )
+    if not chosen:
+        declared = sorted({str(f.survey) for f in filters})
         raise FilterError(
-            f"--filter names {f.name!r} ({f.origin}), a filter for {f.survey} alerts;"
-            f" {source} holds {survey} alerts"
+            f"{source} holds {' and '.join(surveys)} alerts and none of the {len(filters)} filters"
+            f" found is for them (they declare survey {declared}): give --filter-path a filter"
+            f" module that sets survey = {surveys[0]!r}"
         )
-    mine = [f for f in filters if f.survey in (None, survey)]
-    if not mine:
-        raise FilterError(
-            f"{source} holds {survey} alerts and none of the {len(filters)} filters found is for them"
-            f" (they declare survey {sorted({str(f.survey) for f in filters})}): give --filter-path a"
-            f" filter module that sets survey = {survey!r}"
-        )
-    return mine
+    return chosen

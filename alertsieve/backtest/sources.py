@@ -162,6 +162,17 @@ def load_alerts(
     )
 
 
+def load_sources(
+    spark, source: str | list[str], bootstrap: str | None = None, schema_dir: str | None = None
+) -> list[AlertSource]:
+    """As ``load_alerts``, but files of several surveys give one source a survey."""
+    sources = [source] if isinstance(source, str) else list(source)
+    files = all(Path(s).exists() for s in sources) and _matches_table(sources[0]) is None
+    if not files:
+        return [load_alerts(spark, sources, bootstrap, schema_dir)]
+    return survey_sources(spark, sources, schema_dir)
+
+
 def _matches_table(source: str) -> str | None:
     """The archive's matches table that ``source`` names, if it names one."""
     if source.startswith("delta:"):
