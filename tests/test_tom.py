@@ -130,7 +130,9 @@ def published(kafka, spark, tmp_path_factory) -> tuple[Path, dict[str, list[str]
 def tom_bin(wheel) -> Path:
     """The TOM's environment with the wheel of the code under test in it."""
     python = TOM_ENV / "bin" / "python"
-    assert python.exists(), f"{TOM_ENV} is missing: `make tom` (or `make test`) makes the TOM's environment"
+    assert python.exists(), (
+        f"{TOM_ENV} is missing: `make tom` (or `make test`) makes the TOM's environment"
+    )
     install_wheel(wheel, python)
     return TOM_ENV / "bin"
 
