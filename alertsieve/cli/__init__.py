@@ -1,4 +1,5 @@
-"""The `alertsieve` command: thin argument parsing over the library."""
+"""alertsieve: filter Rubin and ZTF alert streams. Write a filter, check it (filters check), try
+it on past alerts (backtest), run it on a stream (filter), and read its matches (listen)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,19 @@ from alertsieve.cli.shared import add_verbosity, verbosity
 from alertsieve.errors import AlertsieveError
 
 
+_Raw = argparse.RawDescriptionHelpFormatter
+EPILOG = """a filter author's first commands (no Kafka needed):
+  alertsieve filters check my_filter --filter-path my_filters/
+  alertsieve backtest --input tests/data/real --filter-path my_filters/ --filter my_filter
+'alertsieve COMMAND --help' says more; docs/ has the guides."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every command, each from its module, in the order ``--help`` lists them; each parser's
     ``handler`` default is the function that runs it."""
-    parser = argparse.ArgumentParser(prog="alertsieve", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="alertsieve", description=__doc__, epilog=EPILOG, formatter_class=_Raw
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     setup.add_parser(sub)
     jars.add_parser(sub)

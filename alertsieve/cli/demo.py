@@ -8,7 +8,11 @@ from typing import Any
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     demo = sub.add_parser(
-        "demo", help="embedded Kafka, simulated visits, the filter job, a summary"
+        "demo",
+        help="embedded Kafka, simulated visits, the filter job, a summary",
+        description="Start a Kafka broker on this machine, send simulated Rubin visits (and four"
+        " malformed messages), run the filter job on them, read every match back and print a"
+        " summary; everything it started is stopped when it returns. No setup beyond make setup.",
     )
     demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")
     demo.add_argument("--alerts-per-visit", type=int, default=2000, help="default 2000")

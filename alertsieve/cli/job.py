@@ -12,13 +12,20 @@ from alertsieve.stream.flags import add_arguments
 def add_parsers(sub: Any) -> None:
     """``filter`` and ``archive``: both take every flag of the job's settings."""
     filt = sub.add_parser(
-        "filter", help="run the filter stream job (same as jobs/filter_stream.py)"
+        "filter",
+        help="run the filter stream job (same as jobs/filter_stream.py)",
+        description="Read alerts from a Kafka topic, run the filters on every alert and publish"
+        " each filter's matches on its own topic (and archive them in Delta). Settings come from"
+        " --config (a YAML file; conf/filter_stream.yaml) and the flags below, which win; every"
+        " one is in docs/configuration.md.",
     )
     add_arguments(filt)
     filt.set_defaults(handler=run_filter)
     arch = sub.add_parser(
         "archive",
         help="archive a filter job's topics into Delta (the job's settings; --archive-trigger)",
+        description="Keep a filter job's matches and quarantine in Delta tables, exactly once, as"
+        " a process of its own: give it the job's own settings (the same --config and flags).",
     )
     add_arguments(arch)
     arch.set_defaults(handler=run_archive)

@@ -4,8 +4,7 @@ nothing was lost (``--verify``; exit 1 when something is missing).
 
 The counts topic is the one the job names in each record's ``counts_topic`` header, whatever its
 ``output_prefix``; for records of a job older than that header, the topic's prefix up to its first
-``-``, then ``counts`` (``alertsieve.publish.contract.derive_counts_topic``). ``--counts-topic``
-overrides both.
+``-``, then ``counts`` (alertsieve-bright: alertsieve-counts). ``--counts-topic`` overrides both.
 """
 
 from __future__ import annotations

@@ -164,7 +164,12 @@ class JobConfig(BaseModel):
         True,
         description="run the filters of filters/ and of installed packages",
         examples=[False],
-        json_schema_extra=_flag("--no-discover", cli="false"),
+        json_schema_extra=_flag(
+            "--no-discover",
+            cli="false",
+            help="run only the filters given here (--sql, --filter-path), not those of filters/"
+            " and of installed packages",
+        ),
     )
     filter_paths: list[str] = Field(
         default_factory=list,

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         if kind == "true":
             kwargs.update(action="store_const", const=True)
         elif kind == "false":
-            kwargs.update(action="store_const", const=False, help=f"not: {info.description}")
+            kwargs.update(action="store_const", const=False, help=meta["help"])
         elif kind in ("append", "pairs", "sql"):
             kwargs.update(action="append", metavar=_metavar(kind))
         else:
