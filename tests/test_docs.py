@@ -115,11 +115,19 @@ def _runnable() -> list[tuple[str, str]]:
 @pytest.mark.slow
 @pytest.mark.parametrize(("command", "shown"), _runnable())
 def test_the_readme_commands_that_need_no_broker_print_what_it_shows(
-    command, shown, spark, capsys, monkeypatch
+    command, shown, spark, capsys, monkeypatch, tmp_path
 ):
-    """Run as the README says, from the checkout's top, in this process on the tests' session (the
-    check is the command's output; the console script itself is run by test_wheel and the demo's)."""
-    monkeypatch.chdir(ROOT)
+    """Run as the README says, in this process on the tests' session (the check is the command's
+    output; the console script itself is run by test_wheel and the demo's): from a folder like the
+    checkout's top, with the files the README asks its reader to save ("Save this as `PATH`:")."""
+    for folder in ("tests", "filters", "models", "conf"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    saved = re.findall(r"Save this as `([^`]+)`:\s*```python\n(.*?)```", README.read_text(), re.S)
+    assert saved  # the astronomer's filter
+    for path, body in saved:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(body)
+    monkeypatch.chdir(tmp_path)
     tokens = shlex.split(command, comments=True)
     assert tokens[0].endswith("alertsieve")
     assert main(tokens[1:]) == 0, capsys.readouterr().err[-2000:]

@@ -1,0 +1,193 @@
+"""Every snippet true when copied: each command of the README, docs/ and the notebooks' text is
+parsed by the parser it would meet (alertsieve's, the job scripts', the Makefile's targets, pip's
+extras), each Python block compiles, each block that defines filters loads beside the
+contributed ones and passes `alertsieve filters check`, and each YAML and JSON block parses.
+Programs of other projects (docker, kubectl, promtool, ...) are named in OTHER_PROGRAMS: their
+lines are split like a shell would and no further."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from alertsieve.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+#: Scripts in commands, and the alertsieve command whose parser they share.
+JOB_SCRIPTS = {"jobs/filter_stream.py": "filter", "jobs/produce_alerts.py": "produce"}
+OTHER_PROGRAMS = {"docker", "kubectl", "helm", "promtool", "prometheus", "curl", "mkdir", "cat"}
+OTHER_PROGRAMS |= {"cd", "ls", "git", "python", "python3", "jupyter", "java", "sudo", "apt-get"}
+
+
+def _texts() -> list[tuple[str, str]]:
+    """(where, markdown) of every page and every notebook's markdown cells."""
+    out = [(p.name, p.read_text()) for p in PAGES]
+    for book in NOTEBOOKS:
+        cells = json.loads(book.read_text())["cells"]
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] == "markdown":
+                out.append((f"{book.name} cell {i}", "".join(cell["source"])))
+    return out
+
+
+def blocks(language: str) -> list[tuple[str, str]]:
+    """(where, body) of every fenced block in ``language``."""
+    return [
+        (where, body)
+        for where, text in _texts()
+        for body in re.findall(rf"```{language}\n(.*?)```", text, re.S)
+    ]
+
+
+def commands() -> list[tuple[str, str]]:
+    """(where, command) of every ``$ `` line of the console blocks, continuations joined."""
+    out = []
+    for where, body in blocks("console"):
+        lines = body.rstrip("\n").split("\n")
+        for i, line in enumerate(lines):
+            if not line.startswith("$ "):
+                continue
+            command = line[2:]
+            while command.endswith("\\"):
+                i += 1
+                command = command[:-1] + " " + lines[i].strip()
+            out.append((where, command))
+    return out
+
+
+def _makefile_targets() -> set[str]:
+    return set(re.findall(r"^([a-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
+
+
+def _extras() -> set[str]:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return set(project["optional-dependencies"])
+
+
+def _parse_alertsieve(args: list[str]) -> str | None:
+    """Why ``alertsieve ARGS`` would not parse, or None."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            build_parser().parse_args(args)
+    except SystemExit as e:
+        if e.code:
+            return err.getvalue().strip().splitlines()[-1]
+    return None
+
+
+def _unbracket(token: str) -> str:
+    """``[--data-dir``, ``D]`` as typed; ``alertsieve[tom]`` left whole."""
+    token = token.removeprefix("[")
+    return token if "[" in token else token.removesuffix("]")
+
+
+def problem(command: str) -> str | None:
+    """Why ``command`` would fail to parse as shown, or None."""
+    # A usage line's optional parts ([--purge]) and elisions (...) are shown, not typed.
+    tokens = [_unbracket(t) for t in shlex.split(command, comments=True) if t != "..."]
+    while tokens and re.match(r"^[A-Z_]+=", tokens[0]):  # VAR=value before the program
+        tokens = tokens[1:]
+    program = tokens[0]
+    at = next((i for i, t in enumerate(tokens) if t.endswith(tuple(JOB_SCRIPTS))), None)
+    if (
+        at is not None
+    ):  # spark-submit [its options] jobs/X.py, local:///.../jobs/X.py, python jobs/X.py
+        script = next(s for s in JOB_SCRIPTS if tokens[at].endswith(s))
+        return _parse_alertsieve([JOB_SCRIPTS[script], *tokens[at + 1 :]])
+    if program.endswith("alertsieve"):
+        return _parse_alertsieve(tokens[1:])
+    if program == "make":
+        missing = [t for t in tokens[1:] if t not in _makefile_targets()]
+        return f"no make target {missing[0]}" if missing else None
+    if program.endswith("pip"):
+        named = {e for t in tokens for e in re.findall(r"alertsieve\[([\w,]+)\]", t)}
+        unknown = {e for group in named for e in group.split(",")} - _extras()
+        return f"no extra {sorted(unknown)}" if unknown else None
+    if program.split("/")[-1] in OTHER_PROGRAMS:
+        return None
+    return f"{program}: a program this test does not know (add it to OTHER_PROGRAMS)"
+
+
+def test_every_command_shown_parses():
+    found = commands()
+    failures = [f"{where}: {c}: {p}" for where, c in found if (p := problem(c))]
+    assert failures == []
+    assert len(found) > 50  # not vacuous: the pages' commands were found
+
+
+def test_a_wrong_flag_in_a_page_is_caught():
+    """The break: what the test above says of a flag no command has."""
+    said = problem(".venv/bin/alertsieve backtest --input x --spark-conf a=b")
+    assert said == "alertsieve: error: unrecognized arguments: --spark-conf a=b"
+    assert problem("make setup tests") == "no make target tests"
+    assert problem("pip install 'alertsieve[stream,cluster]'") == "no extra ['cluster']"
+
+
+def test_every_python_block_compiles_and_every_yaml_and_json_block_parses():
+    for where, body in blocks("python"):
+        ast.parse(body, filename=where)
+    for where, body in blocks("yaml"):
+        yaml.safe_load(body)
+    for where, body in blocks("json"):
+        if "..." not in body:  # an excerpt of a record
+            json.loads(body)
+    assert len(blocks("python")) >= 10
+
+
+def _filter_blocks() -> list[tuple[str, str]]:
+    return [
+        (w, b)
+        for w, b in blocks("python")
+        if re.search(r"^(FILTER|FILTERS)\s*=|@python_filter", b, re.M)
+    ]
+
+
+@pytest.mark.slow
+def test_every_filter_a_page_defines_loads_beside_the_contributed_ones_and_checks(
+    spark, tmp_path, capsys, monkeypatch
+):
+    """Saved as a user would save it, each documented filter is found with the contributed ones
+    (so none is named like one of them) and passes `alertsieve filters check`."""
+    found = _filter_blocks()
+    assert len(found) >= 4
+    catalogs = tmp_path / "catalogs"
+    for name in sorted({n for _, b in found for n in re.findall(r"xmatch\.(\w+)", b)}):
+        # the pages make theirs from the shipped catalogs (galaxies: OpenNGC's, docs/filters.md)
+        source = "builtin:hipparcos" if name == "hipparcos" else "builtin:openngc"
+        add = ["catalog", "add", name, source, "--radius", "600", "--catalog-dir", str(catalogs)]
+        assert main(add) == 0
+    capsys.readouterr()
+    for i, (where, body) in enumerate(found):
+        folder = tmp_path / f"block{i}"
+        folder.mkdir()
+        (folder / "documented.py").write_text(body)
+        names = re.findall(r'name="(\w+)"', body)[:1]
+        monkeypatch.chdir(ROOT)
+        code = main(
+            [
+                "filters",
+                "check",
+                *names,
+                "--filter-path",
+                str(folder),
+                "--catalog-dir",
+                str(catalogs),
+            ]
+        )
+        out = capsys.readouterr()
+        assert code == 0, f"{where}: {out.out}{out.err[-1500:]}"
+        assert out.out.startswith(f"ok      {names[0]} ("), f"{where}: {out.out}"
