@@ -140,9 +140,9 @@ def test_a_wrong_flag_in_a_page_is_caught():
 def test_every_python_block_compiles_and_every_yaml_and_json_block_parses():
     for where, body in blocks("python"):
         ast.parse(body, filename=where)
-    for where, body in blocks("yaml"):
+    for _where, body in blocks("yaml"):
         yaml.safe_load(body)
-    for where, body in blocks("json"):
+    for _where, body in blocks("json"):
         if "..." not in body:  # an excerpt of a record
             json.loads(body)
     assert len(blocks("python")) >= 10

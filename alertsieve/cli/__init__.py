@@ -26,7 +26,6 @@ from alertsieve.cli import (
 from alertsieve.cli.shared import add_verbosity, verbosity
 from alertsieve.errors import AlertsieveError
 
-
 _Raw = argparse.RawDescriptionHelpFormatter
 EPILOG = """a filter author's first commands (no Kafka needed):
   alertsieve filters check my_filter --filter-path my_filters/
