@@ -279,6 +279,8 @@ RUN_BY: dict[str, str | None] = {
     "bench payloads": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
     "bench xmatch": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
     "bench latency": "test_bench_quick.py::test_each_bench_command_quick_counts_what_plain_python_counts",
+    "warm status": "test_warm.py::test_backtests_share_a_warm_session_read_edits_and_leave_other_surveys_aside",
+    "warm stop": "test_warm.py::test_backtests_share_a_warm_session_read_edits_and_leave_other_surveys_aside",
 }
 
 

@@ -24,7 +24,7 @@ def test_conda_environment_matches_pyproject():
     # The project itself, with the extras `make setup` installs, is the only pip requirement:
     # pyproject is the single list of Python dependencies.
     makefile = (ROOT / "Makefile").read_text()
-    extras = makefile.split("pip install -q -e '.[", 1)[1].split("]", 1)[0]
+    extras = re.search(r"pip install -q (?:--python \S+ )?-e '\.\[([\w,]+)\]'", makefile)[1]
     assert pip_section == [f"-e .[{extras}]"]
     # Every extra but the TOM's (an environment of its own, from the wheel) and the tables (which
     # the stream extra brings).
