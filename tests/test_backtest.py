@@ -256,3 +256,36 @@ def test_the_backtest_command_exits_non_zero_when_no_alert_is_in_the_nights(spar
     assert out.err.strip() == (
         "alertsieve backtest: error: no alert of the input decodes in the nights 2030-01-01 to ..."
     )
+
+
+def test_a_folder_of_every_kind_is_read_whole(spark, tmp_path):
+    """A folder as a user keeps one: the 47 real LSSTCam v10.0 alerts (more than the first
+    messages a decoder is planned from) before Operations Rehearsal v7.4 ones, two brokers'
+    Parquet exports of other versions side by side, ZTF alerts and a SOURCES.md. Each export is
+    read on its own schema, every Rubin version is decoded, the ZTF alerts are a survey of their
+    own: counts from fastavro and pyarrow."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    from alertsieve.backtest.sources import survey_sources
+
+    light_curves = REAL.parent / "rubin-light-curves" / "rubin-lsstcam-v10_0.avro"
+    (tmp_path / "a-lsstcam.avro").symlink_to(light_curves)
+    (tmp_path / "b-or.avro").symlink_to(REAL / "rubin-opsrehearsal-v7_4.avro")
+    shutil.copytree(REAL.parent / "exports", tmp_path / "exports")  # folders: rglob
+    shutil.copytree(REAL / "ztf-3.3", tmp_path / "ztf")  # follows no symlink to one
+    (tmp_path / "SOURCES.md").write_text("where these come from\n")
+    rubin = sum(
+        1
+        for p in (light_curves, REAL / "rubin-opsrehearsal-v7_4.avro")
+        for _ in fastavro.reader(p.open("rb"))
+    )
+    rubin += sum(pq.read_metadata(p).num_rows for p in (REAL.parent / "exports").glob("*.parquet"))
+    ztf = sum(1 for p in (REAL / "ztf-3.3").glob("*.avro") for _ in fastavro.reader(p.open("rb")))
+    every = {s: AlertFilter(name=f"every_{s}", survey=s, sql="true") for s in ("rubin", "ztf")}
+    found = {a.decoder.survey: a for a in survey_sources(spark, [str(tmp_path)])}
+    assert sorted(found) == ["rubin", "ztf"]
+    for survey, expected in (("rubin", rubin), ("ztf", ztf)):
+        (row,) = backtest(spark, [every[survey]], found[survey])
+        assert (row.alerts, row.matches, row.errors) == (expected, expected, 0)

@@ -114,8 +114,7 @@ def find_inputs(paths: list[str | Path]) -> list[FileInput]:
             avro = sorted(p.rglob("*.avro"))
             if not parquet and not avro:
                 raise ReplayError(f"{p} is a folder without any .avro or .parquet files")
-            if parquet:
-                inputs.append(_parquet(str(p), parquet, root=p))
+            inputs.extend(_parquet_folder(p, parquet))
             inputs.extend(_avro(str(p), avro))
         elif p.is_file():
             if _kind(p) == "parquet":
@@ -151,6 +150,30 @@ def _avro(name: str, files: list[Path]) -> list[FileInput]:
             )
         by_writer[key].files.append(f)
     return list(by_writer.values())
+
+
+def _parquet_folder(folder: Path, files: list[Path]) -> list[FileInput]:
+    """A folder's Parquet files: a dataset (files in ``key=value`` partition folders below a
+    folder) is one input, read with its partition columns; other files, one input per schema
+    (two exports of other versions side by side are two inputs, as Avro files of two writers)."""
+    import pyarrow.parquet as pq
+
+    by_root: dict[Path, list[Path]] = {}
+    for f in files:
+        root = f.parent
+        while root != folder and "=" in root.name:
+            root = root.parent
+        by_root.setdefault(root, []).append(f)
+    inputs = []
+    for root, group in by_root.items():
+        if any(f.parent != root for f in group):
+            inputs.append(_parquet(str(folder), group, root=root))
+            continue
+        by_schema: dict[str, list[Path]] = {}
+        for f in group:
+            by_schema.setdefault(str(pq.read_schema(f)), []).append(f)
+        inputs.extend(_parquet(str(folder), same) for same in by_schema.values())
+    return inputs
 
 
 def _parquet(name: str, files: list[Path], root: Path | None = None) -> FileInput:

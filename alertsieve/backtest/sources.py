@@ -86,7 +86,7 @@ def _inputs_source(spark, inputs: list, name: str, schema_dir: str | None) -> Al
     head = [r.value for r in raw.select("value").limit(20).collect()]
     if not head:
         raise FilterError(f"no alerts in {name}")
-    stated = _rubin_versions_in([m for _, m in official[:20]]) or ()
+    stated = _rubin_versions_in([m for _, m in official]) or ()  # every writer, not the first's
     rubin = tuple(sorted(versions.union(stated), key=version_order))
     settings = DecodeSettings(topic=name, schema_dir=schema_dir, schema_versions=rubin or None)
     decoder = make_decoder(settings, head, view_also=view_versions(), seen=one_per_writer(raw))
