@@ -148,6 +148,7 @@ ZTF_EDITED_FOR = (
     "ztf_fast_transients",
     "ztf_long_variables",
     "ztf_known_asteroids",
+    "ztf_steady_risers",
 )
 #: The north Galactic pole (ICRS), far from the plane, for the copies that must be.
 _HIGH_LATITUDE = {"candidate.ra": 192.85948, "candidate.dec": 27.12825}
@@ -270,11 +271,18 @@ def ztf_made_to_pass(record: dict, first_id: int = EDITED_IDS) -> list[dict]:
         "candidate.distpsnr1": 8.0,
         "candidate.ndethist": 1,
     }
+    # Steady riser: first seen by ZTF 20 d ago (too old for the early and fast filters), 0.1 mag/d
+    # brighter every 3 d over the last 12 d.
+    steady = {**transient, "candidate.jdstarthist": jd - 20, "candidate.ndethist": 6}
+    steady_history = [
+        detection(d, 18.0 + 0.1 * d, 0.08, k) for k, d in enumerate((3.0, 6.0, 9.0, 12.0))
+    ]
     copies = [
         changed(record, **early, prv_candidates=history(*early_history, kept=week_old)),
         changed(record, **fast, prv_candidates=history(*fast_history, kept=week_old)),
         changed(record, **variable, prv_candidates=history(*variable_history)),
         changed(record, **asteroid, prv_candidates=history()),
+        changed(record, **steady, prv_candidates=history(*steady_history, kept=week_old)),
     ]
     return [
         changed(a, candid=first_id + i, **{"candidate.candid": first_id + i})

@@ -54,12 +54,13 @@ REAL = ztf_histories()[0]
 PRV_FIELDS = list(REAL["prv_candidates"][0])
 #: One of its upper limits: the template of the limits made here.
 LIMIT = next(p for p in REAL["prv_candidates"] if p["candid"] is None)
-#: {filter: a copy of REAL made to pass it}. EARLY: first seen 5 d ago, limit 20.5 mag at 7 d,
+#: {filter: a copy of REAL made to pass it}. STEADY: first seen 20 d ago, 0.1 mag/d brighter
+#: every 3 d over 12 d (19.2 to 18.0 +- 0.08). EARLY: first seen 5 d ago, limit 20.5 mag at 7 d,
 #: detections at 5 d (18.8 +- 0.08) and 2 d (18.4 +- 0.06), now 18.0 +- 0.05. FAST: detections at
 #: 1.5 d (19.5 +- 0.1) and 1 d (19.0 +- 0.08), now 18.0 +- 0.05. VARIABLE: a PS1 star, five
 #: detections 5-25 d ago, 17.0-18.0 mag. ASTEROID: 1.5 arcsec from a known object of 18.3 mag.
 BASES = dict(zip(ZTF_EDITED_FOR, ztf_made_to_pass(REAL), strict=True))
-EARLY, FAST, VARIABLE, ASTEROID = BASES.values()
+EARLY, FAST, VARIABLE, ASTEROID, STEADY = BASES.values()
 
 #: (ra, dec) at Galactic latitude b (l = 100 deg), by astropy: what ZTF_SIN_B meets at the cuts.
 AT_LATITUDE = {
@@ -277,7 +278,79 @@ SIX_SWINGS = [17.0, 17.5] * 3
 #: FAST's rise over 1 d with both errors e = 1 / (sigma sqrt 2): 1 mag at ``sigma``.
 FAST_AT = {s: 1 / (s * math.sqrt(2)) for s in (3.03, 2.97)}
 
+
+def steady(*points: tuple) -> dict:
+    """STEADY (now 18.0 +- 0.05) with earlier detections ``(days, mag[, err, fid, sign])``."""
+    return light_curve(STEADY, *points)
+
+
+#: STEADY's line at a rise of ``r`` mag/d, 3 d apart, errors 0.08.
+def rising_at(rate: float, err: float = 0.08) -> dict:
+    return steady(*[(d, 18.0 + rate * d, err) for d in (3.0, 6.0, 9.0, 12.0)])
+
+
 CASES: dict[str, list[Case]] = {
+    "ztf_steady_risers": [
+        ("made to pass", STEADY, True),
+        ("0.06 mag/d", rising_at(0.06), True),
+        ("0.04 mag/d", rising_at(0.04), False),
+        ("fading", rising_at(-0.1), False),
+        # 0.1 mag/d over 12 d, the earlier points' errors e (this one's 0.05), by numpy:
+        ("0.1 mag/d, earlier errors 0.30: 5.24 sigma", rising_at(0.1, 0.30), True),
+        ("0.1 mag/d, earlier errors 0.32: 4.94 sigma", rising_at(0.1, 0.32), False),
+        (
+            "3 earlier points: 4 in all",
+            steady((3, 18.3, 0.08), (6, 18.6, 0.08), (9, 18.9, 0.08)),
+            True,
+        ),
+        ("2 earlier points: 3 in all", steady((3, 18.3, 0.08), (6, 18.6, 0.08)), False),
+        (
+            "4 points over 2.1 d, 0.3 mag/d",
+            steady((0.7, 18.21, 0.03), (1.4, 18.42, 0.03), (2.1, 18.63, 0.03)),
+            True,
+        ),
+        (
+            "4 points over 1.9 d, 0.3 mag/d",
+            steady((0.6, 18.18, 0.03), (1.2, 18.36, 0.03), (1.9, 18.57, 0.03)),
+            False,
+        ),
+        (
+            "the oldest point 15.5 d ago, outside the window",
+            steady((3, 18.3, 0.08), (6, 18.6, 0.08), (15.5, 19.55, 0.08)),
+            False,
+        ),
+        (
+            "a point in another band",
+            steady(
+                (3, 18.3, 0.08),
+                (6, 18.6, 0.08),
+                (9, 18.9, 0.08, 3 - STEADY["candidate"]["fid"] % 2),
+            ),
+            False,
+        ),
+        (
+            "a negative subtraction among the points",
+            steady((3, 18.3, 0.08), (6, 18.6, 0.08), (9, 18.9, 0.08, None, "f")),
+            False,
+        ),
+        (
+            "a point without an error",
+            steady((3, 18.3, 0.08), (6, 18.6, 0.08), (9, 18.9, None)),
+            False,
+        ),
+        (
+            "a NaN magnitude",
+            steady((3, 18.3, 0.08), (6, 18.6, 0.08), (9, NAN, 0.08)),
+            False,
+        ),
+        *at(STEADY, "candidate.magpsf", (NAN, False)),
+        *at(STEADY, "candidate.sigmapsf", (NAN, False), (0.0, False)),
+        *age_cases(STEADY, 30.0, young=True),
+        *clean_cases(STEADY),
+        *sign_cases(STEADY),
+        *sso_veto_cases(STEADY),
+        *ps1_cases(STEADY, star=False),
+    ],
     "ztf_early_sn_ia": [
         ("made to pass", EARLY, True),
         ("3.03 sigma brighter than 2 d ago", sigma_apart(EARLY, (5, 18.8, 0.08), 2, 3.03), True),
@@ -509,11 +582,12 @@ def case_decisions(spark) -> dict[str, list[bool]]:
     return out
 
 
-def test_four_ztf_filters_all_sql():
-    """The contributed ZTF filters are these four SQL filters (Real-Time Mode), each described,
-    with a contact."""
+def test_the_ztf_filters_four_in_sql_one_in_python():
+    """The contributed ZTF filters of alert fields: four SQL filters (Real-Time Mode) and one
+    Python filter, the example of one; each described, with a contact."""
     assert set(FILTERS) == set(CASES) == set(ZTF_EDITED_FOR)
-    assert all(isinstance(f, AlertFilter) for f in FILTERS.values())
+    python = {name for name, f in FILTERS.items() if not isinstance(f, AlertFilter)}
+    assert python == {"ztf_steady_risers"}
     assert all(f.description and f.contact and f.survey == "ztf" for f in FILTERS.values())
 
 

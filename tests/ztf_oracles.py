@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import cache, partial
 
 import fastavro
+import numpy as np
 from astropy import units as u
 from astropy.coordinates import SkyCoord
 from crafted import ztf_messages
@@ -227,6 +228,53 @@ def _anomalous(a: dict, max_score: float) -> bool:
     return _clean(a["candidate"]) and score < max_score
 
 
+def _steady_riser(
+    a: dict,
+    window_days: float,
+    min_points: int,
+    min_span_days: float,
+    min_rise: float,
+    min_sigma: float,
+    max_age_days: float,
+) -> bool:
+    """A clean, young, positive detection whose band's positive detections of the last
+    ``window_days`` (itself included) fit a line brightening faster than ``min_rise`` mag/d at
+    ``min_sigma``: numpy's weighted least squares (``polyfit``, weights 1/sigma, the coefficients'
+    covariance unscaled by the residuals)."""
+    c = a["candidate"]
+    age = _ztf_age(c)
+    if not (
+        _clean(c)
+        and _positive(c)
+        and not _ps1_star(c)
+        and not _sso_within(c, 20.0)
+        and age is not None
+        and _below(age, max_age_days)
+        and _number(c.get("magpsf"))
+        and _above(c.get("sigmapsf"), 0)
+    ):
+        return False
+    same_band = [c] + [
+        p
+        for p in a.get("prv_candidates") or []
+        if p["fid"] == c["fid"] and p.get("isdiffpos") in ("t", "1")
+    ]
+    points = [
+        (p["jd"], p["magpsf"], p["sigmapsf"])
+        for p in same_band
+        if all(_number(p.get(k)) for k in ("jd", "magpsf", "sigmapsf"))
+        and p["sigmapsf"] > 0
+        and c["jd"] - window_days <= p["jd"] <= c["jd"]
+    ]
+    if len(points) < min_points:
+        return False
+    jd, mag, sigma = (np.array(x) for x in zip(*points, strict=True))
+    if jd.max() - jd.min() < min_span_days:
+        return False
+    (slope, _), cov = np.polyfit(jd - c["jd"], mag, 1, w=1 / sigma, cov="unscaled")
+    return -slope > min_rise and -slope / math.sqrt(cov[0][0]) > min_sigma
+
+
 def ztf_oracles() -> dict[str, Callable[[dict], bool]]:
     """{contributed ZTF filter: its science in plain Python, over one alert as fastavro decodes
     it}, at the filters' declared parameter values (read as data; their SQL is not run)."""
@@ -237,6 +285,7 @@ def ztf_oracles() -> dict[str, Callable[[dict], bool]]:
         "ztf_long_variables": _long_variable,
         "ztf_known_asteroids": _known_asteroid,
         "ztf_anomalies": _anomalous,
+        "ztf_steady_risers": _steady_riser,
     }
     assert set(science) == set(params), "a contributed ZTF filter has no oracle here"
     return {name: partial(test, **params[name]) for name, test in science.items()}
