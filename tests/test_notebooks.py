@@ -13,7 +13,9 @@ import nbformat
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from crafted import ztf_histories
 from nbclient import NotebookClient
+from ztf_oracles import ztf_oracles
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 EXPORT = Path(__file__).parent / "data" / "exports" / "rubin-or4-v7_1-export.parquet"
@@ -127,9 +129,11 @@ def test_02_explore_alerts(kernel):
     export = pq.read_table(EXPORT, columns=["prvDiaSources"]).column("prvDiaSources").to_pylist()
     longest = max(len(h or []) for h in export)
     assert "g_chi2" in out and re.search(rf"^0\s+\d+\s+{longest}\s", out, re.M), longest
-    assert (
-        images_in(book) == 5
-    )  # real beside simulated, a real light curve, histories, real cutouts, the export's longest
+    assert "124 real ZTF alerts with histories" in out
+    assert "ZTF21acoshvy" in out  # the young supernova among the youngest of the ZTF features
+    # real beside simulated, a real light curve, histories, real cutouts, the export's longest;
+    # ZTF: a light curve and cutouts
+    assert images_in(book) == 7
 
 
 def _real_alerts_inside_a_galaxy(name: str) -> tuple[int, int]:
@@ -181,7 +185,12 @@ def test_03_write_a_filter(kernel):
         f"{len(detections)} real LSSTCam alerts: {singles} single detections (CATS class [-1],"
         in out
     )
-    assert images_in(book) == 2  # the field, its galaxies and the matches; the classifiers
+    # the Python filter: its count of the real ZTF alerts, as its numpy oracle counts them
+    steady = ztf_oracles()["ztf_steady_risers"]
+    kept = sum(steady(a) for a in ztf_histories())
+    assert f"ztf_steady_risers: {kept} of {len(ztf_histories())} real ZTF alerts" in out and kept
+    # the field, its galaxies and the matches; the classifiers; a light curve per steady riser
+    assert images_in(book) == 2 + kept
 
 
 @pytest.mark.slow

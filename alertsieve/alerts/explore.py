@@ -92,16 +92,27 @@ def plot_light_curve(alert: dict, ax=None):
     return ax
 
 
-def cutout_image(fits_bytes: bytes):
-    """A cutout's pixels (the FITS primary HDU) as a 2-D array."""
-    from astropy.io import fits
+def cutout_image(stamp: bytes | dict):
+    """A cutout's pixels (the FITS primary HDU) as a 2-D array: Rubin's FITS bytes, or ZTF's
+    stamp (``{"fileName", "stampData"}``, gzipped FITS)."""
+    import gzip
+    import warnings
 
-    with fits.open(io.BytesIO(fits_bytes)) as hdus:
-        return hdus[0].data.copy()
+    from astropy.io import fits
+    from astropy.io.fits.verify import VerifyWarning
+
+    data = stamp["stampData"] if isinstance(stamp, dict) else stamp
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    with warnings.catch_warnings():
+        # ZTF's stamps write their SIMPLE card loosely; astropy reads the pixels all the same.
+        warnings.simplefilter("ignore", VerifyWarning)
+        with fits.open(io.BytesIO(data)) as hdus:
+            return hdus[0].data.copy()
 
 
 def plot_cutouts(alert: dict, axes=None):
-    """Science, template and difference stamps side by side."""
+    """Science, template and difference stamps side by side (Rubin's or ZTF's)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -114,11 +125,54 @@ def plot_cutouts(alert: dict, axes=None):
             ax.axis("off")
             continue
         pixels = cutout_image(alert[name])
-        low, high = np.percentile(pixels, [1, 99.5])
+        low, high = np.nanpercentile(pixels, [1, 99.5])
         ax.imshow(pixels, origin="lower", cmap="gray", vmin=low, vmax=high)
         ax.set_title(name.removeprefix("cutout"))
         ax.axis("off")
     return axes
+
+
+#: ZTF's filter ids and their bands.
+ZTF_BANDS = {1: "g", 2: "r", 3: "i"}
+
+
+def ztf_light_curve(alert: dict):
+    """A ZTF alert's earlier entries plus its candidate: time (JD), band, and either a detection
+    (magnitude, error, sign of the subtraction) or an upper limit (``diffmaglim``)."""
+    import pandas as pd
+
+    entries = [*(alert.get("prv_candidates") or []), {**alert["candidate"], "is_candidate": True}]
+    frame = pd.DataFrame(
+        {
+            "jd": [e["jd"] for e in entries],
+            "band": [ZTF_BANDS.get(e["fid"], str(e["fid"])) for e in entries],
+            "detected": [e.get("magpsf") is not None for e in entries],
+            "mag": [e.get("magpsf") for e in entries],
+            "mag_err": [e.get("sigmapsf") for e in entries],
+            "positive": [e.get("isdiffpos") in ("t", "1") for e in entries],
+            "limit": [e.get("diffmaglim") for e in entries],
+        }
+    )
+    return frame.sort_values("jd").reset_index(drop=True)
+
+
+def plot_ztf_light_curve(alert: dict, ax=None):
+    """Magnitudes by band (brighter up), upper limits as open triangles."""
+    import matplotlib.pyplot as plt
+
+    curve = ztf_light_curve(alert)
+    ax = ax or plt.gca()
+    for band, part in curve.groupby("band"):
+        color = BAND_COLORS.get(band)
+        seen, limits = part[part["detected"]], part[~part["detected"]]
+        ax.errorbar(seen["jd"], seen["mag"], yerr=seen["mag_err"], fmt="o", color=color, label=band)
+        ax.scatter(limits["jd"], limits["limit"], marker="v", facecolors="none", edgecolors=color)
+    ax.invert_yaxis()
+    ax.set_xlabel("JD")
+    ax.set_ylabel("PSF magnitude (limits: open triangles)")
+    ax.set_title(f"{alert['objectId']}, candid {alert['candid']}")
+    ax.legend(fontsize=7)
+    return ax
 
 
 #: Detections closer than this in time belong to one night's run of visits (days).
