@@ -57,7 +57,20 @@ def build_parser() -> argparse.ArgumentParser:
         add_verbosity(command)
         for sub_command in _sub_commands(command):
             add_verbosity(sub_command, inherited=True)
+    _describe(parser)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Every command's ``--help`` opens with a sentence: its own description, or else the line
+    the command list shows for it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for listed in action._choices_actions:
+                child = action.choices[listed.dest]
+                if child.description is None and listed.help:
+                    child.description = listed.help[0].upper() + listed.help[1:] + "."
+                _describe(child)
 
 
 def _sub_commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

@@ -47,7 +47,7 @@ def _seeds_alerts(parser: argparse.ArgumentParser) -> None:
         "--seeds-alerts",
         type=int,
         default=1_000,
-        help="alerts for the (slow) seeds' way (default 1000)",
+        help="alerts for the plain-Python baseline, fastavro and Python filters (slow; default 1000)",
     )
 
 
@@ -76,8 +76,8 @@ def _quick(parser: argparse.ArgumentParser, scale: str) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"a test's scale, in seconds to minutes, same JSON: {scale} (instead of the scale"
-        " flags)",
+        help=f"a small run (seconds to minutes) printing the same JSON, to try the command: {scale};"
+        " its numbers are not measurements",
     )
 
 
@@ -90,11 +90,13 @@ def _print_json(result: dict) -> int:
 
 
 def _add_produce(which: Any) -> None:
-    parser = which.add_parser("produce", help="producer throughput, ours against the seeds' way")
+    parser = which.add_parser(
+        "produce", help="producer throughput, against a plain-Python producer"
+    )
     _bootstrap(parser)
     _alerts(parser)
     _seeds_alerts(parser)
-    _quick(parser, "200 alerts a run, 20 the seeds' way")
+    _quick(parser, "200 alerts a run, 20 for the plain-Python producer")
     parser.set_defaults(handler=run_produce)
 
 
@@ -116,7 +118,7 @@ def _add_stream(which: Any) -> None:
     parser.add_argument(
         "--python-filter-counts",
         default="1,10",
-        help="the same cuts as Python filters, these counts (50 did not fit a 3 GB heap)",
+        help="the same cuts as Python filters, these counts (default 1,10)",
     )
     _batch(parser)
     _seeds_alerts(parser)
@@ -136,7 +138,7 @@ def _add_stream(which: Any) -> None:
     parser.add_argument(
         "--histories",
         default="0,25,400",
-        help="earlier detections of the history axis' alerts, one topic each ('' to skip)",
+        help="earlier detections per alert, one run each, for the cost of long light curves ('' to skip)",
     )
     parser.add_argument(
         "--history-alerts", type=int, default=2000, help="alerts per history (default 2000)"
@@ -144,19 +146,19 @@ def _add_stream(which: Any) -> None:
     parser.add_argument(
         "--model-alerts",
         default="tests/data/real/ztf-3.3-histories",
-        help="real ZTF alerts (container files) of the model axis ('' to skip)",
+        help="real ZTF alerts (container files) sent through the job with and without a model ('' to skip)",
     )
     parser.add_argument(
         "--model-rounds",
         type=int,
         default=160,
-        help="times the model axis sends them (default 160: 19,840 alerts of the 124)",
+        help="times those alerts are sent (default 160: the 124 real ones make 19,840)",
     )
     _quick(
         parser,
         "one visit of 300 alerts in batches of 100, 1 and 10 SQL filters, 1 Python filter,"
         " 2 visits 3 s apart, 4 s at the latency's rate and a 400-alert burst, 100 alerts of"
-        " each history, the model axis' alerts twice",
+        " each history length, the model run's alerts twice",
     )
     parser.set_defaults(handler=run_stream)
 
@@ -219,7 +221,7 @@ def _add_filters(which: Any) -> None:
     parser.add_argument(
         "--compiled-counts",
         default="",
-        help="these counts also run with every filter compiled (filters_as_data off)",
+        help="these filter counts also run with each filter compiled into the query, not read as data",
     )
     parser.add_argument(
         "--latency-counts",

@@ -15,7 +15,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         " summary; everything it started is stopped when it returns. No setup beyond make setup.",
     )
     demo.add_argument("--visits", type=int, default=2, help="simulated visits (default 2)")
-    demo.add_argument("--alerts-per-visit", type=int, default=2000, help="default 2000")
+    demo.add_argument(
+        "--alerts-per-visit", type=int, default=2000, help="alerts in each visit (default 2000)"
+    )
     demo.set_defaults(handler=run)
     return demo
 

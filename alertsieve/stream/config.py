@@ -188,7 +188,7 @@ class JobConfig(BaseModel):
         1,
         ge=1,
         description="ONNX Runtime's intra-op threads per Python worker for each model (Spark"
-        " runs a worker per core already; one thread keeps a forest's scores bit-stable)",
+        " runs a worker per core already; one thread gives the same scores run after run)",
         examples=[2],
         json_schema_extra=_flag("--model-threads", example="2"),
     )
@@ -278,7 +278,7 @@ class JobConfig(BaseModel):
     sinks: list[Literal["kafka", "delta"]] = Field(
         default_factory=lambda: ["kafka", "delta"],
         min_length=1,
-        description="kafka: a topic per filter; delta: the archive query beside it (reads those topics)",
+        description="kafka: a topic per filter; delta: also archive the matches in Delta, by a second query that reads those topics",
         examples=[["kafka", "delta"]],
         json_schema_extra=_flag("--sink", cli="csv", example="kafka,delta"),
     )
@@ -326,7 +326,7 @@ class JobConfig(BaseModel):
     )
     checkpoint: str = Field(
         "checkpoints/filter_stream",
-        description="the hot path's checkpoint (the archive's: <checkpoint>-archive)",
+        description="where the job keeps its progress, to resume after a restart (the archive's: <checkpoint>-archive)",
         examples=["checkpoints/filter_stream"],
         json_schema_extra=_flag("--checkpoint"),
     )
