@@ -11,56 +11,25 @@ import ast
 import json
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 import yaml
+from doc_blocks import JOB_SCRIPTS, ROOT, blocks, console_commands, texts
 
 from alertsieve.cli import build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-#: Scripts in commands, and the alertsieve command whose parser they share.
-JOB_SCRIPTS = {"jobs/filter_stream.py": "filter", "jobs/produce_alerts.py": "produce"}
 OTHER_PROGRAMS = {"docker", "kubectl", "helm", "promtool", "prometheus", "curl", "mkdir", "cat"}
 OTHER_PROGRAMS |= {"cd", "ls", "git", "python", "python3", "jupyter", "java", "sudo", "apt-get"}
 
 
-def _texts() -> list[tuple[str, str]]:
-    """(where, markdown) of every page and every notebook's markdown cells."""
-    out = [(p.name, p.read_text()) for p in PAGES]
-    for book in NOTEBOOKS:
-        cells = json.loads(book.read_text())["cells"]
-        for i, cell in enumerate(cells):
-            if cell["cell_type"] == "markdown":
-                out.append((f"{book.name} cell {i}", "".join(cell["source"])))
-    return out
+def _blocks(language: str) -> list[tuple[str, str]]:
+    """(where, body) of every fenced block in ``language``, in every page and notebook."""
+    return [(where, body) for where, text in texts() for body in blocks(language, text)]
 
 
-def blocks(language: str) -> list[tuple[str, str]]:
-    """(where, body) of every fenced block in ``language``."""
-    return [
-        (where, body)
-        for where, text in _texts()
-        for body in re.findall(rf"```{language}\n(.*?)```", text, re.S)
-    ]
-
-
-def commands() -> list[tuple[str, str]]:
-    """(where, command) of every ``$ `` line of the console blocks, continuations joined."""
-    out = []
-    for where, body in blocks("console"):
-        lines = body.rstrip("\n").split("\n")
-        for i, line in enumerate(lines):
-            if not line.startswith("$ "):
-                continue
-            command = line[2:]
-            while command.endswith("\\"):
-                i += 1
-                command = command[:-1] + " " + lines[i].strip()
-            out.append((where, command))
-    return out
+def _commands() -> list[tuple[str, str]]:
+    """(where, command) of every console block's ``$ `` lines."""
+    return [(where, c) for where, text in texts() for c, _ in console_commands(text)]
 
 
 def _makefile_targets() -> set[str]:
@@ -123,7 +92,7 @@ def problem(command: str) -> str | None:
 
 
 def test_every_command_shown_parses():
-    found = commands()
+    found = _commands()
     failures = [f"{where}: {c}: {p}" for where, c in found if (p := problem(c))]
     assert failures == []
     assert len(found) > 50  # not vacuous: the pages' commands were found
@@ -138,20 +107,20 @@ def test_a_wrong_flag_in_a_page_is_caught():
 
 
 def test_every_python_block_compiles_and_every_yaml_and_json_block_parses():
-    for where, body in blocks("python"):
+    for where, body in _blocks("python"):
         ast.parse(body, filename=where)
-    for _where, body in blocks("yaml"):
+    for _where, body in _blocks("yaml"):
         yaml.safe_load(body)
-    for _where, body in blocks("json"):
+    for _where, body in _blocks("json"):
         if "..." not in body:  # an excerpt of a record
             json.loads(body)
-    assert len(blocks("python")) >= 10
+    assert len(_blocks("python")) >= 10
 
 
 def _filter_blocks() -> list[tuple[str, str]]:
     return [
         (w, b)
-        for w, b in blocks("python")
+        for w, b in _blocks("python")
         if re.search(r"^(FILTER|FILTERS)\s*=|@python_filter", b, re.M)
     ]
 
