@@ -35,10 +35,15 @@ about 0.2 and 0.1 mag a day. ``ztf_fast_transients`` rightly leaves them (slower
 between the last two points); ``ztf_early_sn_ia`` takes one of them (ZTF21acoshvy).
 """
 
-import pandas as pd
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from alertsieve.filtering.model import python_filter
 from alertsieve.filtering.ztf_conditions import ZTF_CLEAN, ZTF_NEAR_SSO, ZTF_POSITIVE, ZTF_PS1_STAR
+
+if TYPE_CHECKING:  # pandas and numpy are the job's, not a subscriber's (filters list imports this)
+    import pandas as pd
 
 
 @python_filter(
@@ -76,6 +81,7 @@ def ztf_steady_risers(
 ) -> pd.Series:
     """Each alert: a clean, young detection whose band's last ``window_days`` fit a steady rise."""
     import numpy as np
+    import pandas as pd
 
     def measured(*values) -> bool:
         return all(v is not None and not np.isnan(v) for v in values)
