@@ -183,3 +183,20 @@ def test_an_or_is_clauses_that_never_overlap():
         [("a", (False, False)), ("b", (False, True)), ("c", (False, True))],
     ]
     assert list(itertools.chain.from_iterable(rows))[1][0].among == ("x", "y")
+
+
+def test_predicate_first_matching_selects_what_spark_selects_with_the_sql(frame):
+    """The same conditions matched predicate first (``alertsieve.filtering.predicates``, in the
+    hot path's Arrow UDF) over the same rows: each filter's alerts are those Spark's own SQL
+    selects, each once."""
+    from alertsieve.stream.predicate_first import MATCHED, matched, predicate_filters
+
+    filters = [AlertFilter(name=f"c{i}", sql=sql) for i, sql in enumerate(CONDITIONS)]
+    p = predicate_filters(frame, filters)
+    assert p is not None and p.filters == list(range(len(filters)))
+    rows = frame.select("_id", matched(p).alias(MATCHED)).collect()
+    got = Counter((i, r["_id"]) for r in rows for i in r[MATCHED])
+    assert [pair for pair, n in got.items() if n > 1] == []
+    for i, f in enumerate(filters):
+        want = {r["_id"] for r in frame.where(f.sql).select("_id").collect()}
+        assert {a for (j, a) in got if j == i} == want, f.sql
