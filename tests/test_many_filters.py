@@ -209,10 +209,10 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
     kafka, spark, tmp_path, topic_name
 ):
     """Users' filters of 14 shapes and free SQL, tuned to pass 0.01-1% of simulated and real
-    alerts, run over them: the shared shapes run as rows of a table, the free SQL as rows of
-    clauses, and every filter
-    publishes exactly the alerts its numpy twin selects over fastavro-decoded bytes, each as the
-    record or the alert its row asks for."""
+    alerts, run over them: those that read as clauses matched predicate first, the shape that
+    compares two fields as rows of a table, and every filter publishes exactly the alerts its
+    numpy twin selects over fastavro-decoded bytes, each as the record or the alert it asks
+    for."""
     from alertsieve.bench.user_population import columns, population
     from alertsieve.stream.job import FilterStream
 
@@ -259,15 +259,15 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
         free_sql_rows_from=2,
     )
     job = FilterStream(spark, cfg)
+    first = {job.plan.filters[i].name for i in job.plan.predicates.filters}
     shaped = {job.plan.filters[i].name for s in job.plan.shapes for i in s.members}
-    assert len(job.plan.shapes) >= 14 and len(shaped) >= 200  # the templates' filters, as data
-    # the free SQL as rows of clauses, one shape per record they publish (fields, alert)
-    as_clauses = {
-        job.plan.filters[i].name for s in job.plan.shapes if not s.lifted for i in s.members
-    }
-    assert {u.filter.name for u in users if u.template == "free"} <= as_clauses
-    # a shape's rows that publish the alert itself (its bytes kept on those rows only)
-    assert any(f.payload == "alert" for f in job.plan.filters if f.name in shaped)
+    # Every filter that reads as clauses is matched predicate first, free SQL included; the
+    # one shape that compares two fields (``x > k * y``) runs as rows of a table.
+    assert {u.filter.name for u in users if u.template not in ("brightening",)} == first
+    assert {u.filter.name for u in users if u.template == "brightening"} == shaped
+    assert len(job.plan.shapes) == 1 and not job.plan.compiled
+    # filters that publish the alert itself, and fields records, among the predicate-first ones
+    assert {by.payload for by in job.plan.filters if by.name in first} == {"alert", "fields"}
     lines = job.run()
 
     by_name = {u.filter.name: u.filter for u in users}

@@ -142,12 +142,15 @@ def record_key(f: Filter) -> tuple:
     return (f.payload, f.format, tuple(sorted(f.fields.items())))
 
 
-def find_shapes(filters: Sequence[Filter], min_filters: int = MIN_FILTERS) -> list[Shape]:
+def find_shapes(
+    filters: Sequence[Filter], min_filters: int = MIN_FILTERS, taken: frozenset[int] = frozenset()
+) -> list[Shape]:
     """The shapes shared by at least ``min_filters`` SQL filters of ``filters``, in order of
-    first appearance; Python filters and SQL of a shape of its own are left to compile."""
+    first appearance; Python filters and SQL of a shape of its own are left to compile, and
+    the filters of ``taken`` (run elsewhere) left out."""
     groups: dict[tuple, list[tuple[int, Lifted]]] = {}
     for i, f in enumerate(filters):
-        if f.runs_python:
+        if f.runs_python or i in taken:
             continue
         lifted = lift(f.expressions()["sql"])
         if not lifted.constants:

@@ -246,6 +246,16 @@ class JobConfig(BaseModel):
         " too (clauses); fewer compile one by one, as whole-stage code holds them (0: always)",
         examples=[0],
     )
+    predicates_from: int = Field(
+        100,
+        ge=0,
+        description="from this many SQL filters whose condition is AND, OR and NOT over"
+        " comparisons of a value with constants, they are matched together predicate first:"
+        " each value sorted once per batch, each filter from its tightest cut, in one Arrow UDF"
+        " (micro-batches without --watch; Real-Time Mode and --watch run them as rows); fewer"
+        " compile or run as rows",
+        examples=[0],
+    )
     on_bad_filter: Literal["fail", "skip"] = Field(
         "fail",
         description="a filter that fails its checks: fail stops the start-up (or refuses the whole"

@@ -23,7 +23,7 @@ from alertsieve.filtering.shapes import record_key
 from alertsieve.publish import contract
 from alertsieve.publish.payloads import record_column, record_inputs
 from alertsieve.spark.constants import constant_array
-from alertsieve.stream import shaped
+from alertsieve.stream import predicate_first, shaped
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import headers, kafka_options
@@ -131,12 +131,12 @@ def shaped_records(plan: JobPlan):
 
 
 def record_groups(plan: JobPlan) -> list[list[int]]:
-    """The compiled filters that publish fields records, grouped by their record (fields and
+    """The compiled and predicate-first filters that publish fields records, grouped by their record (fields and
     format): one expression writes the records of a group's matches, after the explode, so a
     thousand compiled filters of a few sets of fields are a few record expressions in the plan,
     not a thousand (their code was most of a batch's fixed cost)."""
     groups: dict[tuple, list[int]] = {}
-    for i in plan.compiled:
+    for i in plan.indexed:
         f = plan.filters[i]
         if f.name in plan.payloads:
             groups.setdefault(record_key(f), []).append(i)
@@ -179,7 +179,8 @@ def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool
     lambda, evaluated outside it, which takes every condition with it). The filters that run as
     data (``plan.shapes``) add a row per match of their own, from ``table``
     (``alertsieve.stream.shaped.table``), labelled by its row (``SHAPED_LABELS``) and with its
-    fields record (``SHAPED_RECORD``)."""
+    fields record (``SHAPED_RECORD``). The predicate-first filters' indices join the compiled
+    filters' in the same array (``alertsieve.stream.predicate_first``)."""
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
@@ -203,6 +204,8 @@ def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool
     extra = [c.alias(name) for name, c in per_alert.items()]
     none = F.array(F.lit(None).cast("int"))
     found = F.array_except(F.array(*slots), none) if slots else F.array().cast("array<int>")
+    if plan.predicates is not None:
+        found = F.concat(found, predicate_first.matched(plan.predicates))
     outcome_indices = F.when(F.col("_reason").isNull(), found).otherwise(
         F.array(F.lit(QUARANTINED))
     )

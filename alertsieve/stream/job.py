@@ -182,7 +182,11 @@ class FilterStream:
         for key, value in codegen_conf(self.plan).items():  # read as each batch is planned
             self.spark.conf.set(key, value)
         options = source_options(cfg)
-        in_python = any(f.runs_python for f in self.filters) or self.plan.readers
+        in_python = (
+            any(f.runs_python for f in self.filters)
+            or self.plan.readers
+            or self.plan.predicates is not None
+        )
         if in_python and cfg.max_offsets_per_trigger:
             # Spark queues each whole row (~100 KB) while Python computes a filter or a model over a
             # few of its columns, and its writer runs a whole partition ahead: small partitions

@@ -14,6 +14,7 @@ from alertsieve.catalogs.store import describe
 from alertsieve.filtering.discovery import discover, looked_in
 from alertsieve.filtering.lacking import lacking_fields, lacking_lines
 from alertsieve.filtering.model import Filter, FilterError, with_params
+from alertsieve.filtering.predicates import Predicates
 from alertsieve.filtering.prepare import prepare
 from alertsieve.filtering.refusals import SKIP, Refusals
 from alertsieve.filtering.scores.choose import models_read
@@ -35,6 +36,7 @@ from alertsieve.publish.versions import filter_versions
 from alertsieve.spark.session import driver_heap_mb
 from alertsieve.stream.admission import over_cap
 from alertsieve.stream.config import JobConfig
+from alertsieve.stream.predicate_first import predicate_filters
 from alertsieve.stream.shaped import runnable_shapes
 from alertsieve.view.decoder import Decoder
 from alertsieve.view.surveys import make_decoder
@@ -57,12 +59,22 @@ class JobPlan:
     scoring: Scoring | None = None  # the models the filters read (scores.*), run once per alert
     #: Filters that run as rows of a table, a condition per shape (``alertsieve.stream.shaped``)
     shapes: tuple[Shape, ...] = ()
+    #: Filters matched together predicate first (``alertsieve.stream.predicate_first``)
+    predicates: Predicates | None = None
 
     @property
     def compiled(self) -> list[int]:
-        """The indices of the filters compiled one by one (in no shape)."""
-        shaped = {i for s in self.shapes for i in s.members}
-        return [i for i in range(len(self.filters)) if i not in shaped]
+        """The indices of the filters compiled one by one (in no shape, not predicate first)."""
+        elsewhere = {i for s in self.shapes for i in s.members}
+        elsewhere |= set(self.predicates.filters if self.predicates else ())
+        return [i for i in range(len(self.filters)) if i not in elsewhere]
+
+    @property
+    def indexed(self) -> list[int]:
+        """The filters whose matches are their index in an alert's outcomes, labelled from the
+        plan's arrays (``alertsieve.stream.hot_path.outcomes``): compiled or predicate first."""
+        first = self.predicates.filters if self.predicates else []
+        return sorted([*self.compiled, *first])
 
     @property
     def readers(self) -> dict[str, list[str]]:
@@ -79,6 +91,8 @@ class JobPlan:
             f"survey {d.survey}: {len(d.writers)} writer schema(s), versions {', '.join(versions)};"
             f" decoding {len(self.paths)} of the view's {len(d.view)} fields"
         ]
+        if self.predicates:
+            lines.append(f"filters: {len(self.predicates.filters)} matched predicate first")
         if self.shapes:
             lifted = [s for s in self.shapes if s.lifted is not None]
             clauses = {i for s in self.shapes if s.lifted is None for i in s.members}
@@ -121,14 +135,20 @@ def plan_job(
     models = discover_models(cfg.model_paths)
     runtime = Runtime(cfg.model_threads, tuple(cfg.model_providers))
 
-    def records(samples) -> tuple[dict[str, str], dict, tuple[Shape, ...]]:
-        """The filters' versions, their fields records' types, compiled on the samples, and
-        the shapes that run as data."""
+    def records(samples) -> tuple[dict[str, str], dict, tuple[Shape, ...], Predicates | None]:
+        """The filters' versions, their fields records' types, compiled on the samples, the
+        filters matched predicate first and the shapes that run as data."""
         versions = filter_versions(filters, cfg.catalog_dir, models)
+        predicates = predicate_filters(samples, filters) if predicate_first(cfg, filters) else None
+        if predicates is not None and len(predicates.filters) < max(cfg.predicates_from, 1):
+            predicates = None
+        taken = frozenset(predicates.filters if predicates else ())
         shapes = (
-            runnable_shapes(samples, filters, cfg.free_sql_rows_from) if cfg.filters_as_data else ()
+            runnable_shapes(samples, filters, cfg.free_sql_rows_from, taken)
+            if cfg.filters_as_data
+            else ()
         )
-        return versions, record_types(filters, decoder, versions, samples), shapes
+        return versions, record_types(filters, decoder, versions, samples), shapes, predicates
 
     admitted = dict(running.versions) if running else {}  # versions that need no admission
     while True:
@@ -156,7 +176,7 @@ def plan_job(
             filters = refusals.leave_out(filters, e)
         if not filters:
             raise _nothing_left(decoder.survey, refusals)
-    versions, types, shapes = prepared.checked
+    versions, types, shapes, predicates = prepared.checked
     paths = prepared.paths
     if types:
         paths = list(dict.fromkeys([*paths, *envelope_paths(decoder)]))
@@ -180,7 +200,16 @@ def plan_job(
         refusals=refusals,
         scoring=prepared.scoring,
         shapes=shapes,
+        predicates=predicates,
     )
+
+
+def predicate_first(cfg: JobConfig, filters: list[Filter]) -> bool:
+    """Whether the job may match filters predicate first: in micro-batches (Real-Time Mode runs
+    no Python UDF) without ``--watch`` (which deploys shaped filters as rows without a restart),
+    with at least ``predicates_from`` SQL filters."""
+    sql = sum(not f.runs_python for f in filters)
+    return not cfg.realtime and not cfg.watch and sql >= max(cfg.predicates_from, 1)
 
 
 def _nothing_left(survey: str, refusals: Refusals) -> FilterError:

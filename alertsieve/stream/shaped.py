@@ -178,12 +178,15 @@ def store(spark, path: str, shapes: Sequence[Shape], labels: Labels) -> None:
     frame.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
 
 
-def runnable_shapes(samples, filters: Sequence[Filter], clauses_from: int) -> tuple[Shape, ...]:
+def runnable_shapes(
+    samples, filters: Sequence[Filter], clauses_from: int, taken: frozenset[int] = frozenset()
+) -> tuple[Shape, ...]:
     """The shapes of ``filters`` that Spark analyses with their constants as columns, over the
     sample alerts in the view; a shape it refuses (a constant that must be a literal, as in
     ``round(x, 2)``) is left to compile filter by filter, with a log line saying so. When at least
     ``clauses_from`` SQL filters of no shape read as clauses, they run as rows too
-    (``clause_shapes``); the others compile."""
+    (``clause_shapes``); the others compile. The filters of ``taken`` run elsewhere (predicate
+    first) and are left out."""
     from pyspark.errors import AnalysisException, ParseException
     from pyspark.sql import functions as F
 
@@ -212,11 +215,11 @@ def runnable_shapes(samples, filters: Sequence[Filter], clauses_from: int) -> tu
         return True
 
     # All at once first (35 shapes one by one took 8 s), one by one to find a refused one.
-    out = find_shapes(filters)
+    out = find_shapes(filters, taken=taken)
     if out and not analysed(out, say=False):
         out = [s for s in out if analysed([s])]
     shaped = {i for s in out for i in s.members}
-    rest = [i for i, f in enumerate(filters) if i not in shaped and not f.runs_python]
+    rest = [i for i, f in enumerate(filters) if i not in shaped | taken and not f.runs_python]
     if len(rest) < max(clauses_from, 1):
         return tuple(out)
     found = {}
