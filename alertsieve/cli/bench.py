@@ -215,7 +215,7 @@ def _add_filters(which: Any) -> None:
         "--population",
         choices=["realistic", "pmod"],
         default="realistic",
-        help="users' filters of many shapes tuned to pass 0.01-1%% each, checked against their"
+        help="users' filters of many shapes tuned to pass 0.01-5%% each, checked against their"
         " twins (default), or the one synthetic shape of earlier measurements",
     )
     parser.add_argument(
@@ -227,6 +227,13 @@ def _add_filters(which: Any) -> None:
         "--latency-counts",
         default="10,1000",
         help="Real-Time Mode at 250 alerts/s with these counts (default 10,1000; none: '')",
+    )
+    parser.add_argument(
+        "--sink",
+        choices=["kafka", "noop"],
+        default="kafka",
+        help="kafka: the matches published, beside librdkafka republishing the same records"
+        " (default); noop: the filters evaluated and counted, nothing published",
     )
     parser.add_argument("--figure", help="draw the results to this PNG")
     _quick(
@@ -248,7 +255,9 @@ def run_filters(args: argparse.Namespace) -> int:
         "latency_counts": _counts(args.latency_counts) if args.latency_counts else (),
     }
     scale = QUICK if args.quick else flags
-    result = bench_filters_per_job(args.bootstrap, population=args.population, **scale)
+    result = bench_filters_per_job(
+        args.bootstrap, population=args.population, sink=args.sink, **scale
+    )
     if args.figure:
         from alertsieve.bench.commands.filters import plot_filters_per_job
 

@@ -47,6 +47,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="an output topic (repeatable, or a comma-separated list)",
     )
     p.add_argument(
+        "--filter",
+        action="append",
+        metavar="NAME",
+        help="only this filter's matches (repeatable): how a subscriber reads its own from a"
+        " shared topic (<prefix>matches, delivery: shared), whose records name every filter"
+        " an alert passed",
+    )
+    p.add_argument(
         "--from-beginning",
         action="store_true",
         help="start at each partition's earliest record (default: new records only)",
@@ -136,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
     if received.interrupted:
         print("not verified: interrupted before the topics' end")
         return 130
-    report = verify(received.matches, subscriber.read_counts(), topics)
+    report = verify(received.matches, subscriber.read_counts(), topics, only=args.filter)
     print(summary_line(report))
     if not report["complete"]:
         for name, versions in sorted(report["filters"].items()):
@@ -164,6 +172,7 @@ def _subscriber(args: argparse.Namespace, topics: list[str]):
         store=open_store(args.schema_registry, args.schema_dir),
         counts_topic=args.counts_topic if args.verify else None,
         find_counts_topic=args.verify,  # the job names it in every record's headers
+        filters=args.filter,
     )
 
 

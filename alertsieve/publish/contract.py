@@ -26,6 +26,16 @@ Headers of every record of a filter's topic (``MATCH_HEADERS``), and why each is
 - ``counts_topic``: the job's counts topic, so a subscriber verifies against it without knowing
   the job's ``output_prefix``.
 
+With ``delivery: shared``, each alert that passed any shared filter is published once, on
+``<prefix>matches`` (``shared_topic``), with the source and time headers above, ``payload`` and
+``format`` (``json`` for a fields record) and ``filters`` (``SHARED_FILTERS``): a JSON list, one
+entry per filter it passed, ``{"filter", "filter_version"}`` and, for a filter that publishes
+fields, ``"fields"``: its fields, as its own topic's JSON record would hold them. The value is
+the original alert when a filter it passed publishes the alert, else a JSON record of the
+envelope (no ``filter``: the header says which). A filter with ``readers``, its own ``topic`` or a
+daily quota keeps its topic (``delivered_topic``): a shared topic cannot hide one user's matches
+from another, nor withhold one filter's.
+
 A quarantined message's record carries ``reason`` (why it could not be decoded) and the source
 headers (``QUARANTINE_HEADERS``), but no ``filter``: that is how a reader tells it apart.
 
@@ -53,6 +63,9 @@ KAFKA_TIMESTAMP_MS = "kafka_timestamp_ms"
 PROCESSED_AT_MS = "processed_at_ms"
 REASON = "reason"
 COUNTS_TOPIC = "counts_topic"
+#: A shared record's filters (see the module): JSON ``[{filter, filter_version, fields?}]``.
+SHARED_FILTERS = "filters"
+FIELDS = "fields"
 
 #: Where the alert came from and when it arrived: on every record, matched or quarantined.
 SOURCE_HEADERS = (SOURCE_TOPIC, SOURCE_PARTITION, SOURCE_OFFSET, KAFKA_TIMESTAMP_MS)
@@ -105,11 +118,30 @@ DEFAULT_PREFIX = "alertsieve-"
 QUARANTINE = PAYLOAD_QUARANTINE  # the quarantine topic's suffix: the same word
 COUNTS = "counts"
 DEPLOYMENT = "deployment"
+SHARED = "matches"  # the shared topic's suffix (``delivery: shared``)
+DELIVERY_TOPICS, DELIVERY_SHARED = "topics", "shared"
 
 
 def filter_topic(f: Filter, prefix: str) -> str:
     """A filter's topic: its own, else ``<prefix><name>``."""
     return f.topic or f"{prefix}{f.name}"
+
+
+def shared_topic(prefix: str) -> str:
+    """Where ``delivery: shared`` publishes each matching alert once."""
+    return f"{prefix}{SHARED}"
+
+
+def is_shared(f: Filter, delivery: str) -> bool:
+    """Whether ``f``'s matches go to the shared topic: with shared delivery, unless it has
+    ``readers`` (its topic is private to them), a topic of its own, or a daily quota (what it
+    withholds and the bytes it counts are its topic's)."""
+    return delivery == DELIVERY_SHARED and not (f.readers or f.topic or f.quota)
+
+
+def delivered_topic(f: Filter, prefix: str, delivery: str = DELIVERY_TOPICS) -> str:
+    """Where ``f``'s matches are published: the shared topic (``is_shared``) or its own."""
+    return shared_topic(prefix) if is_shared(f, delivery) else filter_topic(f, prefix)
 
 
 def quarantine_topic(prefix: str) -> str:

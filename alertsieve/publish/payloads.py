@@ -126,11 +126,25 @@ def envelope_paths(decoder) -> list[str]:
     ]
 
 
+def _chosen(f: Filter) -> list:
+    from pyspark.sql import functions as F
+
+    return [F.expr(sql).alias(alias) for alias, sql in f.fields.items()]
+
+
+def fields_struct(f: Filter):
+    """``f``'s fields alone, as a struct (a shared record's entry holds them: its envelope is
+    the record's own)."""
+    from pyspark.sql import functions as F
+
+    return F.struct(*_chosen(f))
+
+
 def record_struct(f: Filter, decoder, version, name=None):
     from pyspark.sql import functions as F
 
-    chosen = [F.expr(sql).alias(alias) for alias, sql in f.fields.items()]
-    return F.struct(*envelope_columns(decoder, f.name if name is None else name, version), *chosen)
+    name = f.name if name is None else name
+    return F.struct(*envelope_columns(decoder, name, version), *_chosen(f))
 
 
 def record_inputs(filters: list[Filter], decoder, columns: list[str]) -> list[str]:

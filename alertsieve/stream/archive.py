@@ -31,12 +31,13 @@ from alertsieve.stream.source import source_columns
 from alertsieve.view.decoder import META
 
 KEY = ("topic", "partition", "offset")  # where an alert came from: its identity in the archive
+#: The format of a shared record's fields entry: its filter's fields alone, as JSON (the
+#: envelope is the row's own columns).
+SHARED_FIELDS = "shared"
 
 
 def archive_topics(plan: JobPlan, cfg: JobConfig) -> list[str]:
-    return [contract.filter_topic(f, cfg.output_prefix) for f in plan.filters] + [
-        cfg.quarantine_topic
-    ]
+    return list(dict.fromkeys(cfg.topic_of(f) for f in plan.filters)) + [cfg.quarantine_topic]
 
 
 def _header(name: str):
@@ -54,17 +55,37 @@ def source_rows(published, quarantine_topic: str):
     from pyspark.sql import functions as F
 
     millis = _header(contract.KAFKA_TIMESTAMP_MS).cast("long")
+    # A shared record (``delivery: shared``) is a row per filter it names, each with its
+    # fields (JSON text) when it publishes fields; any other record is its one filter's.
+    listed = F.from_json(
+        _header(contract.SHARED_FILTERS),
+        f"array<struct<{contract.FILTER}: string, {contract.FILTER_VERSION}: string,"
+        f" {contract.FIELDS}: string>>",
+    )
+    own = F.struct(
+        _header(contract.FILTER).alias(contract.FILTER),
+        _header(contract.FILTER_VERSION).alias(contract.FILTER_VERSION),
+        F.lit(None).cast("string").alias(contract.FIELDS),
+    )
+    entry = F.col("_entry")
+    # alert, avro, json, or SHARED_FIELDS (a shared record's entry)
+    form = F.coalesce(_header(contract.FORMAT), F.lit(contract.PAYLOAD_ALERT))
     return published.select(
+        "*", F.explode(F.coalesce(listed, F.array(own))).alias("_entry")
+    ).select(
         _header(contract.SOURCE_TOPIC).alias("_topic"),
         _header(contract.SOURCE_PARTITION).cast("int").alias("_partition"),
         _header(contract.SOURCE_OFFSET).cast("long").alias("_offset"),
         F.when(millis.isNotNull(), F.timestamp_millis(millis)).alias("_timestamp"),
         F.col("key").alias("_key"),
         F.col("value").alias("_value"),
-        F.when(F.col("topic") != quarantine_topic, _header(contract.FILTER)).alias(contract.FILTER),
-        _header(contract.FILTER_VERSION).alias(contract.FILTER_VERSION),
-        # alert, avro or json
-        F.coalesce(_header(contract.FORMAT), F.lit(contract.PAYLOAD_ALERT)).alias(contract.FORMAT),
+        F.when(F.col("topic") != quarantine_topic, entry[contract.FILTER]).alias(contract.FILTER),
+        entry[contract.FILTER_VERSION].alias(contract.FILTER_VERSION),
+        F.when(entry[contract.FIELDS].isNotNull(), F.lit(SHARED_FIELDS))
+        .when(listed.isNotNull(), F.lit(contract.PAYLOAD_ALERT))
+        .otherwise(form)
+        .alias(contract.FORMAT),
+        entry[contract.FIELDS].alias("_shared_fields"),
         _header(contract.REASON).alias(contract.REASON),
     )
 
@@ -136,7 +157,9 @@ def fields_json(plan: JobPlan):
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
-    text = F.when(F.col(contract.FORMAT) == contract.FORMAT_JSON, F.col("_value").cast("string"))
+    text = F.when(
+        F.col(contract.FORMAT) == contract.FORMAT_JSON, F.col("_value").cast("string")
+    ).when(F.col(contract.FORMAT) == SHARED_FIELDS, F.col("_shared_fields"))
     for name, payload in plan.payloads.items():
         if payload.avro_schema is not None:
             body = F.expr("substring(_value, 6)")  # after the Confluent header

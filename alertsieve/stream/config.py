@@ -285,12 +285,21 @@ class JobConfig(BaseModel):
         examples=["catalogs"],
         json_schema_extra=_flag("--catalog-dir", example="DIR"),
     )
-    sinks: list[Literal["kafka", "delta"]] = Field(
+    sinks: list[Literal["kafka", "delta", "noop"]] = Field(
         default_factory=lambda: ["kafka", "delta"],
         min_length=1,
-        description="kafka: a topic per filter; delta: also archive the matches in Delta, by a second query that reads those topics",
+        description="kafka: a topic per filter; delta: also archive the matches in Delta, by a second query that reads those topics; noop (alone): evaluate and count every filter, publish nothing (what a set of filters costs to evaluate)",
         examples=[["kafka", "delta"]],
         json_schema_extra=_flag("--sink", cli="csv", example="kafka,delta"),
+    )
+    delivery: Literal["topics", "shared"] = Field(
+        "topics",
+        description="topics: each filter's matches on its own topic, <prefix><filter>; shared:"
+        " each alert that passed any filter published once, on <prefix>matches, its headers"
+        " naming every filter and version it passed and holding their fields (filters with"
+        " readers or their own topic keep it); read one filter's with listen --filter",
+        examples=["shared"],
+        json_schema_extra=_flag("--delivery", example="shared"),
     )
     output_prefix: str = Field(
         contract.DEFAULT_PREFIX,
@@ -493,6 +502,22 @@ class JobConfig(BaseModel):
                 "sinks [delta] without kafka: the Delta archive reads the filters' topics;"
                 " use sinks: [kafka, delta] (--sink kafka,delta)"
             )
+        if self.delivery == contract.DELIVERY_SHARED and self.quota:
+            raise ValueError(
+                "delivery: shared with a quota for every filter (quota) would share nothing:"
+                " a filter with a daily quota keeps its own topic; give quotas in the filters"
+                " that need one, or use delivery: topics"
+            )
+        if self.delivery == contract.DELIVERY_SHARED and self.realtime:
+            raise ValueError(
+                "delivery: shared runs in micro-batches; Real-Time Mode (--trigger realtime) publishes a"
+                " topic per filter: drop one of them"
+            )
+        if "noop" in self.sinks and len(self.sinks) > 1:
+            raise ValueError(
+                "sinks [noop] publishes nothing, so nothing else can read its output:"
+                " give noop alone (--sink noop) or kafka[,delta]"
+            )
         if self.wire_format == "plain" and self.survey == "ztf":
             raise ValueError("wire_format 'plain' is Rubin's schemaless body; ZTF sends containers")
         return self
@@ -540,6 +565,15 @@ class JobConfig(BaseModel):
     @property
     def quarantine_topic(self) -> str:
         return contract.quarantine_topic(self.output_prefix)
+
+    @property
+    def shared_topic(self) -> str:
+        """Each matching alert once, with ``delivery: shared`` (``contract.shared_topic``)."""
+        return contract.shared_topic(self.output_prefix)
+
+    def topic_of(self, f) -> str:
+        """Where filter ``f``'s matches are published (``contract.delivered_topic``)."""
+        return contract.delivered_topic(f, self.output_prefix, self.delivery)
 
     @property
     def counts_topic(self) -> str:

@@ -21,9 +21,9 @@ from alertsieve.filtering.scores.column import hidden
 from alertsieve.filtering.scores.runtime import ERROR, ROWS, SECONDS
 from alertsieve.filtering.shapes import record_key
 from alertsieve.publish import contract
-from alertsieve.publish.payloads import record_column, record_inputs
+from alertsieve.publish.payloads import fields_struct, record_column, record_inputs
 from alertsieve.spark.constants import constant_array
-from alertsieve.stream import predicate_first, shaped
+from alertsieve.stream import predicate_first, shaped, shared_delivery
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.sinks import headers, kafka_options
@@ -282,7 +282,9 @@ def arrival_metrics() -> list:
     ]
 
 
-def outcome_metrics(plan: JobPlan, sized: frozenset[str] = frozenset()) -> list:
+def outcome_metrics(
+    plan: JobPlan, sized: frozenset[str] = frozenset(), shared: bool = False
+) -> list:
     """Counted on the outcome rows (one per match, quarantined message or Python filter error):
     quarantined, the first and last quarantine reasons in sort order, matches per filter and the
     first error of each Python filter.
@@ -300,12 +302,18 @@ def outcome_metrics(plan: JobPlan, sized: frozenset[str] = frozenset()) -> list:
     from pyspark.sql import functions as F
 
     index = F.col("_index")
-    matched = F.when(index >= 0, F.col("_filter"))
+    matched = F.collect_list(F.when(index >= 0, F.col("_filter")))
+    if shared:  # a shared record's row counts each filter it names
+        names = shared_delivery.names(plan)
+        one = F.when(index == shared_delivery.shared_index(plan), names).when(
+            index >= 0, F.array(F.col("_filter"))
+        )
+        matched = F.flatten(F.collect_list(one))
     out = [
         F.sum((index == QUARANTINED).cast("long")).alias("quarantined_rows"),
         F.min("_reason").alias("reason_min"),  # null on every row but the quarantined ones
         F.max("_reason").alias("reason_max"),
-        F.collect_list(matched).alias(MATCHES),
+        matched.alias(MATCHES),
         *[
             F.sum(F.col("_reason").rlike(pattern).cast("long")).alias(reason_kind(kind))
             for kind, pattern in REASON_KINDS.items()
@@ -325,98 +333,81 @@ def outcome_metrics(plan: JobPlan, sized: frozenset[str] = frozenset()) -> list:
     return out
 
 
-def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = frozenset()):
-    """One row per (alert, matching filter), per quarantined message and per Python filter error,
-    with its ``_index`` (see ``evaluated``), ``_topic_out`` (none for an error row, nor for a
-    match of a ``withheld`` filter: its daily quota reached, counted but not published),
-    ``_filter``, ``_version`` and ``_out_value`` (the original bytes, or the filter's fields
-    record). Only the rows kept are ever copied with their ~100 KB of alert bytes, and most
-    alerts match nothing. A shaped filter's row says all this itself (``SHAPED_LABELS``): the
-    literal arrays below, indexed by the plan's filters, serve the compiled ones, whose records
-    are written here, one expression per group of the same fields (``record_groups``)."""
+def _by_filter(values: list, element: str = "string"):
+    """Filter i's value on a match of filter i (``values``: one constant per filter, an array of
+    ``element``s written as SQL text: ``constant_array``); null on any other row."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
-    matched = index >= 0
+    matched = (index >= 0) & (index < len(values))  # not a shared record's row
+    return F.when(matched, F.element_at(constant_array(values, element), index + 1))
 
-    def by_filter(values, element: str = "string"):
-        """Filter i's value for a match of filter i (``values``: one constant per filter, an
-        array of ``element``s written as SQL text: ``constant_array``)."""
-        return F.when(matched, F.element_at(constant_array(values, element), index + 1))
 
-    topics = [
-        None if f.name in withheld else contract.filter_topic(f, cfg.output_prefix)
-        for f in plan.filters
-    ]
-    names = constant_array([f.name for f in plan.filters], "string")
-    groups = record_groups(plan)
-    group_of = [0] * len(plan.filters)
+def _labels(plan: JobPlan, cfg: JobConfig, withheld: frozenset[str], groups: list[list[int]]):
+    """An outcome row's labels, by its ``_index``: topic (the quarantine's for a quarantined
+    message, none for an error row or a ``withheld`` filter's match), filter name, version,
+    record group (``record_groups``), format and Avro header; a shaped filter's row says its own
+    (``SHAPED_LABELS``), a shared record's row is the shared topic's and names no filter."""
+    from pyspark.sql import functions as F
+
+    index = F.col("_index")
+    filters = plan.filters
+    group_of = [0] * len(filters)
     for g, members in enumerate(groups, 1):
         for i in members:
             group_of[i] = g
-    errors = [error(i) for i, f in enumerate(plan.filters) if f.runs_python]
-    labels = [*SHAPED_LABELS, SHAPED_RECORD] if plan.shapes else []
-    inputs = carried(plan, flags.columns)
-    # explode_outer, then the empty alerts' null row dropped: a plain explode makes Spark infer
-    # ``size(_outcomes) > 0`` and push it below the decode, where every field a filter reads is
-    # replaced by its whole decoding expression (a 90 MB plan at 100 filters, out of memory at
-    # 1,000). The dropped rows are never copied: the filter runs in the same generated code.
-    exploded = flags.select(
-        F.explode_outer("_outcomes").alias("_index"),
-        *META,
-        "_reason",
-        "_alert_id",
-        *inputs,
-        *errors,
-        *labels,
-    )
-    rows = exploded.where(index.isNotNull())
-
-    def pick(own, compiled):
-        """A shaped row's own label (``own``), any other row's from the arrays (``compiled``)."""
-        if not plan.shapes:
-            return compiled
-        return F.when(F.col("_s_name").isNotNull(), own).otherwise(compiled)
-
-    topic = pick(
-        F.col("_s_topic"),
-        by_filter(topics).when(index == QUARANTINED, F.lit(cfg.quarantine_topic)),
-    )
-    name = pick(
-        F.col("_s_name"),
-        F.when(matched, F.element_at(names, index + 1)).when(
-            index < QUARANTINED, F.element_at(names, -index - 1)
+    names = constant_array([f.name for f in filters], "string")
+    topics = [None if f.name in withheld else cfg.topic_of(f) for f in filters]
+    columns = {
+        "_topic_out": _by_filter(topics).when(index == QUARANTINED, F.lit(cfg.quarantine_topic)),
+        "_filter": F.when(
+            (index >= 0) & (index < len(filters)), F.element_at(names, index + 1)
+        ).when(index < QUARANTINED, F.element_at(names, -index - 1)),
+        "_version": _by_filter([plan.versions.get(f.name, "") for f in filters]),
+        "_format": _by_filter(
+            [f.format if g else None for f, g in zip(filters, group_of, strict=True)]
         ),
-    )
-    version = pick(
-        F.col("_s_version"), by_filter(plan.versions.get(f.name, "") for f in plan.filters)
-    )
-    group = pick(F.lit(0), by_filter(group_of, "int")) if groups else F.lit(0)
-    formats = [f.format if g else None for f, g in zip(plan.filters, group_of, strict=True)]
-    form = pick(F.col("_s_format"), by_filter(formats))
-    headers_of = [
-        plan.payloads[f.name].header if g else b""
-        for f, g in zip(plan.filters, group_of, strict=True)
-    ]
-    labelled = rows.select(
-        *META,
-        "_index",
-        "_reason",
-        "_alert_id",
-        *inputs,
-        *errors,
-        *([SHAPED_RECORD, "_s_format"] if plan.shapes else []),
-        topic.alias("_topic_out"),
-        name.alias("_filter"),
-        version.alias("_version"),
-        form.alias("_format"),
-        group.alias("_group"),
-        (pick(F.lit(b""), by_filter(headers_of, "binary")) if groups else F.lit(b"")).alias(
-            "_header"
-        ),
-    )
-    # The records from the labelled rows' columns: each group's expression reads the row's name,
-    # version and header once, rather than the literal arrays of every filter's.
+        "_group": _by_filter(group_of, "int") if groups else F.lit(0),
+        "_header": _by_filter(
+            [
+                plan.payloads[f.name].header if g else b""
+                for f, g in zip(filters, group_of, strict=True)
+            ],
+            "binary",
+        )
+        if groups
+        else F.lit(b""),
+    }
+    if plan.shapes:
+        own = {
+            "_topic_out": "_s_topic",
+            "_filter": "_s_name",
+            "_version": "_s_version",
+            "_format": "_s_format",
+        }
+        shaped_row = F.col("_s_name").isNotNull()
+        columns = {
+            k: F.when(
+                shaped_row, F.col(own[k]) if k in own else F.lit(0 if k == "_group" else b"")
+            ).otherwise(c)
+            for k, c in columns.items()
+        }
+    if cfg.delivery == contract.DELIVERY_SHARED:
+        at = index == shared_delivery.shared_index(plan)
+        columns["_topic_out"] = F.when(at, F.lit(cfg.shared_topic)).otherwise(columns["_topic_out"])
+        columns["_format"] = F.when(
+            at & (F.col(shared_delivery.PAYLOAD) == contract.PAYLOAD_FIELDS),
+            F.lit(contract.FORMAT_JSON),
+        ).otherwise(columns["_format"])
+    return columns
+
+
+def _record_value(plan: JobPlan, groups: list[list[int]], shared: bool):
+    """An outcome row's value: its group's fields record (written from the row's name, version
+    and header, one expression per group rather than the literal arrays of every filter's), a
+    shaped row's own record, a shared record's alert or envelope, else the alert."""
+    from pyspark.sql import functions as F
+
     records = None
     for g, members in enumerate(groups, 1):
         first = plan.filters[members[0]]
@@ -433,18 +424,60 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
     value = F.col("_value") if records is None else records.otherwise(F.col("_value"))
     if plan.shapes:
         value = F.when(F.col("_s_format").isNotNull(), F.col(SHAPED_RECORD)).otherwise(value)
+    if shared:
+        fields = F.col(shared_delivery.PAYLOAD) == contract.PAYLOAD_FIELDS
+        value = F.when(fields, shared_delivery.envelope(plan)).otherwise(value)
+    return value
+
+
+def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = frozenset()):
+    """One row per (alert, matching filter), per quarantined message and per Python filter error,
+    with its ``_index`` (see ``evaluated``), ``_topic_out`` (none for an error row, nor for a
+    match of a ``withheld`` filter: its daily quota reached, counted but not published),
+    ``_filter``, ``_version`` and ``_out_value`` (the original bytes, or the filter's fields
+    record); with shared delivery, one row per alert for its shared filters
+    (``alertsieve.stream.shared_delivery``), with their ``SHARED`` indices, header entries and
+    payload. Only the rows kept are ever copied with their ~100 KB of alert bytes, and most
+    alerts match nothing."""
+    from pyspark.sql import functions as F
+
+    shared = cfg.delivery == contract.DELIVERY_SHARED
+    groups = record_groups(plan)
+    errors = [error(i) for i, f in enumerate(plan.filters) if f.runs_python]
+    labels = [*SHAPED_LABELS, SHAPED_RECORD] if plan.shapes else []
+    inputs = carried(plan, flags.columns)
+    indices, extra = F.col("_outcomes"), []
+    if shared:
+        indices, shared_indices = shared_delivery.split(indices, plan, cfg)
+        extra = [F.when(F.size(shared_indices) > 0, shared_indices).alias(shared_delivery.SHARED)]
+    # explode_outer, then the empty alerts' null row dropped: a plain explode makes Spark infer
+    # ``size(_outcomes) > 0`` and push it below the decode, where every field a filter reads is
+    # replaced by its whole decoding expression (a 90 MB plan at 100 filters, out of memory at
+    # 1,000). The dropped rows are never copied: the filter runs in the same generated code.
+    exploded = flags.select(
+        F.explode_outer(indices).alias("_index"), *META, "_reason", "_alert_id", *inputs,
+        *errors, *labels, *extra,
+    )  # fmt: skip
+    rows = exploded.where(F.col("_index").isNotNull())
+    if shared:
+        at = F.col("_index") == shared_delivery.shared_index(plan)
+        header, payload = shared_delivery.entries(plan, groups, fields_struct)
+        rows = rows.select(
+            "*",
+            F.when(at, header).alias(shared_delivery.ENTRIES),
+            F.when(at, payload).alias(shared_delivery.PAYLOAD),
+        )
+        extra = [shared_delivery.SHARED, shared_delivery.ENTRIES, shared_delivery.PAYLOAD]
+    label_columns = _labels(plan, cfg, withheld, groups)
+    labelled = rows.select(
+        *META, "_index", "_reason", "_alert_id", *inputs, *errors, *extra,
+        *([SHAPED_RECORD, "_s_format"] if plan.shapes else []),
+        *[c.alias(k) for k, c in label_columns.items()],
+    )  # fmt: skip
     return labelled.select(
-        *META,
-        "_index",
-        "_reason",
-        "_alert_id",
-        *errors,
-        "_topic_out",
-        "_filter",
-        "_version",
-        value.alias("_out_value"),
-        "_format",
-    )
+        *META, "_index", "_reason", "_alert_id", *errors, *extra, "_topic_out", "_filter",
+        "_version", _record_value(plan, groups, shared).alias("_out_value"), "_format",
+    )  # fmt: skip
 
 
 def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
@@ -475,14 +508,26 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
     }
     alert = {**match, contract.PAYLOAD: F.lit(contract.PAYLOAD_ALERT)}
     quarantined = F.col("_reason").isNotNull()
+    labelled = F.when(quarantined, headers(**{contract.REASON: F.col("_reason"), **source}))
+    if shared_delivery.ENTRIES in outcome.columns:  # a shared record names no one filter
+        shared = {
+            contract.SHARED_FILTERS: F.col(shared_delivery.ENTRIES),
+            **source,
+            contract.PROCESSED_AT_MS: match[contract.PROCESSED_AT_MS],
+            contract.COUNTS_TOPIC: match[contract.COUNTS_TOPIC],
+            contract.PAYLOAD: F.col(shared_delivery.PAYLOAD),
+        }
+        fields_only = {**shared, contract.FORMAT: F.col("_format")}
+        at = F.col(shared_delivery.ENTRIES).isNotNull()
+        labelled = labelled.when(at & F.col("_format").isNotNull(), headers(**fields_only))
+        labelled = labelled.when(at, headers(**shared))
     return outcome.where(F.col("_topic_out").isNotNull()).select(
         F.when(quarantined, F.col("_key"))
         .otherwise(F.col("_alert_id").cast("binary"))
         .alias("key"),
         F.coalesce(F.col("_out_value"), F.lit(b"")).alias("value"),
         F.col("_topic_out").alias("topic"),
-        F.when(quarantined, headers(**{contract.REASON: F.col("_reason"), **source}))
-        .when(F.col("_format").isNotNull(), headers(**fields))
+        labelled.when(F.col("_format").isNotNull(), headers(**fields))
         .otherwise(headers(**alert))
         .alias("headers"),
         *([F.col("_filter").alias(FILTER)] if keep_filter else []),
@@ -562,7 +607,10 @@ def hot_path(
     flags = evaluated(arrived, plan, table, learn, cfg.realtime)
     if any(f.runs_python for f in plan.filters) or models_of(plan):
         flags = flags.observe(COST, *cost_metrics(plan))
-    outcome = outcomes(flags, plan, cfg, withheld).observe(OBSERVED, *outcome_metrics(plan, sized))
+    shared = cfg.delivery == contract.DELIVERY_SHARED
+    outcome = outcomes(flags, plan, cfg, withheld).observe(
+        OBSERVED, *outcome_metrics(plan, sized, shared)
+    )
     return output_rows(outcome, cfg, keep_filter)
 
 

@@ -203,10 +203,13 @@ class FilterStream:
         topics = len(self.plan.filters) + 1  # and the quarantine's
         if stored is not None:
             store(self.spark, stored, self.plan.shapes, table_labels(self.plan, cfg))
-        if gate is None:
+        if gate is None or "noop" in cfg.sinks:
             frame = hot_path(raw, self.plan, cfg, learn=learn, stored=stored)
-            writer = frame.writeStream.format("kafka")
-            writer = writer.options(**sink_options(cfg, topics))
+            if "noop" in cfg.sinks:  # evaluated and counted, published nowhere
+                writer = frame.writeStream.format("noop")
+            else:
+                writer = frame.writeStream.format("kafka")
+                writer = writer.options(**sink_options(cfg, topics))
         elif cfg.realtime:  # no foreachBatch: the withheld filters planned in, restarted on change
             withheld = gate.new_query(realtime=True)
             frame = hot_path(raw, self.plan, cfg, frozenset(gate.limits), withheld, learn=learn)
@@ -602,10 +605,7 @@ def earliest_offsets(cfg: JobConfig, partitions: list[tuple[str, int]]) -> dict:
 
 def published(plan, cfg: JobConfig) -> list[Published]:
     """The filters as the counts topic names them."""
-    return [
-        Published(f.name, plan.versions[f.name], contract.filter_topic(f, cfg.output_prefix))
-        for f in plan.filters
-    ]
+    return [Published(f.name, plan.versions[f.name], cfg.topic_of(f)) for f in plan.filters]
 
 
 class TopicsAhead:
@@ -641,7 +641,7 @@ class TopicsAhead:
         if self.thread is None:
             return
         self.thread.join()
-        kept = {contract.filter_topic(f, self.cfg.output_prefix) for f in filters}
+        kept = {self.cfg.topic_of(f) for f in filters}
         unused = [t for t in self.created if t not in kept and t != self.cfg.quarantine_topic]
         if unused:
             delete_topics(self.cfg.bootstrap, unused, self.cfg.kafka_conf)
@@ -652,7 +652,7 @@ def create_filter_topics(cfg: JobConfig, filters) -> list[str]:
     """A topic per filter and the quarantine's, those missing; returns those it created."""
     from alertsieve.kafka.topics import create_topics
 
-    topics = [contract.filter_topic(f, cfg.output_prefix) for f in filters] + [cfg.quarantine_topic]
+    topics = list(dict.fromkeys([*(cfg.topic_of(f) for f in filters), cfg.quarantine_topic]))
     config = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     return create_topics(
         cfg.bootstrap, topics, cfg.output_partitions, config=config, extra=cfg.kafka_conf

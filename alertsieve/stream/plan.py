@@ -143,9 +143,12 @@ def plan_job(
         if predicates is not None and len(predicates.filters) < max(cfg.predicates_from, 1):
             predicates = None
         taken = frozenset(predicates.filters if predicates else ())
+        # Shared delivery publishes an alert once from its one row: no shaped join, whose rows
+        # are one per match (its filters compile one by one).
+        shared = cfg.delivery == contract.DELIVERY_SHARED
         shapes = (
             runnable_shapes(samples, filters, cfg.free_sql_rows_from, taken)
-            if cfg.filters_as_data
+            if cfg.filters_as_data and not shared
             else ()
         )
         return versions, record_types(filters, decoder, versions, samples), shapes, predicates
@@ -321,6 +324,8 @@ def check_output(f: Filter, cfg: JobConfig) -> None:
     the job's own."""
     check_payload(f)
     reserved = {cfg.quarantine_topic: contract.QUARANTINE, cfg.counts_topic: contract.COUNTS}
+    if cfg.delivery == contract.DELIVERY_SHARED:
+        reserved[cfg.shared_topic] = "shared matches"
     for reader in f.readers:
         if not PRINCIPAL.match(reader):
             raise FilterError(

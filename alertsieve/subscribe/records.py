@@ -4,7 +4,8 @@ A filter publishes either the original alert (``payload: alert``: Rubin's Conflu
 ZTF's one-alert Avro container file, byte for byte as the survey sent it) or a compact record of
 chosen fields (``payload: fields``, Confluent-framed Avro or JSON). The quarantine topic carries
 messages the job could not decode, with the reason. Headers say which; without headers (a record
-copied elsewhere) an alert is still recognised by its first bytes.
+copied elsewhere) an alert is still recognised by its first bytes. A shared record
+(``delivery: shared``) is read as one match per filter it names (``matches_from_message``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import logging
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from alertsieve.alerts import ztf
@@ -256,6 +257,71 @@ def make_match(
         processed_at_ms=_int(h.get(contract.PROCESSED_AT_MS)),
         schema=decoded.schema,
     )
+
+
+def _shared_record(whole: Match, entry: Mapping[str, Any]) -> tuple[str, dict]:
+    """(payload, record) of one filter's entry of a shared record: its fields after the
+    envelope, as its own topic's JSON record holds them, or the alert itself."""
+    fields = entry.get(contract.FIELDS)
+    if not isinstance(fields, dict):
+        return contract.PAYLOAD_ALERT, whole.record
+    if whole.payload == contract.PAYLOAD_FIELDS:
+        envelope = dict(whole.record)
+    else:  # the value is the alert another filter publishes: the envelope from the headers
+        envelope = {
+            contract.ALERT_ID: whole.alert_id,
+            contract.SURVEY: whole.survey,
+            contract.SOURCE_TOPIC: whole.source_topic,
+            contract.SOURCE_PARTITION: whole.source_partition,
+            contract.SOURCE_OFFSET: whole.source_offset,
+            contract.KAFKA_TIMESTAMP_MS: whole.kafka_timestamp_ms,
+            contract.PROCESSED_AT_MS: whole.processed_at_ms,
+        }
+    named = {k: entry.get(k) for k in (contract.FILTER, contract.FILTER_VERSION)}
+    return contract.PAYLOAD_FIELDS, {**envelope, **named, **fields}
+
+
+def shared_entries(headers: Mapping[str, str]) -> list[dict] | None:
+    """The ``filters`` entries of a shared record (``delivery: shared``), None for any other."""
+    text = headers.get(contract.SHARED_FILTERS)
+    if text is None:
+        return None
+    try:
+        entries = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SubscribeError(f"a shared record whose filters header is not JSON: {e}") from None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise SubscribeError("a shared record whose filters header is not a list of objects")
+    return entries
+
+
+def matches_from_message(
+    message: Any, store: SchemaStore, filters: frozenset[str] | None = None
+) -> list[Match]:
+    """The :class:`Match` es of a Kafka record: one, or for a shared record one per filter it
+    names; only those of ``filters`` when given (a quarantined message is nobody's: kept)."""
+    whole = match_from_message(message, store)
+    entries = shared_entries(headers_dict(message.headers()))
+    if entries is None:
+        keep = filters is None or whole.filter is None or whole.filter in filters
+        return [whole] if keep else []
+    out = []
+    for entry in entries:
+        name = entry.get(contract.FILTER)
+        if filters is not None and name not in filters:
+            continue
+        payload, record = _shared_record(whole, entry)
+        out.append(
+            replace(
+                whole,
+                filter=name,
+                filter_version=entry.get(contract.FILTER_VERSION),
+                payload=payload,
+                record=record,
+                schema=whole.schema if payload == contract.PAYLOAD_ALERT else None,
+            )
+        )
+    return out
 
 
 def match_from_message(message: Any, store: SchemaStore) -> Match:

@@ -35,7 +35,7 @@ from alertsieve.kafka.client_security import SecurityConfigError, librdkafka_con
 from alertsieve.publish import contract
 from alertsieve.settings import resolve_secret
 from alertsieve.subscribe.errors import SubscribeError
-from alertsieve.subscribe.records import Match, headers_dict, match_from_message
+from alertsieve.subscribe.records import Match, headers_dict, matches_from_message
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,11 @@ class Subscriber:
         timeout: float = 10.0,
         poll_timeout: float = 1.0,
         batch_size: int = 500,
+        filters: Iterable[str] | None = None,
     ):
         self.bootstrap = bootstrap
+        #: Only these filters' matches (a shared topic names many per record); None: all
+        self.filters = frozenset(filters) if filters is not None else None
         self.topics = split_topics(topics)
         if not self.topics:
             raise SubscribeError("no topic to read: pass --topic NAME (a filter's output topic)")
@@ -369,14 +372,14 @@ class Subscriber:
         ``skip_undecodable`` is logged with its topic, partition and offset and skipped (a
         service that must keep reading: ``alertsieve.tom``); ``skipped`` counts them."""
         for messages in self._polls():
-            matches = [m for m in (self._decode(m, skip_undecodable) for m in messages) if m]
+            matches = [m for message in messages for m in self._decode(message, skip_undecodable)]
             if matches:
                 self.count += len(matches)
                 yield matches
 
-    def _decode(self, message: Any, skip_undecodable: bool) -> Match | None:
+    def _decode(self, message: Any, skip_undecodable: bool) -> list[Match]:
         try:
-            return match_from_message(message, self.store)
+            return matches_from_message(message, self.store, self.filters)
         except SubscribeError as e:
             if not skip_undecodable:
                 raise
@@ -388,7 +391,7 @@ class Subscriber:
                 message.offset(),
                 e,
             )
-            return None
+            return []
 
     def matches(self, skip_undecodable: bool = False) -> Iterator[Match]:
         """Decoded matches, as :class:`Match` objects (``skip_undecodable``: see :meth:`batches`)."""

@@ -79,7 +79,9 @@ def _counted(counts: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return list(last.values())
 
 
-def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Batch]:
+def _batches(
+    counts: Iterable[Mapping[str, Any]], topics: set[str], only: frozenset[str] | None = None
+) -> list[_Batch]:
     batches = []
     for c in _counted(counts):
         published = {
@@ -89,7 +91,9 @@ def _batches(counts: Iterable[Mapping[str, Any]], topics: set[str]) -> list[_Bat
                 int(f.get(contract.WITHHELD) or 0),
             )
             for name, f in (c.get(contract.FILTERS) or {}).items()
-            if isinstance(f, Mapping) and f.get(contract.TOPIC) in topics
+            if isinstance(f, Mapping)
+            and f.get(contract.TOPIC) in topics
+            and (only is None or name in only)
         }
         if not published:
             continue
@@ -116,16 +120,20 @@ def lost_at_source(counts: list) -> dict[str, dict[str, list[list[int]]]]:
 
 
 def verify(
-    received: Iterable[Received], counts: Iterable[Mapping[str, Any]], topics: Iterable[str]
+    received: Iterable[Received],
+    counts: Iterable[Mapping[str, Any]],
+    topics: Iterable[str],
+    only: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """Received records against counted batches (see the module doc). Returns
     ``{"complete", "batches", "filters": {name: {version: {"counted", "received", "distinct",
     "missing", "duplicates", "withheld"}}}, "uncounted"}``; only filters whose counted ``topic`` is one of
-    ``topics`` (those read) are checked; ``lost_at_source``: {topic: {partition: [[start, end),
+    ``topics`` (those read) are checked, and of those ``only`` the filters named there when given
+    (a shared topic's reader asks for its own); ``lost_at_source``: {topic: {partition: [[start, end),
     ...]]}} of offsets the job never read because the input no longer held them (retention, a
     reset), and ``lost``, how many: never read, so never published, and never missing."""
     counts = list(counts)
-    batches = _batches(counts, set(topics))
+    batches = _batches(counts, set(topics), frozenset(only) if only is not None else None)
     index: dict[tuple[str, str, str, int], _Index] = defaultdict(_Index)
     for number, batch in enumerate(batches):
         for name, (version, _, _) in batch.published.items():

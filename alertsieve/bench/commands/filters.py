@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from alertsieve.alerts.schemas import LocalSchemaStore
@@ -111,6 +112,10 @@ def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
             sum(b["input_rows"] for b in steady) / sum(b["batch_seconds"] for b in steady), 1
         ),
         "published": sum(sum(b["matches"].values()) for b in lines),
+        "matches": {
+            name: sum(b["matches"].get(name, 0) for b in lines)
+            for name in {n for b in lines for n in b["matches"]}
+        },
         # where the steady batches' time went: add_batch is the one pass (read, decode, filter,
         # publish); the others are Spark's per-batch bookkeeping
         "steady_phases_s": {
@@ -138,6 +143,51 @@ def oracle_check(routes: dict, outputs: dict[str, object], positions: list, cols
     return {"filters_checked": len(outputs), "differing": len(differing), "first": differing[:5]}
 
 
+@dataclass
+class _Run:
+    """One run of the bench: a label, its filters and their twins, how it runs."""
+
+    label: str
+    filters: list
+    twins: list | None
+    as_data: bool = True
+
+
+def _measured(bench, filled, run: _Run, batch: int, sink: str, oracle) -> dict:
+    """One available-now run of ``run``'s filters into ``sink``, its records checked against
+    the twins (``oracle``: positions and columns; the counts alone with the noop sink, which
+    publishes nothing) and, with the Kafka sink, against librdkafka republishing them."""
+    cfg = filled.job_config(run.label, run.filters, batch).model_copy(
+        update={"filters_as_data": run.as_data, "sinks": [sink]}
+    )
+    out = micro_batch_run(bench.spark, cfg, filled.produced.acked)
+    matches = out.pop("matches")
+    out["filters_as_data"], out["sink"] = run.as_data, sink
+    if sink == "noop":
+        if oracle is not None and run.twins is not None:
+            out["oracle"] = counts_check(matches, run.filters, run.twins, *oracle)
+        return out
+    outputs = [contract.filter_topic(f, cfg.output_prefix) for f in run.filters]
+    routes = routes_of(bench.bootstrap, outputs)
+    if oracle is not None and run.twins is not None:
+        out["oracle"] = oracle_check(routes, dict(zip(outputs, run.twins, strict=True)), *oracle)
+    out["republish"] = republish_consume(bench.bootstrap, filled.topic, routes)
+    out["ratio_to_republish"] = round(
+        out["marginal_alerts_per_s"] / out["republish"]["alerts_per_s"], 3
+    )
+    return out
+
+
+def counts_check(matches: dict, filters: list, twins: list, positions: list, cols: dict) -> dict:
+    """Each filter's count of matches (the job's metrics) against its twin's count."""
+    differing = [
+        {"filter": f.name, "expected": int(twin(cols).sum()), "counted": matches.get(f.name, 0)}
+        for f, twin in zip(filters, twins, strict=True)
+        if int(twin(cols).sum()) != matches.get(f.name, 0)
+    ]
+    return {"filters_checked": len(filters), "differing": len(differing), "first": differing[:5]}
+
+
 def bench_filters_per_job(
     bootstrap: str | None = None,
     counts: tuple[int, ...] = (10, 100, 1000),
@@ -147,13 +197,15 @@ def bench_filters_per_job(
     latency: LatencyScale = FILTERS_LATENCY,
     population: str = "realistic",
     compiled_counts: tuple[int, ...] = (),
+    sink: str = "kafka",
 ) -> dict:
     """``population``: "realistic" (``alertsieve.bench.user_population``, tuned on the topic's
     own alerts, as users tune theirs on nights like the one they filter: a cut on the sky, the
     band or the detector tuned on another visit passes all or nothing of this one; every filter
     checked against its twin) or "pmod" (``user_filters``);
     ``compiled_counts``: the counts also run with every filter compiled (``filters_as_data``
-    off), beside the same filters run as data."""
+    off), beside the same filters run as data; ``sink``: "kafka" (published, and compared with
+    librdkafka republishing the same records) or "noop" (evaluation alone)."""
     if alerts < 2 * batch:  # the marginal rate is of the full batches after the first
         raise SettingsError(
             f"bench filters: --alerts {alerts} in batches of --batch {batch} leave no full batch"
@@ -162,70 +214,40 @@ def bench_filters_per_job(
         )
     realistic = population == "realistic"
     largest = max([*counts, *compiled_counts, *latency_counts])
-    users: list = []
-
-    def chosen(n: int) -> tuple[list, list]:
-        """The first ``n`` filters and their twins (over columns, or per alert for pmod)."""
-        if not realistic:
-            return user_filters(n)
-        return [u.filter for u in users[:n]], [u.twin for u in users[:n]]
-
-    def latency_filters(n: int) -> tuple[list, list]:
-        if not realistic:
-            return user_filters(n)
-        return [u.filter for u in users[:n]], [u.test for u in users[:n]]
-
     # A thousand output topics per run, three runs: more than the default 512 MB broker holds.
     with bench_place("filters", bootstrap, heap="2g", spark_conf=MANY_QUERIES) as bench:
         filled = fill_topic(bench, "filters", *visits_of(alerts))
-        spark, bootstrap, topic, produced = (
-            bench.spark,
-            bench.bootstrap,
-            filled.topic,
-            filled.produced,
+        plain = plain_consume(bench.bootstrap, filled.topic)
+        bytes_only = bytes_only_rate(
+            bench.spark, filled.job_config("bytes", [], batch), filled.produced.acked
         )
-        plain = plain_consume(bootstrap, topic)
-        bytes_only = bytes_only_rate(spark, filled.job_config("bytes", [], batch), produced.acked)
+        users, oracle = [], None
         if realistic:
             store = LocalSchemaStore(bench.workdir / "schemas")
-            positions, decoded = decoded_input(bootstrap, topic, store, slim)
-            cols = columns(decoded)
+            positions, decoded = decoded_input(bench.bootstrap, filled.topic, store, slim)
+            oracle = (positions, columns(decoded))
             users = generate(largest, decoded)
+        chosen = _chooser(users, realistic)
         kind = "realistic users' filters" if realistic else "users' pmod cuts"
-        plan = [("broker10", bench_filters(10)[0], None, True)]
-        plan += [(f"users{n}", *chosen(n), True) for n in counts]
-        plan += [(f"users{n}-compiled", *chosen(n), False) for n in compiled_counts]
+        plan = [_Run("broker10", bench_filters(10)[0], None)]
+        plan += [_Run(f"users{n}", *chosen(n, False)) for n in counts]
+        plan += [_Run(f"users{n}-compiled", *chosen(n, False), False) for n in compiled_counts]
         runs = []
-        for label, filters, twins, as_data in plan:
-            cfg = filled.job_config(label, filters, batch).model_copy(
-                update={"filters_as_data": as_data}
+        for run in plan:
+            runs.append(_measured(bench, filled, run, batch, sink, oracle))
+            runs[-1]["kind"] = "broker-like templates" if run.label == "broker10" else kind
+            runs[-1]["ratio_to_spark_bytes_only"] = round(
+                runs[-1]["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3
             )
-            run = micro_batch_run(spark, cfg, produced.acked)
-            outputs = [contract.filter_topic(f, cfg.output_prefix) for f in filters]
-            run["kind"] = "broker-like templates" if label == "broker10" else kind
-            run["filters_as_data"] = as_data
-            routes = routes_of(bootstrap, outputs)
-            if realistic and twins is not None:
-                run["oracle"] = oracle_check(
-                    routes, dict(zip(outputs, twins, strict=True)), positions, cols
-                )
-            run["republish"] = republish_consume(bootstrap, topic, routes)
-            run["ratio_to_republish"] = round(
-                run["marginal_alerts_per_s"] / run["republish"]["alerts_per_s"], 3
-            )
-            run["ratio_to_spark_bytes_only"] = round(
-                run["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3
-            )
-            runs.append(run)
-            log.info("bench filters: %s done", label)
+            log.info("bench filters: %s done", run.label)
         latencies = [
             latency_run(
-                bootstrap,
-                spark,
+                bench.bootstrap,
+                bench.spark,
                 bench.workdir,
                 "realtime",
                 latency,
-                filters=latency_filters(n),
+                filters=chosen(n, True),
                 output_partitions=1,
             )
             for n in latency_counts
@@ -237,6 +259,7 @@ def bench_filters_per_job(
             "machine": bench.machine(),
             "topic": filled.facts(),
             "population": population,
+            "sink": sink,
             "max_offsets_per_trigger": batch,
             "plain_read": {"alerts_per_s": round(plain["alerts"] / plain["seconds"], 1)},
             "spark_bytes_only": bytes_only,
@@ -247,6 +270,19 @@ def bench_filters_per_job(
             "realtime_250_per_s": latencies,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+
+
+def _chooser(users: list, realistic: bool):
+    """The first ``n`` filters and their twins: over columns (``per_alert`` false) or per
+    decoded alert, as the latency runs count; the pmod cuts when not ``realistic``."""
+
+    def chosen(n: int, per_alert: bool) -> tuple[list, list]:
+        if not realistic:
+            return user_filters(n)
+        twins = [u.test if per_alert else u.twin for u in users[:n]]
+        return [u.filter for u in users[:n]], twins
+
+    return chosen
 
 
 #: ``--quick``: 300 alerts in batches of 50, 1 and 10 users' filters, seconds at the rate.
