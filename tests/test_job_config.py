@@ -129,7 +129,23 @@ def test_documented_flags_exist_and_each_sets_a_setting():
         ),
         (
             "topic: a\nsinks: [kafka, s3]\n",
-            "sinks.1 = 's3': Input should be 'kafka' or 'delta'; e.g. sinks: [kafka, delta]",
+            "sinks.1 = 's3': Input should be 'kafka', 'delta' or 'noop'; e.g. sinks: [kafka, delta]",
+        ),
+        (
+            "topic: a\nsinks: [kafka, noop]\n",
+            "sinks [noop] publishes nothing, so nothing else can read its output: give noop alone"
+            " (--sink noop) or kafka[,delta]",
+        ),
+        (
+            "topic: a\ndelivery: shared\nquota: {records: 10}\n",
+            "delivery: shared with a quota for every filter (quota) would share nothing: a filter"
+            " with a daily quota keeps its own topic; give quotas in the filters that need one,"
+            " or use delivery: topics",
+        ),
+        (
+            "topic: a\ndelivery: shared\ntrigger: realtime\n",
+            "delivery: shared runs in micro-batches; Real-Time Mode (--trigger realtime)"
+            " publishes a topic per filter: drop one of them",
         ),
         (
             "bootstrap: x\n",
@@ -186,8 +202,8 @@ def test_bad_settings_fail_on_one_line_naming_file_key_and_fix(tmp_path, text, m
         ),
         (
             ["--sink", "kafka,s3"],
-            "the command line: --sink = 's3': Input should be 'kafka' or"
-            " 'delta'; e.g. --sink kafka,delta",
+            "the command line: --sink = 's3': Input should be 'kafka', 'delta'"
+            " or 'noop'; e.g. --sink kafka,delta",
         ),
         (
             ["--trigger", "soon"],

@@ -257,6 +257,7 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
         survey="rubin",
         filters_as_data=True,
         free_sql_rows_from=2,
+        predicates_from=100,  # the default: from 100 filters that read as clauses
     )
     job = FilterStream(spark, cfg)
     first = {job.plan.filters[i].name for i in job.plan.predicates.filters}
