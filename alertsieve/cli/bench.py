@@ -235,6 +235,13 @@ def _add_filters(which: Any) -> None:
         help="kafka: the matches published, beside librdkafka republishing the same records"
         " (default); noop: the filters evaluated and counted, nothing published",
     )
+    parser.add_argument(
+        "--delivery",
+        choices=["topics", "shared"],
+        default="topics",
+        help="topics: a topic per filter (default); shared: each matching alert once on one"
+        " topic (its records' counts checked against the twins, no republish baseline)",
+    )
     parser.add_argument("--figure", help="draw the results to this PNG")
     _quick(
         parser,
@@ -256,7 +263,11 @@ def run_filters(args: argparse.Namespace) -> int:
     }
     scale = QUICK if args.quick else flags
     result = bench_filters_per_job(
-        args.bootstrap, population=args.population, sink=args.sink, **scale
+        args.bootstrap,
+        population=args.population,
+        sink=args.sink,
+        delivery=args.delivery,
+        **scale,
     )
     if args.figure:
         from alertsieve.bench.commands.filters import plot_filters_per_job

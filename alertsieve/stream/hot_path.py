@@ -164,6 +164,35 @@ SHAPED_LABELS = {
 SHAPED_RECORD = "_s_record"
 
 
+def _found(plan: JobPlan) -> tuple:
+    """(the indices of the filters an alert matched, compiled and predicate first, and of the
+    Python filters that failed on it; the columns computed once per alert beside them: the
+    Python filters' errors and seconds, the models' seconds, rows and errors)."""
+    from pyspark.sql import functions as F
+
+    slots = []
+    per_alert = {}
+    for j, m in enumerate(models_of(plan)):
+        result = F.col(hidden(m))
+        per_alert[model_seconds(j)] = result[SECONDS]
+        per_alert[model_rows(j)] = result[ROWS]
+        per_alert[model_error(j)] = result[ERROR]
+    for i in plan.compiled:
+        f = plan.filters[i]
+        match, err, seconds = f.evaluate_timed()
+        if seconds is not None:
+            per_alert[cost(i)] = seconds
+        slots.append(F.when(match, F.lit(i)))
+        if err is not None:
+            per_alert[error(i)] = err
+            slots.append(F.when(err.isNotNull(), F.lit(error_index(i))))
+    none = F.array(F.lit(None).cast("int"))
+    found = F.array_except(F.array(*slots), none) if slots else F.array().cast("array<int>")
+    if plan.predicates is not None:
+        found = F.concat(found, predicate_first.matched(plan.predicates))
+    return found, per_alert
+
+
 def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool = False):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
@@ -185,27 +214,8 @@ def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool
 
     decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
     flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context, plan.scoring)
-    slots = []
-    per_alert = {}  # the Python filters' errors, their and the models' costs: once per alert
-    for j, m in enumerate(models_of(plan)):
-        result = F.col(hidden(m))
-        per_alert[model_seconds(j)] = result[SECONDS]
-        per_alert[model_rows(j)] = result[ROWS]
-        per_alert[model_error(j)] = result[ERROR]
-    for i in plan.compiled:
-        f = plan.filters[i]
-        match, err, seconds = f.evaluate_timed()
-        if seconds is not None:
-            per_alert[cost(i)] = seconds
-        slots.append(F.when(match, F.lit(i)))
-        if err is not None:
-            per_alert[error(i)] = err
-            slots.append(F.when(err.isNotNull(), F.lit(error_index(i))))
+    found, per_alert = _found(plan)
     extra = [c.alias(name) for name, c in per_alert.items()]
-    none = F.array(F.lit(None).cast("int"))
-    found = F.array_except(F.array(*slots), none) if slots else F.array().cast("array<int>")
-    if plan.predicates is not None:
-        found = F.concat(found, predicate_first.matched(plan.predicates))
     outcome_indices = F.when(F.col("_reason").isNull(), found).otherwise(
         F.array(F.lit(QUARANTINED))
     )
@@ -424,7 +434,7 @@ def _record_value(plan: JobPlan, groups: list[list[int]], shared: bool):
     value = F.col("_value") if records is None else records.otherwise(F.col("_value"))
     if plan.shapes:
         value = F.when(F.col("_s_format").isNotNull(), F.col(SHAPED_RECORD)).otherwise(value)
-    if shared:
+    if shared and groups:  # a shared record of fields filters only: the envelope
         fields = F.col(shared_delivery.PAYLOAD) == contract.PAYLOAD_FIELDS
         value = F.when(fields, shared_delivery.envelope(plan)).otherwise(value)
     return value

@@ -354,18 +354,7 @@ def batch_stats(
     deployment that changed rows only (``alertsieve.stream.redeploy.rows_only``) left them in
     another order than ``filters``."""
     indexed = indexed or filters
-    from alertsieve.stream.hot_path import (
-        ARRIVED,
-        COST,
-        MATCHES,
-        OBSERVED,
-        cost,
-        error,
-        model_error,
-        model_rows,
-        model_seconds,
-        size,
-    )
+    from alertsieve.stream.hot_path import ARRIVED, COST, MATCHES, OBSERVED, size
 
     observed = progress.get("observedMetrics") or {}
     seen = {**(observed.get(OBSERVED) or {}), **(observed.get(ARRIVED) or {})}
@@ -381,24 +370,6 @@ def batch_stats(
         stamped, "mixed"
     )
     q = seen.get("ts_quantiles") or [None, None, None]
-    errors = {
-        n: seen.get(error(i))
-        for i, n in enumerate(indexed)
-        if n in python_filters and seen.get(error(i))
-    }
-    costs = observed.get(COST) or {}
-    python_seconds = {
-        n: round(float(costs.get(cost(i)) or 0.0), 4)
-        for i, n in enumerate(indexed)
-        if n in python_filters and cost(i) in costs
-    }
-    models = models or {}
-    model_errors = {
-        m: costs[model_error(j)] for j, m in enumerate(models) if costs.get(model_error(j))
-    }
-    for m, message in model_errors.items():
-        for reader in models[m]:
-            errors.setdefault(reader, message)
     return BatchStats(
         batch_id=int(progress["batchId"]),
         input_rows=int(seen["input_rows"]),
@@ -410,17 +381,7 @@ def batch_stats(
         phases_s={
             _snake(k): round(v / 1e3, 3) for k, v in durations.items() if k != "triggerExecution"
         },
-        filter_errors=errors,
-        filter_seconds=python_seconds,
-        model_invocations={
-            m: int(costs.get(model_rows(j)) or 0) for j, m in enumerate(models) if costs
-        },
-        model_seconds={
-            m: round(float(costs.get(model_seconds(j)) or 0.0), 4)
-            for j, m in enumerate(models)
-            if costs
-        },
-        model_errors=model_errors,
+        **python_costs(seen, observed.get(COST) or {}, indexed, python_filters, models or {}),
         published_bytes={
             n: int(seen.get(size(i)) or 0) for i, n in enumerate(indexed) if size(i) in seen
         },
@@ -433,6 +394,47 @@ def batch_stats(
             output_time, {"q01": q[0], "q05": q[1], "q50": q[2], "min": seen.get("ts_min")}
         ),
     )
+
+
+def python_costs(
+    seen: dict,
+    costs: dict,
+    indexed: list[str],
+    python_filters: set[str],
+    models: dict[str, list[str]],
+) -> dict:
+    """What Python cost the batch: each Python filter's first error and seconds, each model's
+    invocations, seconds and first error (also its readers' error), as ``BatchStats`` fields."""
+    from alertsieve.stream.hot_path import cost, error, model_error, model_rows, model_seconds
+
+    errors = {
+        n: seen.get(error(i))
+        for i, n in enumerate(indexed)
+        if n in python_filters and seen.get(error(i))
+    }
+    model_errors = {
+        m: costs[model_error(j)] for j, m in enumerate(models) if costs.get(model_error(j))
+    }
+    for m, message in model_errors.items():
+        for reader in models[m]:
+            errors.setdefault(reader, message)
+    return {
+        "filter_errors": errors,
+        "filter_seconds": {
+            n: round(float(costs.get(cost(i)) or 0.0), 4)
+            for i, n in enumerate(indexed)
+            if n in python_filters and cost(i) in costs
+        },
+        "model_invocations": {
+            m: int(costs.get(model_rows(j)) or 0) for j, m in enumerate(models) if costs
+        },
+        "model_seconds": {
+            m: round(float(costs.get(model_seconds(j)) or 0.0), 4)
+            for j, m in enumerate(models)
+            if costs
+        },
+        "model_errors": model_errors,
+    }
 
 
 def quarantine_kinds(seen: dict, quarantined: int) -> dict[str, int]:

@@ -134,25 +134,6 @@ def plan_job(
         selected(filters)
     models = discover_models(cfg.model_paths)
     runtime = Runtime(cfg.model_threads, tuple(cfg.model_providers))
-
-    def records(samples) -> tuple[dict[str, str], dict, tuple[Shape, ...], Predicates | None]:
-        """The filters' versions, their fields records' types, compiled on the samples, the
-        filters matched predicate first and the shapes that run as data."""
-        versions = filter_versions(filters, cfg.catalog_dir, models)
-        predicates = predicate_filters(samples, filters) if predicate_first(cfg, filters) else None
-        if predicates is not None and len(predicates.filters) < max(cfg.predicates_from, 1):
-            predicates = None
-        taken = frozenset(predicates.filters if predicates else ())
-        # Shared delivery publishes an alert once from its one row: no shaped join, whose rows
-        # are one per match (its filters compile one by one).
-        shared = cfg.delivery == contract.DELIVERY_SHARED
-        shapes = (
-            runnable_shapes(samples, filters, cfg.free_sql_rows_from, taken)
-            if cfg.filters_as_data and not shared
-            else ()
-        )
-        return versions, record_types(filters, decoder, versions, samples), shapes, predicates
-
     admitted = dict(running.versions) if running else {}  # versions that need no admission
     while True:
         try:
@@ -163,7 +144,9 @@ def plan_job(
                 head,
                 cfg.catalog_dir,
                 driver_heap_mb(spark),
-                check=records,
+                check=lambda samples, chosen=filters: how_they_run(
+                    cfg, decoder, models, chosen, samples
+                ),
                 models=models,
                 runtime=runtime,
             )
@@ -179,6 +162,33 @@ def plan_job(
             filters = refusals.leave_out(filters, e)
         if not filters:
             raise _nothing_left(decoder.survey, refusals)
+    return _assembled(cfg, filters, decoder, prepared, refusals)
+
+
+def how_they_run(
+    cfg: JobConfig, decoder: Decoder, models: list, filters: list[Filter], samples
+) -> tuple[dict[str, str], dict, tuple[Shape, ...], Predicates | None]:
+    """The filters' versions, their fields records' types, compiled on the ``samples`` (the
+    view of the sample alerts), and how they run: the filters matched predicate first and the
+    shapes that run as data (the others compile one by one)."""
+    versions = filter_versions(filters, cfg.catalog_dir, models)
+    predicates = predicate_filters(samples, filters) if predicate_first(cfg, filters) else None
+    if predicates is not None and len(predicates.filters) < max(cfg.predicates_from, 1):
+        predicates = None
+    taken = frozenset(predicates.filters if predicates else ())
+    # Shared delivery publishes an alert once from its one row: no shaped join, whose rows are
+    # one per match (its filters compile one by one).
+    shared = cfg.delivery == contract.DELIVERY_SHARED
+    shapes = (
+        runnable_shapes(samples, filters, cfg.free_sql_rows_from, taken)
+        if cfg.filters_as_data and not shared
+        else ()
+    )
+    return versions, record_types(filters, decoder, versions, samples), shapes, predicates
+
+
+def _assembled(cfg: JobConfig, filters: list[Filter], decoder: Decoder, prepared, refusals):
+    """The plan of the ``prepared`` filters."""
     versions, types, shapes, predicates = prepared.checked
     paths = prepared.paths
     if types:

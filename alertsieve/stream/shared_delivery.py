@@ -85,18 +85,20 @@ def entries(plan: JobPlan, groups: list[list[int]], record_of) -> tuple:
             {contract.FILTER: f.name, contract.FILTER_VERSION: plan.versions.get(f.name, "")}
         )[:-1]
         heads.append(head + (f', "{contract.FIELDS}": ' if group_of[i] else ""))
-    texts = [F.lit("")] + [
-        F.to_json(record_of(plan.filters[m[0]]), {"ignoreNullFields": "false"}) for m in groups
-    ]
-    fields = F.array(*texts)
     head_of, group_at = constant_array(heads, "string"), constant_array(group_of, "int")
+
+    def fields(i):
+        """The entry's fields: its group's, written for this entry only (an alert passes a few
+        filters of a few groups; the JSON of every group for every alert cost more than all)."""
+        g = F.element_at(group_at, i + 1)
+        text = F.lit("")
+        for k, members in enumerate(groups, 1):
+            record = F.to_json(record_of(plan.filters[members[0]]), {"ignoreNullFields": "false"})
+            text = F.when(g == k, record).otherwise(text)
+        return text
+
     listed = F.transform(
-        SHARED,
-        lambda i: F.concat(
-            F.element_at(head_of, i + 1),
-            F.element_at(fields, F.element_at(group_at, i + 1) + 1),
-            F.lit("}"),
-        ),
+        SHARED, lambda i: F.concat(F.element_at(head_of, i + 1), fields(i), F.lit("}"))
     )
     header = F.concat(F.lit("["), F.array_join(listed, ", "), F.lit("]"))
     alert = F.exists(SHARED, lambda i: F.element_at(group_at, i + 1) == 0)

@@ -18,6 +18,7 @@ plain librdkafka read, librdkafka reading and republishing exactly the records t
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -126,21 +127,33 @@ def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
     }
 
 
-def oracle_check(routes: dict, outputs: dict[str, object], positions: list, cols: dict) -> dict:
-    """Each filter's published alerts (``routes``: position -> its records, ``routes_of``;
-    ``outputs``: topic -> its twin) against its twin over the fastavro-decoded input."""
-    published: dict[str, set] = {t: set() for t in outputs}
+def published_by_filter(routes: dict) -> dict[str, set]:
+    """filter -> the positions of the alerts published for it (``routes``: position -> its
+    records, ``routes_of``): by each record's ``filter`` header, or each filter a shared record
+    names (``delivery: shared``)."""
+    published: dict[str, set] = {}
     for position, records in routes.items():
         for r in records:
-            published.setdefault(r.topic, set()).add(position)
+            h = dict(r.headers)
+            if contract.SHARED_FILTERS in h:
+                names = [e[contract.FILTER] for e in json.loads(h[contract.SHARED_FILTERS])]
+            else:
+                names = [h[contract.FILTER].decode()]
+            for name in names:
+                published.setdefault(name, set()).add(position)
+    return published
+
+
+def oracle_check(published: dict, twins: dict[str, object], positions: list, cols: dict) -> dict:
+    """Each filter's published alerts (``published_by_filter``) against its twin (``twins``:
+    filter -> its twin) over the fastavro-decoded input."""
     differing = []
-    for t, twin in outputs.items():
+    for name, twin in twins.items():
         expected = {p for p, hit in zip(positions, twin(cols), strict=True) if hit}
-        if published[t] != expected:
-            differing.append(
-                {"topic": t, "expected": len(expected), "published": len(published[t])}
-            )
-    return {"filters_checked": len(outputs), "differing": len(differing), "first": differing[:5]}
+        got = published.get(name, set())
+        if got != expected:
+            differing.append({"filter": name, "expected": len(expected), "published": len(got)})
+    return {"filters_checked": len(twins), "differing": len(differing), "first": differing[:5]}
 
 
 @dataclass
@@ -153,24 +166,25 @@ class _Run:
     as_data: bool = True
 
 
-def _measured(bench, filled, run: _Run, batch: int, sink: str, oracle) -> dict:
+def _measured(bench, filled, run: _Run, batch: int, sink: str, delivery: str, oracle) -> dict:
     """One available-now run of ``run``'s filters into ``sink``, its records checked against
     the twins (``oracle``: positions and columns; the counts alone with the noop sink, which
     publishes nothing) and, with the Kafka sink, against librdkafka republishing them."""
     cfg = filled.job_config(run.label, run.filters, batch).model_copy(
-        update={"filters_as_data": run.as_data, "sinks": [sink]}
+        update={"filters_as_data": run.as_data, "sinks": [sink], "delivery": delivery}
     )
     out = micro_batch_run(bench.spark, cfg, filled.produced.acked)
     matches = out.pop("matches")
-    out["filters_as_data"], out["sink"] = run.as_data, sink
+    out["filters_as_data"], out["sink"], out["delivery"] = run.as_data, sink, delivery
     if sink == "noop":
         if oracle is not None and run.twins is not None:
             out["oracle"] = counts_check(matches, run.filters, run.twins, *oracle)
         return out
-    outputs = [contract.filter_topic(f, cfg.output_prefix) for f in run.filters]
+    outputs = list(dict.fromkeys(cfg.topic_of(f) for f in run.filters))
     routes = routes_of(bench.bootstrap, outputs)
     if oracle is not None and run.twins is not None:
-        out["oracle"] = oracle_check(routes, dict(zip(outputs, run.twins, strict=True)), *oracle)
+        twins = dict(zip((f.name for f in run.filters), run.twins, strict=True))
+        out["oracle"] = oracle_check(published_by_filter(routes), twins, *oracle)
     out["republish"] = republish_consume(bench.bootstrap, filled.topic, routes)
     out["ratio_to_republish"] = round(
         out["marginal_alerts_per_s"] / out["republish"]["alerts_per_s"], 3
@@ -198,6 +212,7 @@ def bench_filters_per_job(
     population: str = "realistic",
     compiled_counts: tuple[int, ...] = (),
     sink: str = "kafka",
+    delivery: str = "topics",
 ) -> dict:
     """``population``: "realistic" (``alertsieve.bench.user_population``, tuned on the topic's
     own alerts, as users tune theirs on nights like the one they filter: a cut on the sky, the
@@ -205,7 +220,8 @@ def bench_filters_per_job(
     checked against its twin) or "pmod" (``user_filters``);
     ``compiled_counts``: the counts also run with every filter compiled (``filters_as_data``
     off), beside the same filters run as data; ``sink``: "kafka" (published, and compared with
-    librdkafka republishing the same records) or "noop" (evaluation alone)."""
+    librdkafka republishing the same records) or "noop" (evaluation alone); ``delivery``: a topic
+    per filter, or one shared topic (``alertsieve.stream.shared_delivery``)."""
     if alerts < 2 * batch:  # the marginal rate is of the full batches after the first
         raise SettingsError(
             f"bench filters: --alerts {alerts} in batches of --batch {batch} leave no full batch"
@@ -221,12 +237,7 @@ def bench_filters_per_job(
         bytes_only = bytes_only_rate(
             bench.spark, filled.job_config("bytes", [], batch), filled.produced.acked
         )
-        users, oracle = [], None
-        if realistic:
-            store = LocalSchemaStore(bench.workdir / "schemas")
-            positions, decoded = decoded_input(bench.bootstrap, filled.topic, store, slim)
-            oracle = (positions, columns(decoded))
-            users = generate(largest, decoded)
+        users, oracle = _tuned(bench, filled, largest) if realistic else ([], None)
         chosen = _chooser(users, realistic)
         kind = "realistic users' filters" if realistic else "users' pmod cuts"
         plan = [_Run("broker10", bench_filters(10)[0], None)]
@@ -234,7 +245,7 @@ def bench_filters_per_job(
         plan += [_Run(f"users{n}-compiled", *chosen(n, False), False) for n in compiled_counts]
         runs = []
         for run in plan:
-            runs.append(_measured(bench, filled, run, batch, sink, oracle))
+            runs.append(_measured(bench, filled, run, batch, sink, delivery, oracle))
             runs[-1]["kind"] = "broker-like templates" if run.label == "broker10" else kind
             runs[-1]["ratio_to_spark_bytes_only"] = round(
                 runs[-1]["marginal_alerts_per_s"] / bytes_only["alerts_per_s"], 3
@@ -242,16 +253,11 @@ def bench_filters_per_job(
             log.info("bench filters: %s done", run.label)
         latencies = [
             latency_run(
-                bench.bootstrap,
-                bench.spark,
-                bench.workdir,
-                "realtime",
-                latency,
-                filters=chosen(n, True),
-                output_partitions=1,
+                bench.bootstrap, bench.spark, bench.workdir, "realtime", latency,
+                filters=chosen(n, True), output_partitions=1,
             )
             for n in latency_counts
-        ]
+        ]  # fmt: skip
         users_runs = {r["filters"]: r for r in runs if r["kind"] == kind and r["filters_as_data"]}
         per_alert = {n: 1 / r["marginal_alerts_per_s"] for n, r in users_runs.items()}
         return {
@@ -260,6 +266,7 @@ def bench_filters_per_job(
             "topic": filled.facts(),
             "population": population,
             "sink": sink,
+            "delivery": delivery,
             "max_offsets_per_trigger": batch,
             "plain_read": {"alerts_per_s": round(plain["alerts"] / plain["seconds"], 1)},
             "spark_bytes_only": bytes_only,
@@ -270,6 +277,14 @@ def bench_filters_per_job(
             "realtime_250_per_s": latencies,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
+
+
+def _tuned(bench, filled, n: int) -> tuple[list, tuple]:
+    """``n`` realistic users' filters tuned on the topic's own alerts, and the oracle's input:
+    each alert's position and the population's columns over the fastavro-decoded alerts."""
+    store = LocalSchemaStore(bench.workdir / "schemas")
+    positions, decoded = decoded_input(bench.bootstrap, filled.topic, store, slim)
+    return generate(n, decoded), (positions, columns(decoded))
 
 
 def _chooser(users: list, realistic: bool):
