@@ -14,14 +14,10 @@ rows of a table without a restart (``alertsieve.stream.redeploy``): both keep th
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
-from alertsieve.filtering.clauses import Unfit, clauses, misread
 from alertsieve.filtering.model import Filter
 from alertsieve.filtering.predicates import Predicates, build, columns, match
-
-log = logging.getLogger(__name__)
 
 #: The column of each alert's predicate-first matches (filter indices).
 MATCHED = "_p_matched"
@@ -32,22 +28,10 @@ def predicate_filters(samples, filters: Sequence[Filter]) -> Predicates | None:
     Spark reads as doubles or strings on ``samples`` (the view of the sample alerts); None when
     there is none. The others are left to the shapes and to compilation, each with a debug line
     saying why."""
-    from alertsieve.stream.shaped import value_types
+    from alertsieve.stream.shaped import typed_clauses
 
-    found = {}
-    for i, f in enumerate(filters):
-        if f.runs_python:
-            continue
-        try:
-            found[i] = clauses(f.expressions()["sql"])
-        except Unfit as e:
-            log.debug("filter %s is not matched predicate first: %s", f.name, e)
-    types = value_types(samples, {a.value for cs in found.values() for c in cs for a, _ in c})
-    for i in list(found):
-        why = misread(found[i], types)
-        if why is not None:
-            log.debug("filter %s is not matched predicate first: %s", filters[i].name, why)
-            del found[i]
+    sql = [i for i, f in enumerate(filters) if not f.runs_python]
+    found = typed_clauses(samples, filters, sql, "is not matched predicate first")
     return build(found) if found else None
 
 

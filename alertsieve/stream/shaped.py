@@ -222,22 +222,32 @@ def runnable_shapes(
     rest = [i for i, f in enumerate(filters) if i not in shaped | taken and not f.runs_python]
     if len(rest) < max(clauses_from, 1):
         return tuple(out)
-    found = {}
-    for i in rest:
-        try:
-            found[i] = clauses(filters[i].expressions()["sql"])
-        except Unfit as e:
-            log.debug("filter %s compiles one by one: %s", filters[i].name, e)
-    types = value_types(samples, {a.value for cs in found.values() for c in cs for a, _ in c})
-    for i in list(found):
-        why = misread(found[i], types)
-        if why is not None:
-            log.debug("filter %s compiles one by one: %s", filters[i].name, why)
-            del found[i]
+    found = typed_clauses(samples, filters, rest, "compiles one by one")
     if len(found) < max(clauses_from, 1):
         return tuple(out)
     shapes = clause_shapes(filters, found, record_key)
     return tuple(out + shapes) if analysed(shapes) else tuple(out)
+
+
+def typed_clauses(
+    samples, filters: Sequence[Filter], indices: Sequence[int], otherwise: str
+) -> dict[int, list]:
+    """{index: clauses} of the filters at ``indices`` whose SQL reads as clauses over values
+    Spark reads as doubles or strings on ``samples``; each other one is logged (debug) with
+    why, and ``otherwise``: what becomes of it."""
+    found = {}
+    for i in indices:
+        try:
+            found[i] = clauses(filters[i].expressions()["sql"])
+        except Unfit as e:
+            log.debug("filter %s %s: %s", filters[i].name, otherwise, e)
+    types = value_types(samples, {a.value for cs in found.values() for c in cs for a, _ in c})
+    for i in list(found):
+        why = misread(found[i], types)
+        if why is not None:
+            log.debug("filter %s %s: %s", filters[i].name, otherwise, why)
+            del found[i]
+    return found
 
 
 def value_types(samples, values: set[str]) -> dict[str, str]:
