@@ -188,15 +188,29 @@ def test_an_or_is_clauses_that_never_overlap():
 def test_predicate_first_matching_selects_what_spark_selects_with_the_sql(frame):
     """The same conditions matched predicate first (``alertsieve.filtering.predicates``, in the
     hot path's Arrow UDF) over the same rows: each filter's alerts are those Spark's own SQL
-    selects, each once."""
-    from alertsieve.stream.predicate_first import MATCHED, matched, predicate_filters
+    selects, each once, after the alert's compiled matches; the tallies count the matches of the
+    alerts that decoded (here: every third is taken as not), never a Python filter's error."""
+    from pyspark.sql import functions as F
+
+    from alertsieve.stream.predicate_first import outcomes, predicate_filters, tally_counts
 
     filters = [AlertFilter(name=f"c{i}", sql=sql) for i, sql in enumerate(CONDITIONS)]
     p = predicate_filters(frame, filters)
     assert p is not None and p.filters == list(range(len(filters)))
-    rows = frame.select("_id", matched(p).alias(MATCHED)).collect()
-    got = Counter((i, r["_id"]) for r in rows for i in r[MATCHED])
+    compiled_index, error_index = 100, -5  # as the hot path's compiled match and error
+    compiled = F.when(
+        F.col("_id") % 2 == 0, F.array(F.lit(compiled_index), F.lit(error_index))
+    ).otherwise(F.array().cast("array<int>"))
+    ok = F.col("_id") % 3 != 0
+    result = outcomes(p, compiled, ok).alias("r")
+    rows = frame.select("_id", result).collect()
+    got = Counter((i, r["_id"]) for r in rows for i in r["r"]["m"] if 0 <= i < compiled_index)
     assert [pair for pair, n in got.items() if n > 1] == []
     for i, f in enumerate(filters):
         want = {r["_id"] for r in frame.where(f.sql).select("_id").collect()}
         assert {a for (j, a) in got if j == i} == want, f.sql
+    for r in rows:
+        before = [compiled_index, error_index] if r["_id"] % 2 == 0 else []
+        assert r["r"]["m"][: len(before)] == before
+    counted = Counter(i for r in rows if r["_id"] % 3 != 0 for i in r["r"]["m"] if i >= 0)
+    assert tally_counts([r["r"]["t"] for r in rows if r["r"]["t"] is not None]) == counted

@@ -45,7 +45,8 @@ def bytes_only_rate(spark, cfg: JobConfig, alerts: int) -> dict:
         .load()
         .select("key", "value")
     )
-    seconds, wall = _noop_seconds(raw, tempfile.mkdtemp(prefix="alertsieve-noop-"))
+    with tempfile.TemporaryDirectory(prefix="alertsieve-noop-") as checkpoint:
+        seconds, wall = _noop_seconds(raw, checkpoint)
     return {
         "alerts": alerts,
         "seconds": round(seconds, 2),
@@ -98,10 +99,10 @@ def decode_over_bytes(
         ),
     }
     best = {name: (float("inf"), float("inf")) for name in ways}
-    folder = tempfile.mkdtemp(prefix="alertsieve-noop-")
-    for r in range(repeats):
-        for name, frame in ways.items():
-            best[name] = min(best[name], _noop_seconds(frame(), f"{folder}/{name}-{r}"))
+    with tempfile.TemporaryDirectory(prefix="alertsieve-noop-") as folder:
+        for r in range(repeats):
+            for name, frame in ways.items():
+                best[name] = min(best[name], _noop_seconds(frame(), f"{folder}/{name}-{r}"))
     rates = {name: round(alerts / s, 1) for name, (s, _) in best.items()}
     wall_rates = {name: round(alerts / w, 1) for name, (_, w) in best.items()}
     return {

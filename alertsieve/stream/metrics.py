@@ -354,7 +354,8 @@ def batch_stats(
     deployment that changed rows only (``alertsieve.stream.redeploy.rows_only``) left them in
     another order than ``filters``."""
     indexed = indexed or filters
-    from alertsieve.stream.hot_path import ARRIVED, COST, MATCHES, OBSERVED, size
+    from alertsieve.stream.hot_path import ARRIVED, COST, MATCHES, OBSERVED, TALLY, size
+    from alertsieve.stream.predicate_first import tally_counts
 
     observed = progress.get("observedMetrics") or {}
     seen = {**(observed.get(OBSERVED) or {}), **(observed.get(ARRIVED) or {})}
@@ -375,7 +376,9 @@ def batch_stats(
         input_rows=int(seen["input_rows"]),
         decoded_rows=int(seen["input_rows"]) - quarantined,
         quarantined_rows=quarantined,
-        matches=matches_by_filter(seen.get(MATCHES), filters),  # as published
+        matches=matches_by_filter(  # as published
+            seen.get(MATCHES), filters, tally_counts((observed.get(COST) or {}).get(TALLY)), indexed
+        ),
         batch_seconds=seconds,
         output_time=output_time,
         phases_s={
@@ -446,13 +449,22 @@ def quarantine_kinds(seen: dict, quarantined: int) -> dict[str, int]:
     return {k: n for k, n in kinds.items() if n}
 
 
-def matches_by_filter(names: list | None, filters: list[str]) -> dict[str, int]:
+def matches_by_filter(
+    names: list | None,
+    filters: list[str],
+    tallied: dict[int, int] | None = None,
+    indexed: list[str] | None = None,
+) -> dict[str, int]:
     """{filter: matches} from the observed list of matched filters' names
-    (``hot_path.outcome_metrics``), every filter named, zero where none matched (and a filter a
-    deployment just removed, in the batch that ran it last)."""
+    (``hot_path.outcome_metrics``) and the predicate-first tallies (``tallied``: {index in
+    ``indexed``, the running plan's filters: matches}), every filter named, zero where none
+    matched (and a filter a deployment just removed, in the batch that ran it last)."""
     counts = dict.fromkeys(filters, 0)
     for name in names or []:
         counts[name] = counts.get(name, 0) + 1
+    for i, n in (tallied or {}).items():
+        name = (indexed or filters)[i]
+        counts[name] = counts.get(name, 0) + n
     return counts
 
 
