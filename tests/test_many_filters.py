@@ -294,6 +294,12 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
     }
     assert sum(b["quarantined_rows"] for b in lines) == 0
     shared_delivery_publishes_each_alert_once(spark, cfg, users, expected, raw, tmp_path, capsys)
+    # the noop sink (the cost of evaluation alone): every match counted, no record built
+    noop = cfg.model_copy(update={"sinks": ["noop"], "checkpoint": str(tmp_path / "ckpt-noop")})
+    lines = FilterStream(spark, noop).run()
+    assert {n: sum(b["matches"][n] for b in lines) for n in expected} == {
+        n: len(v) for n, v in expected.items()
+    }
 
 
 def shared_delivery_publishes_each_alert_once(spark, cfg, users, expected, raw, tmp_path, capsys):

@@ -233,7 +233,7 @@ def _add_filters(which: Any) -> None:
         choices=["kafka", "noop"],
         default="kafka",
         help="kafka: the matches published, beside librdkafka republishing the same records"
-        " (default); noop: the filters evaluated and counted, nothing published",
+        " (default); noop: the filters evaluated and counted, no record built or published",
     )
     parser.add_argument(
         "--delivery",

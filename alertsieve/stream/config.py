@@ -288,7 +288,7 @@ class JobConfig(BaseModel):
     sinks: list[Literal["kafka", "delta", "noop"]] = Field(
         default_factory=lambda: ["kafka", "delta"],
         min_length=1,
-        description="kafka: a topic per filter; delta: also archive the matches in Delta, by a second query that reads those topics; noop (alone): evaluate and count every filter, publish nothing (what a set of filters costs to evaluate)",
+        description="kafka: a topic per filter; delta: also archive the matches in Delta, by a second query that reads those topics; noop (alone): evaluate and count every filter, build and publish no record (what a set of filters costs to evaluate)",
         examples=[["kafka", "delta"]],
         json_schema_extra=_flag("--sink", cli="csv", example="kafka,delta"),
     )

@@ -469,7 +469,13 @@ def _record_value(plan: JobPlan, groups: list[list[int]], shared: bool):
     return value
 
 
-def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = frozenset()):
+def outcomes(
+    flags,
+    plan: JobPlan,
+    cfg: JobConfig,
+    withheld: frozenset[str] = frozenset(),
+    records: bool = True,
+):
     """One row per (alert, matching filter), per quarantined message and per Python filter error,
     with its ``_index`` (see ``evaluated``), ``_topic_out`` (none for an error row, nor for a
     match of a ``withheld`` filter: its daily quota reached, counted but not published),
@@ -477,7 +483,8 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
     record); with shared delivery, one row per alert for its shared filters
     (``alertsieve.stream.shared_delivery``), with their ``SHARED`` indices, header entries and
     payload. Only the rows kept are ever copied with their ~100 KB of alert bytes, and most
-    alerts match nothing."""
+    alerts match nothing. Without ``records`` (the noop sink), ``_out_value`` is null: the
+    rows are counted, no record is written."""
     from pyspark.sql import functions as F
 
     shared = cfg.delivery == contract.DELIVERY_SHARED
@@ -515,9 +522,10 @@ def outcomes(flags, plan: JobPlan, cfg: JobConfig, withheld: frozenset[str] = fr
         *[c.alias(k) for k, c in label_columns.items()],
     )  # fmt: skip
     extra += [SHAPED_ROW] if plan.shapes else []  # its match is counted by name, not tallied
+    value = _record_value(plan, groups, shared) if records else F.lit(None).cast("binary")
     return labelled.select(
         *META, "_index", "_reason", "_alert_id", *errors, *extra, "_topic_out", "_filter",
-        "_version", _record_value(plan, groups, shared).alias("_out_value"), "_format",
+        "_version", value.alias("_out_value"), "_format",
     )  # fmt: skip
 
 
@@ -649,10 +657,11 @@ def hot_path(
     if any(f.runs_python for f in plan.filters) or models_of(plan) or plan.predicates is not None:
         flags = flags.observe(COST, *cost_metrics(plan))
     shared = cfg.delivery == contract.DELIVERY_SHARED
-    outcome = outcomes(flags, plan, cfg, withheld).observe(
+    noop = "noop" in cfg.sinks  # evaluation alone: every match counted, no record written
+    outcome = outcomes(flags, plan, cfg, withheld, records=not noop).observe(
         OBSERVED, *outcome_metrics(plan, sized, shared)
     )
-    return output_rows(outcome, cfg, keep_filter)
+    return outcome if noop else output_rows(outcome, cfg, keep_filter)
 
 
 def publish_within(batch, withheld: frozenset[str], cfg: JobConfig, topics: int) -> None:
