@@ -22,7 +22,7 @@ from alertsieve.filtering.scores.runtime import ERROR, ROWS, SECONDS
 from alertsieve.filtering.shapes import record_key
 from alertsieve.publish import contract
 from alertsieve.publish.payloads import fields_struct, record_column, record_inputs
-from alertsieve.spark.constants import constant_array
+from alertsieve.spark.constants import constant_at
 from alertsieve.stream import predicate_first, shaped, shared_delivery
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
@@ -374,12 +374,12 @@ def outcome_metrics(
 
 def _by_filter(values: list, element: str = "string"):
     """Filter i's value on a match of filter i (``values``: one constant per filter, an array of
-    ``element``s written as SQL text: ``constant_array``); null on any other row."""
+    ``element``s: ``constant_at``); null on any other row."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
     matched = (index >= 0) & (index < len(values))  # not a shared record's row
-    return F.when(matched, F.element_at(constant_array(values, element), index + 1))
+    return F.when(matched, constant_at(values, element, index + 1))
 
 
 def _labels(plan: JobPlan, cfg: JobConfig, withheld: frozenset[str], groups: list[list[int]]):
@@ -395,13 +395,13 @@ def _labels(plan: JobPlan, cfg: JobConfig, withheld: frozenset[str], groups: lis
     for g, members in enumerate(groups, 1):
         for i in members:
             group_of[i] = g
-    names = constant_array([f.name for f in filters], "string")
+    names = [f.name for f in filters]
     topics = [None if f.name in withheld else cfg.topic_of(f) for f in filters]
     columns = {
         "_topic_out": _by_filter(topics).when(index == QUARANTINED, F.lit(cfg.quarantine_topic)),
         "_filter": F.when(
-            (index >= 0) & (index < len(filters)), F.element_at(names, index + 1)
-        ).when(index < QUARANTINED, F.element_at(names, -index - 1)),
+            (index >= 0) & (index < len(filters)), constant_at(names, "string", index + 1)
+        ).when(index < QUARANTINED, constant_at(names, "string", -index - 1)),
         "_version": _by_filter([plan.versions.get(f.name, "") for f in filters]),
         "_format": _by_filter(
             [f.format if g else None for f, g in zip(filters, group_of, strict=True)]

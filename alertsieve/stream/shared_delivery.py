@@ -24,7 +24,7 @@ import json
 
 from alertsieve.publish import contract
 from alertsieve.publish.payloads import envelope_columns
-from alertsieve.spark.constants import constant_array
+from alertsieve.spark.constants import constant_at
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
 
@@ -49,10 +49,10 @@ def split(outcomes, plan: JobPlan, cfg: JobConfig) -> tuple:
     ``shared_index`` (when it passed any), and those filters' indices."""
     from pyspark.sql import functions as F
 
-    shared_flags = constant_array(flags(plan, cfg), "int")
+    shared_flags = flags(plan, cfg)
 
     def is_shared(i):
-        return (i >= 0) & (F.element_at(shared_flags, i + 1) == 1)
+        return (i >= 0) & (constant_at(shared_flags, "int", i + 1) == 1)
 
     shared = F.filter(outcomes, is_shared)
     rest = F.filter(outcomes, lambda i: ~is_shared(i))
@@ -64,8 +64,8 @@ def names(plan: JobPlan):
     """The shared filters' names of a shared record's row (its ``SHARED`` indices)."""
     from pyspark.sql import functions as F
 
-    listed = constant_array([f.name for f in plan.filters], "string")
-    return F.transform(SHARED, lambda i: F.element_at(listed, i + 1))
+    listed = [f.name for f in plan.filters]
+    return F.transform(SHARED, lambda i: constant_at(listed, "string", i + 1))
 
 
 def entries(plan: JobPlan, groups: list[list[int]], record_of) -> tuple:
@@ -85,12 +85,11 @@ def entries(plan: JobPlan, groups: list[list[int]], record_of) -> tuple:
             {contract.FILTER: f.name, contract.FILTER_VERSION: plan.versions.get(f.name, "")}
         )[:-1]
         heads.append(head + (f', "{contract.FIELDS}": ' if group_of[i] else ""))
-    head_of, group_at = constant_array(heads, "string"), constant_array(group_of, "int")
 
     def fields(i):
         """The entry's fields: its group's, written for this entry only (an alert passes a few
         filters of a few groups; the JSON of every group for every alert cost more than all)."""
-        g = F.element_at(group_at, i + 1)
+        g = constant_at(group_of, "int", i + 1)
         text = F.lit("")
         for k, members in enumerate(groups, 1):
             record = F.to_json(record_of(plan.filters[members[0]]), {"ignoreNullFields": "false"})
@@ -98,10 +97,10 @@ def entries(plan: JobPlan, groups: list[list[int]], record_of) -> tuple:
         return text
 
     listed = F.transform(
-        SHARED, lambda i: F.concat(F.element_at(head_of, i + 1), fields(i), F.lit("}"))
+        SHARED, lambda i: F.concat(constant_at(heads, "string", i + 1), fields(i), F.lit("}"))
     )
     header = F.concat(F.lit("["), F.array_join(listed, ", "), F.lit("]"))
-    alert = F.exists(SHARED, lambda i: F.element_at(group_at, i + 1) == 0)
+    alert = F.exists(SHARED, lambda i: constant_at(group_of, "int", i + 1) == 0)
     payload = F.when(alert, F.lit(contract.PAYLOAD_ALERT)).otherwise(F.lit(contract.PAYLOAD_FIELDS))
     return header, payload
 

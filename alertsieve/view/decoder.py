@@ -196,7 +196,7 @@ class Decoder:
             """A writer known and not read: quarantined with why, looked up in one map (a
             ``WHEN`` per writer made the decode's generated code grow past the JVM's 64 KB per
             method with the ten thousand fields records' schemas of a local schema store),
-            written as SQL text (``constant_array``: a column per constant took 8 s there)."""
+            as one literal (``constant_array``: a column per constant took 8 s there)."""
             if not self.refused:
                 return reason
             kind = "bigint" if all(isinstance(w, int) for w in self.refused) else "string"
