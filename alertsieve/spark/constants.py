@@ -78,7 +78,11 @@ def constant_at(values: Iterable[Any], element: str, position):
     joined = _joined(values)
     if joined is None or not values:
         return F.element_at(constant_array_text(values, element), position)
-    found = F.nullif(F.element_at(F.split(F.lit(joined), SEPARATOR), position), F.lit(NULL))
+    if element != "binary" and None not in values:  # a typed array literal: nothing per row
+        return F.element_at(constant_array(values, element), position)
+    found = F.element_at(F.split(F.lit(joined), SEPARATOR), position)
+    if None in values:
+        found = F.nullif(found, F.lit(NULL))
     if element == "binary":
         return F.unhex(found)
     return found if element == "string" else found.cast(element)
