@@ -210,13 +210,22 @@ def _matched_first(flat, plan: JobPlan, found) -> tuple:
     return flat, column["m"], {TALLY: column["t"]}
 
 
-def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool = False):
+def evaluated(
+    raw,
+    plan: JobPlan,
+    table=None,
+    learn: bool = True,
+    realtime: bool = False,
+    alert_bytes: bool = True,
+):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
     ``error_index(i)`` where Python filter i failed), the view's columns the compiled filters'
     records are written from (``carried``), an error column per Python filter and its seconds
     (``cost``: on the first row of each chunk it ran on), and each model's seconds, rows and
     first error (``model_seconds``, ``model_rows``, ``model_error``: likewise per chunk).
+    Without ``alert_bytes`` (the noop sink: nothing publishes them), ``_value`` is null past
+    the decode, so no alert's bytes wait beside the Python UDFs.
 
     The compiled filters' conditions fill one array with their index or null, and the nulls are
     dropped there, per alert, before anything is exploded: a thousand filters cost a thousand
@@ -230,6 +239,8 @@ def evaluated(raw, plan: JobPlan, table=None, learn: bool = True, realtime: bool
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
+    if not alert_bytes:  # nothing publishes them: not carried past the decode (the noop sink)
+        decoded = decoded.withColumn("_value", F.lit(None).cast("binary"))
     flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context, plan.scoring)
     found, per_alert = _found(plan)
     flat, found, tallied = _matched_first(flat, plan, found)
@@ -653,11 +664,11 @@ def hot_path(
     if plan.shapes:
         labels = table_labels(plan, cfg, withheld)
         table = shaped.table(raw.sparkSession, plan.shapes, labels, stored)
-    flags = evaluated(arrived, plan, table, learn, cfg.realtime)
+    noop = "noop" in cfg.sinks  # evaluation alone: every match counted, no record written
+    flags = evaluated(arrived, plan, table, learn, cfg.realtime, alert_bytes=not noop)
     if any(f.runs_python for f in plan.filters) or models_of(plan) or plan.predicates is not None:
         flags = flags.observe(COST, *cost_metrics(plan))
     shared = cfg.delivery == contract.DELIVERY_SHARED
-    noop = "noop" in cfg.sinks  # evaluation alone: every match counted, no record written
     outcome = outcomes(flags, plan, cfg, withheld, records=not noop).observe(
         OBSERVED, *outcome_metrics(plan, sized, shared)
     )
