@@ -59,3 +59,31 @@ def test_a_thousand_filters_match_as_their_twins_select_each_pair_once(alerts):
     cols = columns(batch)
     want = {(a, i) for i in found for a in np.flatnonzero(users[i].twin(cols)).tolist()}
     assert want and set(pairs) == want
+
+
+def test_compiled_matches_come_first_and_tallies_count_each_match_once():
+    """``predicate_first.merged`` puts each alert's compiled matches (any offset into a sliced
+    Arrow list) before its predicate-first ones, as a Python loop over the same lists does; a
+    tally counts the matches (never an error's negative index), read back from bytes or base64."""
+    import base64
+
+    from alertsieve.stream.predicate_first import merged, tally, tally_counts
+
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        lists = [list(rng.integers(-3, 50, rng.integers(0, 4))) for _ in range(n + 3)]
+        offsets = np.cumsum([0] + [len(x) for x in lists])
+        flat = np.array([x for lst in lists for x in lst], np.int32)
+        s = int(rng.integers(0, 3))  # an Arrow slice starts past the values' first
+        pairs = sorted(
+            (a, int(f)) for a in range(n) for f in rng.integers(0, 99, rng.integers(0, 3))
+        )
+        alerts = np.array([a for a, _ in pairs], np.int64)
+        filters = np.array([f for _, f in pairs], np.int32)
+        out, values = merged(offsets[s : s + n + 1], flat, alerts, filters, n)
+        for r in range(n):
+            want = lists[s + r] + [f for a, f in pairs if a == r]
+            assert list(values[out[r] : out[r + 1]]) == want
+    counted = tally(np.array([3, -1, 3, 5, 0, -4]))
+    assert tally_counts([counted, base64.b64encode(counted).decode()]) == {0: 2, 3: 4, 5: 2}
