@@ -1,6 +1,12 @@
 """``alertsieve listen``: subscribe to a filter's output topic, print one line per match, save
-matches (Parquet or JSON lines) and cutouts (FITS), and check against the job's counts topic that
-nothing was lost (``--verify``; exit 1 when something is missing).
+matches (Parquet or JSON lines) and cutouts (FITS) or post them to a webhook, and check against
+the job's counts topic that nothing was lost (``--verify``; exit 1 when something is missing).
+
+Each match is delivered once, however often the topic holds it (``--keep-duplicates`` shows the
+topic as it is); ``--once-per object`` (or ``night``) delivers an object's first match per
+filter only. ``--state FILE`` keeps where it stopped and what it delivered, so a restarted
+listen delivers nothing twice (a JSON lines file, a Parquet folder and a webhook; printed lines
+may repeat the last poll's).
 
 The counts topic is the one the job names in each record's ``counts_topic`` header, whatever its
 ``output_prefix``; for records of a job older than that header, the topic's prefix up to its first
@@ -14,6 +20,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from alertsieve.alerts.schemas import SchemaError
@@ -21,11 +28,14 @@ from alertsieve.cli.shared import add_kafka_conf
 from alertsieve.publish import contract
 from alertsieve.settings import SettingsError, parse_pairs
 from alertsieve.subscribe.errors import SubscribeError
+from alertsieve.subscribe.once import DEFAULT_OBJECTS, DEFAULT_WINDOW, ONCE_PER
 
 EPILOG = """examples:
   alertsieve listen --bootstrap localhost:9092 --topic alertsieve-bright
   alertsieve listen --bootstrap B --topic alertsieve-bright,alertsieve-faint --from-beginning \\
       --until-end --to bright.parquet --cutouts stamps/ --verify
+  alertsieve listen --bootstrap B --topic alertsieve-bright --once-per night \\
+      --to https://hooks.slack.com/services/T0/B0/XYZ --rate-limit 10 --state bright.state
 """
 
 
@@ -66,8 +76,49 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--to",
-        metavar="FILE.parquet|FILE.jsonl|DIR/",
-        help="save matches: one Parquet file, JSON lines, or a folder of Parquet parts",
+        metavar="FILE.parquet|FILE.jsonl|DIR/|URL",
+        help="save matches: one Parquet file, JSON lines, or a folder of Parquet parts; or post"
+        " each to a webhook (https://...: a compact JSON, as Slack's incoming webhooks take it)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        metavar="PER_MINUTE",
+        help="with a webhook: at most this many posts a minute per filter (a filter over it"
+        " waits its turn; nothing is dropped)",
+    )
+    p.add_argument(
+        "--state",
+        metavar="FILE",
+        help="remember here where this listen stopped and what it delivered: started again"
+        " with the same FILE, it goes on and delivers nothing twice",
+    )
+    p.add_argument(
+        "--once-per",
+        choices=ONCE_PER,
+        help="deliver only the first match of each object per filter (night: per observing"
+        " night); the others are counted as held back",
+    )
+    p.add_argument(
+        "--keep-duplicates",
+        action="store_true",
+        help="deliver every copy the topic holds (default: each match once per filter version)",
+    )
+    p.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_WINDOW,
+        metavar="N",
+        help=f"delivered matches remembered to drop their copies (default {DEFAULT_WINDOW}:"
+        " a copy comes within a batch or two of its first)",
+    )
+    p.add_argument(
+        "--objects",
+        type=int,
+        default=DEFAULT_OBJECTS,
+        metavar="N",
+        help=f"objects remembered by --once-per (default {DEFAULT_OBJECTS}); after N other"
+        " objects one is news again",
     )
     p.add_argument("--cutouts", metavar="DIR", help="write each alert's stamps as FITS files here")
     p.add_argument(
@@ -116,10 +167,12 @@ def run(args: argparse.Namespace) -> int:
 @dataclass
 class Received:
     """What a listen read: each match's (filter, version, source topic, partition, offset) for
-    ``--verify``, counts by filter version for the summary, cutouts saved, and whether Ctrl-C
-    ended it (a read cut short cannot be verified)."""
+    ``--verify`` (delivered or dropped: a copy dropped was still received), counts by filter
+    version of those delivered for the summary, cutouts saved, and whether Ctrl-C ended it (a
+    read cut short cannot be verified)."""
 
     matches: list[tuple] = field(default_factory=list)
+    delivered: int = 0
     per_filter: Counter[str] = field(default_factory=Counter)
     cutouts: int = 0
     interrupted: bool = False
@@ -135,10 +188,15 @@ def _run(args: argparse.Namespace) -> int:
             "--verify needs --from-beginning and --until-end: only a whole topic read to a fixed"
             " end can be checked against the counts"
         )
+    if args.verify and args.state and Path(args.state).exists():
+        raise SubscribeError(
+            f"--verify reads the topics whole, and --state {args.state} would resume mid-way:"
+            " verify without --state (or with a new state file)"
+        )
     subscriber = _subscriber(args, topics)
     started = time.monotonic()
     received = _receive(args, topics, subscriber)
-    print(_summary(args, received, time.monotonic() - started))
+    print(_summary(args, received, subscriber, time.monotonic() - started))
     if not args.verify:
         return 0
     if received.interrupted:
@@ -160,8 +218,15 @@ def _run(args: argparse.Namespace) -> int:
 def _subscriber(args: argparse.Namespace, topics: list[str]):
     """The subscriber the flags ask for; with ``--verify`` it reads the counts topic too."""
     from alertsieve.alerts.schemas import open_store
+    from alertsieve.subscribe.once import Gate
     from alertsieve.subscribe.subscriber import Subscriber
 
+    gate = Gate(
+        dedup=not args.keep_duplicates,
+        once_per=args.once_per,
+        window=args.window,
+        objects=args.objects,
+    )
     return Subscriber(
         args.bootstrap,
         topics,
@@ -173,16 +238,35 @@ def _subscriber(args: argparse.Namespace, topics: list[str]):
         counts_topic=args.counts_topic if args.verify else None,
         find_counts_topic=args.verify,  # the job names it in every record's headers
         filters=args.filter,
+        gate=gate,
+        state=args.state,
     )
 
 
-def _receive(args: argparse.Namespace, topics: list[str], subscriber) -> Received:
-    """Reads until the topics' end (or Ctrl-C), printing a line per match and writing each batch
-    to ``--to`` and its cutouts to ``--cutouts`` as it arrives."""
-    from alertsieve.subscribe.cutouts import save_cutouts
+def _sink(args: argparse.Namespace, subscriber) -> tuple[Any, Any]:
+    """(writer, webhook) ``--to`` names, the writer going on from the state's mark."""
+    from alertsieve.subscribe.webhook import Webhook
     from alertsieve.subscribe.writers import open_writer
 
-    writer = open_writer(args.to) if args.to else None
+    if args.rate_limit is not None and not str(args.to or "").startswith(("http://", "https://")):
+        raise SubscribeError("--rate-limit spaces a webhook's posts: give --to https://...")
+    if not args.to:
+        return None, None
+    if args.to.startswith(("http://", "https://")):
+        return None, Webhook(args.to, per_minute=args.rate_limit)
+    resume = subscriber.state.loaded.mark if subscriber.state is not None else None
+    writer = open_writer(args.to, resume, resumable=subscriber.state is not None)
+    if subscriber.state is not None:
+        subscriber.sink_mark = writer.mark
+    return writer, None
+
+
+def _receive(args: argparse.Namespace, topics: list[str], subscriber) -> Received:
+    """Reads until the topics' end (or Ctrl-C), printing a line per match delivered, writing each
+    batch to ``--to`` (or posting each match there) and its cutouts to ``--cutouts``."""
+    from alertsieve.subscribe.cutouts import save_cutouts
+
+    writer, webhook = _sink(args, subscriber)
     received = Received()
     try:
         with subscriber:
@@ -191,23 +275,21 @@ def _receive(args: argparse.Namespace, topics: list[str], subscriber) -> Receive
                 f"{' until their current end' if args.until_end else ' (Ctrl-C to stop)'}",
                 flush=True,
             )
-            for batch in subscriber.batches():
+            for sifted in subscriber.sifted():
+                received.matches += [_verified(m) for m in sifted.dropped]
+                batch = sifted.kept
                 for match in batch:
-                    received.matches.append(
-                        (
-                            match.filter,
-                            match.filter_version,
-                            match.source_topic,
-                            match.source_partition,
-                            match.source_offset,
-                        )
-                    )
+                    received.matches.append(_verified(match))
+                    received.delivered += 1
+                    if webhook is not None:
+                        webhook.post(match)
+                        subscriber.confirm([match])
                     received.per_filter[
                         f"{match.filter}@{(match.filter_version or '?')[:12]}"
                         if match.filter
                         else "quarantined"
                     ] += 1
-                    print(match_line(len(received.matches), match))
+                    print(match_line(received.delivered, match))
                     if args.cutouts:
                         saved = save_cutouts(match.record, match.alert_id, args.cutouts)
                         received.cutouts += len(saved)
@@ -222,12 +304,30 @@ def _receive(args: argparse.Namespace, topics: list[str], subscriber) -> Receive
     return received
 
 
-def _summary(args: argparse.Namespace, received: Received, seconds: float) -> str:
+def _verified(match: Any) -> tuple:
+    """What ``--verify`` needs of a match (``verify.Received``)."""
+    return (
+        match.filter,
+        match.filter_version,
+        match.source_topic,
+        match.source_partition,
+        match.source_offset,
+    )
+
+
+def _summary(args: argparse.Namespace, received: Received, subscriber, seconds: float) -> str:
     by_filter = ", ".join(f"{name} {n}" for name, n in sorted(received.per_filter.items()))
-    summary = f"{len(received.matches)} matches in {seconds:.1f} s" + (
+    summary = f"{received.delivered} matches in {seconds:.1f} s" + (
         f" ({by_filter})" if by_filter else ""
     )
-    if args.to:
+    if subscriber.duplicates:
+        summary += f"; {subscriber.duplicates} duplicates dropped (copies of matches delivered)"
+    if subscriber.held_back:
+        summary += f"; {subscriber.held_back} held back (not the first of their object"
+        summary += " and night)" if args.once_per == "night" else ")"
+    if args.to and args.to.startswith(("http://", "https://")):
+        summary += f"; posted to {args.to}"
+    elif args.to:
         summary += f"; saved to {args.to}"
     if args.cutouts:
         summary += f"; {received.cutouts} cutouts in {args.cutouts}"

@@ -38,18 +38,29 @@ def matches_table(matches: Iterable[Match | Mapping[str, Any]]) -> pa.Table:
 
 
 class ParquetDirWriter(Writer):
-    """One Parquet part per non-empty write call, numbered on from the folder's highest part."""
+    """One Parquet part per non-empty write call, numbered on from the folder's highest part.
+    ``resume``: a :meth:`mark` of an earlier run (a subscriber's state): parts from it on were
+    written after the last confirmation and are removed, to be written again."""
 
-    def __init__(self, directory: Path | str):
+    def __init__(self, directory: Path | str, resume: int | None = None):
         super().__init__(directory)
         self.path.mkdir(parents=True, exist_ok=True)
-        numbers = [
-            int(p.stem.split("-")[1])
+        numbered = {
+            int(p.stem.split("-")[1]): p
             for p in self.path.glob("part-*.parquet")
             if p.stem.split("-")[1].isdigit()
-        ]
-        self._next = max(numbers, default=-1) + 1
+        }
+        if resume is not None:
+            for number, part in numbered.items():
+                if number >= int(resume):
+                    part.unlink()
+            numbered = {n: p for n, p in numbered.items() if n < int(resume)}
+        self._next = max(numbered, default=-1) + 1
         self.parts: list[Path] = []
+
+    def mark(self) -> int:
+        """The number the next part will have."""
+        return self._next
 
     def write(self, matches: Iterable[Match | Mapping[str, Any]]) -> int:
         table = matches_table(matches)

@@ -6,10 +6,16 @@ partition's end offset, the counts topic's FIRST, then the data topics'. The job
 batch's records before its counts, so every batch counted in the counts snapshot has all its
 records inside the data snapshot, which is what makes :mod:`alertsieve.subscribe.verify` exact.
 
-Where reading starts: ``from_beginning`` at each partition's earliest offset; else at the group's
-committed offsets when ``group_id`` is given (the group then remembers where this subscriber
-stopped; partitions are assigned, not balanced between group members), else at the end (only
-records published from now on).
+Where reading starts: where a ``state`` file says this subscriber stopped (``subscribe.state``);
+else ``from_beginning`` at each partition's earliest offset; else at the group's committed offsets
+when ``group_id`` is given (the group then remembers where this subscriber stopped; partitions are
+assigned, not balanced between group members), else at the end (only records published from now
+on).
+
+Each match is delivered once (``subscribe.once``): copies a topic holds of it are dropped and
+counted (``duplicates``), and with ``once_per`` so are later matches of an object
+(``held_back``). A poll's matches count as delivered when the caller asks for the next ones; a
+caller that delivers one at a time (a webhook) confirms each with :meth:`Subscriber.confirm`.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import (
@@ -35,7 +42,9 @@ from alertsieve.kafka.client_security import SecurityConfigError, librdkafka_con
 from alertsieve.publish import contract
 from alertsieve.settings import resolve_secret
 from alertsieve.subscribe.errors import SubscribeError
+from alertsieve.subscribe.once import Gate, Sifted
 from alertsieve.subscribe.records import Match, headers_dict, matches_from_message
+from alertsieve.subscribe.state import StateFile
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +109,19 @@ class Subscriber:
         poll_timeout: float = 1.0,
         batch_size: int = 500,
         filters: Iterable[str] | None = None,
+        gate: Gate | None = None,
+        state: Path | str | None = None,
+        sink_mark: Callable[[], Any] | None = None,
     ):
         self.bootstrap = bootstrap
+        #: Which matches to deliver: each once by default (see the module doc)
+        self.gate = gate if gate is not None else Gate()
+        #: Where this subscriber stopped and what it delivered, kept across restarts
+        self.state = StateFile(state) if state is not None else None
+        if self.state is not None:
+            self.state.restore(self.gate)
+        #: How far the caller's output was written, saved with each confirmation
+        self.sink_mark = sink_mark
         #: Only these filters' matches (a shared topic names many per record); None: all
         self.filters = frozenset(filters) if filters is not None else None
         self.topics = split_topics(topics)
@@ -243,9 +263,12 @@ class Subscriber:
                 if self.group_id and not self.from_beginning
                 else {}
             )
+            resumed = self.state.loaded.offsets if self.state is not None else {}
             assignment = []
             for tp, (low, high) in marks.items():
-                if self.from_beginning:
+                if tp in resumed:
+                    start = first = max(low, resumed[tp])
+                elif self.from_beginning:
                     start, first = OFFSET_BEGINNING, low
                 elif committed.get(tp, -1) >= 0:
                     start = first = committed[tp]
@@ -359,23 +382,58 @@ class Subscriber:
             if not batch and self.ends is not None:
                 self._catch_up_positions()
             yield good
+            if good and self.state is not None:
+                self.state.commit(
+                    self.gate,
+                    {(m.topic(), m.partition()): m.offset() + 1 for m in good},
+                    self.sink_mark() if self.sink_mark is not None else None,
+                )
             if good and self.group_id:
                 last = {(m.topic(), m.partition()): m.offset() for m in good}
                 consumer.store_offsets(
                     offsets=[TopicPartition(t, p, o + 1) for (t, p), o in last.items()]
                 )
 
-    def batches(self, skip_undecodable: bool = False) -> Iterator[list[Match]]:
-        """The decoded matches of each poll that returned records (a writer's unit of work).
+    def sifted(self, skip_undecodable: bool = False) -> Iterator[Sifted]:
+        """Each poll's decoded matches, sifted by the gate: those to deliver (``kept``) and
+        those dropped as copies or held back. Asking for the next poll confirms the kept ones
+        delivered (and saves the state, if any).
 
         A record that does not decode raises :class:`SubscribeError`, or with
         ``skip_undecodable`` is logged with its topic, partition and offset and skipped (a
         service that must keep reading: ``alertsieve.tom``); ``skipped`` counts them."""
         for messages in self._polls():
             matches = [m for message in messages for m in self._decode(message, skip_undecodable)]
-            if matches:
-                self.count += len(matches)
-                yield matches
+            if not matches:
+                continue
+            sifted = self.gate.sift(matches)
+            self.count += len(sifted.kept)
+            yield sifted
+            self.gate.delivered(sifted.kept)
+
+    def batches(self, skip_undecodable: bool = False) -> Iterator[list[Match]]:
+        """The matches to deliver of each poll that returned records (a writer's unit of work);
+        see :meth:`sifted`."""
+        for sifted in self.sifted(skip_undecodable):
+            if sifted.kept:
+                yield sifted.kept
+
+    def confirm(self, matches: Iterable[Match]) -> None:
+        """These matches were delivered: remember them now (saved at once with a state file),
+        not only when the next poll is asked for."""
+        self.gate.delivered(matches)
+        if self.state is not None:
+            self.state.commit(self.gate)
+
+    @property
+    def duplicates(self) -> int:
+        """Copies of matches already delivered, dropped."""
+        return self.gate.duplicates
+
+    @property
+    def held_back(self) -> int:
+        """Later matches of an object already delivered (``once_per``), not delivered."""
+        return self.gate.held_back
 
     def _decode(self, message: Any, skip_undecodable: bool) -> list[Match]:
         try:
@@ -469,6 +527,8 @@ class Subscriber:
             self._closed = True
             if self._consumer is not None:
                 self._consumer.close()  # commits the stored offsets of a group
+            if self.state is not None:
+                self.state.close()
 
     def __enter__(self) -> Subscriber:
         return self.open()

@@ -28,12 +28,23 @@ from alertsieve.subscribe.rows import TABLES_EXTRA, Writer, jsonable, row_of
 
 
 class JsonLinesWriter(Writer):
-    """One JSON object per match and line (see the module doc for bytes, NaN and dates)."""
+    """One JSON object per match and line (see the module doc for bytes, NaN and dates).
+    ``resume``: a :meth:`mark` of an earlier run (a subscriber's state): the file is cut back
+    to it and written on, so lines written after that mark are not kept twice."""
 
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, resume: int | None = None):
         super().__init__(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("w", encoding="utf-8")
+        if resume is not None and self.path.exists():
+            with self.path.open("r+b") as cut:
+                cut.truncate(int(resume))
+            self._file = self.path.open("a", encoding="utf-8")
+        else:
+            self._file = self.path.open("w", encoding="utf-8")
+
+    def mark(self) -> int:
+        """How far the file is written (bytes)."""
+        return self._file.tell()
 
     def write(self, matches: Iterable[Match | Mapping[str, Any]]) -> int:
         n = 0
@@ -49,13 +60,14 @@ class JsonLinesWriter(Writer):
             self._file.close()
 
 
-def open_writer(target: Path | str) -> Writer:
+def open_writer(target: Path | str, resume: Any = None, resumable: bool = False) -> Writer:
     """The writer ``target`` names: ``*.parquet`` one file, ``*.jsonl`` (or ``.json``) JSON
-    lines, ``DIR/`` (or an existing folder) Parquet parts."""
+    lines, ``DIR/`` (or an existing folder) Parquet parts. ``resumable``: a subscriber with a
+    state file, whose writer must have a ``mark`` and go on from ``resume``, one of them."""
     text = str(target)
     path = Path(target)
     if path.suffix in (".jsonl", ".json", ".ndjson"):
-        return JsonLinesWriter(path)
+        return JsonLinesWriter(path, resume)
     if not (text.endswith(("/", "\\")) or path.is_dir() or path.suffix == ".parquet"):
         raise SubscribeError(
             f"--to {text}: end it with .parquet (one file), .jsonl (JSON lines) or / (a folder of Parquet parts)"
@@ -70,5 +82,10 @@ def open_writer(target: Path | str) -> Writer:
             " (or save JSON lines: --to FILE.jsonl)"
         ) from None
     if path.suffix == ".parquet" and not text.endswith(("/", "\\")) and not path.is_dir():
+        if resumable:
+            raise SubscribeError(
+                f"--to {text}: one Parquet file is made when the subscriber stops, so a restart"
+                " cannot go on with it; with --state save to a folder (--to DIR/) or JSON lines"
+            )
         return parquet.ParquetFileWriter(path)
-    return parquet.ParquetDirWriter(path)
+    return parquet.ParquetDirWriter(path, resume)

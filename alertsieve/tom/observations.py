@@ -22,6 +22,7 @@ from typing import Any
 
 from alertsieve.alerts.schemas import CUTOUTS
 from alertsieve.publish import contract
+from alertsieve.subscribe.identity import JD_MINUS_MJD, identity
 
 #: AB magnitude of a flux of 1 nJy. The AB system's definition, m = -2.5 log10(f / (erg/s/cm2/Hz))
 #: - 48.60, with 1 nJy = 1e-32 erg/s/cm2/Hz gives exactly 31.4 (the "3631 Jy" is this rounded).
@@ -31,11 +32,8 @@ MAG_PER_RELATIVE_FLUX = 2.5 / math.log(10)
 #: TAI - UTC since 2017-01-01 (the last leap second); every Rubin and ZTF alert is later.
 TAI_MINUS_UTC = dt.timedelta(seconds=37)
 MJD_EPOCH = dt.datetime(1858, 11, 17, tzinfo=dt.UTC)
-JD_MINUS_MJD = 2400000.5
 #: ZTF's filter ids.
 ZTF_BANDS = {1: "g", 2: "r", 3: "i"}
-#: Fields a filter may choose that name the survey's object, in the order they are looked for.
-OBJECT_ID_FIELDS = ("diaObjectId", "objectId", "ssObjectId")
 
 
 @dataclass(frozen=True)
@@ -117,15 +115,11 @@ def _rubin_point(source: dict, primary: bool = False) -> Point:
 
 def _rubin(record: dict) -> Observation:
     source = record["diaSource"]
-    obj = record.get("diaObject") or {}
-    # Ids are 0 or null where they do not apply (ssObjectId of a diaObject in v10). The
-    # diaSource's copy of diaObjectId first: some exports store diaObject's as a rounded double.
-    if source.get("diaObjectId") or obj.get("diaObjectId"):
-        name, kind = str(source.get("diaObjectId") or obj["diaObjectId"]), "diaObject"
-    else:
-        name, kind = str(source["ssObjectId"]), "ssObject"
+    who = identity(record, contract.PAYLOAD_ALERT, "rubin")
     return Observation(
-        target=Target(name, "rubin", source["ra"], source["dec"], source["midpointMjdTai"], kind),
+        target=Target(
+            str(who.object_id), "rubin", source["ra"], source["dec"], who.mjd, who.object_kind
+        ),
         points=[
             _rubin_point(source, primary=True),
             *(_rubin_point(s) for s in record.get("prvDiaSources") or []),
@@ -174,18 +168,14 @@ def _cutouts(record: dict) -> dict[str, Any]:
 
 def _fields(record: dict) -> Observation:
     chosen = {k: v for k, v in record.items() if k not in contract.ENVELOPE}
-    object_field = next((f for f in OBJECT_ID_FIELDS if chosen.get(f)), None)
-    name = str(chosen[object_field]) if object_field else str(record[contract.ALERT_ID])
-    kind = {"diaObjectId": "diaObject", "ssObjectId": "ssObject", "objectId": "ztf object"}.get(
-        object_field or "", "alert"
-    )
+    who = identity(record, contract.PAYLOAD_FIELDS, record[contract.SURVEY])
     target = Target(
-        name,
+        who.object_id or str(record[contract.ALERT_ID]),
         record[contract.SURVEY],
         record["ra"],
         record["dec"],
         record["mjd"],
-        kind,
+        who.object_kind,
         fields=chosen,
     )
     return Observation(target=target, points=[], cutouts=_cutouts(record))
