@@ -70,3 +70,24 @@ def fields_record(m, store) -> dict:
     return fastavro.schemaless_reader(
         io.BytesIO(body), fastavro.parse_schema(store.get(schema_id).definition)
     )
+
+
+def listen(*args: str, code: int = 0, timeout: float = 180) -> list[str]:
+    """``alertsieve listen ARGS`` in a process of its own, as a subscriber runs it: its output
+    lines, after checking its exit code."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "alertsieve.cli", "listen", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == code, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout.splitlines()
+
+
+def delivered(lines: list[str]) -> list[str]:
+    """The alert ids of the match lines ``listen`` printed (``   1  name@version  alert ID ...``)."""
+    return [line.split()[3] for line in lines if line[:5].strip().isdigit()]

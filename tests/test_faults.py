@@ -27,7 +27,7 @@ from job_helpers import (
     simulated_visit,
     wait_for,
 )
-from kafka_helpers import consume_all
+from kafka_helpers import consume_all, delivered
 
 from alertsieve.kafka import embedded
 from alertsieve.kafka.topics import admin, create_topic, end_offsets
@@ -223,6 +223,7 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, p
         timeout=120,
     )
     assert listen.returncode == 0, listen.stdout[-2000:] + listen.stderr[-2000:]
+    assert len(delivered(listen.stdout.splitlines())) == len(sources)  # each match once
     verdict = listen.stdout.splitlines()[-1]
     assert verdict.startswith(
         f"verified: complete, {len(sources)} of {len(sources)} counted records received"
@@ -230,3 +231,26 @@ def test_the_driver_killed_again_and_again(kafka, spark, topic_name, tmp_path, p
     assert (
         (f"{duplicates} duplicates" in verdict) if duplicates else ("duplicates" not in verdict)
     ), verdict
+
+
+def test_a_missing_input_topic_is_named(kafka, topic_name, tmp_path):
+    """``--available-now`` on a topic not there exits 2 naming it, before any JVM starts; a
+    query failed because its input topic went is told which (``input_topics.gone``). The job
+    that waits for its topic is ``test_ztf_stream``'s live job."""
+    from alertsieve.stream.config import JobConfig
+    from alertsieve.stream.input_topics import gone
+
+    missing = f"{topic_name}-v99"
+    done = subprocess.run(
+        job_command(kafka.bootstrap_servers, missing, tmp_path, "--available-now"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"input topic {missing} does not exist on {kafka.bootstrap_servers}" in done.stderr
+    cfg = JobConfig(bootstrap=kafka.bootstrap_servers, topic=missing)
+    spark_says = "UnknownTopicOrPartitionException: This server does not host this topic-partition."
+    assert f"input topic {missing} no longer exists" in gone(cfg, spark_says)
+    create_topic(kafka.bootstrap_servers, missing, partitions=1)
+    assert gone(cfg, spark_says) == ""  # there: the failure was something else

@@ -16,6 +16,7 @@ from pathlib import Path
 import fastavro
 import pytest
 from crafted import ztf_history_files
+from webhook_server import FlakyWebhook
 
 from alertsieve.publish import contract
 from alertsieve.subscribe.errors import SubscribeError
@@ -182,48 +183,23 @@ def test_the_journal_is_compacted_and_reads_back_the_same(tmp_path, monkeypatch)
     assert list(restored.recent) == list(gate.recent) and loaded.offsets == {("out", 0): 10}
 
 
-class _Flaky(BaseHTTPRequestHandler):
-    """Refuses every fifth request with a 503; logs the bodies it acknowledged."""
-
-    def do_POST(self):  # noqa: N802 (the standard library's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        server = self.server
-        server.requests += 1
-        if server.requests % 5 == 0:
-            self.send_response(503)
-            self.end_headers()
-            return
-        server.log.append((self.headers["Idempotency-Key"], json.loads(body)))
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def flaky():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
-    server.requests, server.log = 0, []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = FlakyWebhook(refuse_every=5)
     yield server
-    server.shutdown()
-    server.server_close()
+    server.close()
 
 
 @pytest.mark.integration  # a local HTTP server
 def test_a_webhook_that_refuses_one_in_five_gets_each_match_once(flaky, ztf):
     waits: list[float] = []
-    hook = Webhook(f"http://127.0.0.1:{flaky.server_port}/hook", sleep=waits.append)
+    hook = Webhook(flaky.url, sleep=waits.append)
     matches = [_match(a, i) for i, a in enumerate(ztf[:12])]
     for m in matches:
         hook.post(m)
-    assert [entry["alert_id"] for _, entry in flaky.log] == [m.alert_id for m in matches]
+    assert [entry["alert_id"] for entry in flaky.log] == [m.alert_id for m in matches]
     assert hook.retries == flaky.requests - len(matches) == 2  # the 5th and the 10th
-    assert len({key for key, _ in flaky.log}) == len(matches)
-    first = flaky.log[0][1]
+    first = flaky.log[0]
     assert first["filter"] == "f" and first["object_id"] == ztf[0]["objectId"]
     assert first["text"].startswith(f"f: ztf {ztf[0]['candid']} (ztf object {ztf[0]['objectId']})")
 

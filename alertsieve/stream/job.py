@@ -36,6 +36,7 @@ from alertsieve.stream.hot_path import (
     sink_options,
     table_labels,
 )
+from alertsieve.stream.input_topics import await_inputs, gone, inputs
 from alertsieve.stream.metrics import MetricsLog, make_listener
 from alertsieve.stream.new_writers import MAX_UNREADABLE_WRITERS
 from alertsieve.stream.plan import plan_job
@@ -63,6 +64,7 @@ class FilterStream:
         """``clock``: the time quotas count days by (UTC; default the system's): a test moves it
         across midnight."""
         check_writable(cfg)
+        await_inputs(cfg)  # a topic not there yet: planning reads its first messages
         self.spark = spark
         self.cfg = cfg
         self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
@@ -108,7 +110,7 @@ class FilterStream:
         self.unreadable = 0  # writers met mid-stream and found nowhere
         self.prometheus = (
             JobMetrics(
-                lambda: watermarks(cfg.bootstrap, _inputs(cfg), cfg.kafka_conf), self._quota_use
+                lambda: watermarks(cfg.bootstrap, inputs(cfg), cfg.kafka_conf), self._quota_use
             )
             if cfg.prometheus_port is not None
             else None
@@ -300,7 +302,10 @@ class FilterStream:
                 self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
         for q in queries:
             if q.exception():
-                raise JobFailed(f"the {q.name} query failed: {q.exception()}{_hint(q)}")
+                raise JobFailed(
+                    f"the {q.name} query failed: {q.exception()}{_hint(q)}"
+                    f"{gone(self.cfg, q.exception())}"
+                )
         return self.metrics.written
 
     def _learn(self, queries: list) -> bool:
@@ -591,11 +596,6 @@ def _hint(query) -> str:
     return ""
 
 
-def _inputs(cfg: JobConfig) -> list[str] | str:
-    """The input topics (a list), or their pattern."""
-    return cfg.topic.split(",") if cfg.topic else cfg.topic_pattern
-
-
 def earliest_offsets(cfg: JobConfig, partitions: list[tuple[str, int]]) -> dict:
     """Each input partition's earliest offset held."""
     return {
@@ -704,7 +704,7 @@ def check_realtime(spark, cfg: JobConfig, filters) -> None:
             " (--trigger 0)"
         )
     cores = spark.sparkContext.defaultParallelism
-    partitions = partition_count(cfg.bootstrap, _inputs(cfg), cfg.kafka_conf)
+    partitions = partition_count(cfg.bootstrap, inputs(cfg), cfg.kafka_conf)
     if partitions > cores:
         raise ConfigError(
             f"{cfg.where}: --trigger {cfg.trigger}: the input has {partitions} partitions and Spark"
@@ -739,6 +739,7 @@ def run_job(cfg: JobConfig, spark=None) -> list[dict]:
     from alertsieve.spark.session import command_session
 
     check_writable(cfg)  # before Spark starts: a bad folder fails in a second, not in ten
+    await_inputs(cfg)  # and a missing topic is waited for without a JVM
     with command_session(
         "alertsieve-filter-stream", cfg.master, cfg.spark_conf, given=spark
     ) as spark:
