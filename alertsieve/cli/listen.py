@@ -166,12 +166,9 @@ def run(args: argparse.Namespace) -> int:
 
 @dataclass
 class Received:
-    """What a listen read: each match's (filter, version, source topic, partition, offset) for
-    ``--verify`` (delivered or dropped: a copy dropped was still received), counts by filter
-    version of those delivered for the summary, cutouts saved, and whether Ctrl-C ended it (a
-    read cut short cannot be verified)."""
+    """What a listen delivered: how many, counts by filter version for the summary, cutouts
+    saved, and whether Ctrl-C ended it (a read cut short cannot be verified)."""
 
-    matches: list[tuple] = field(default_factory=list)
     delivered: int = 0
     per_filter: Counter[str] = field(default_factory=Counter)
     cutouts: int = 0
@@ -202,7 +199,7 @@ def _run(args: argparse.Namespace) -> int:
     if received.interrupted:
         print("not verified: interrupted before the topics' end")
         return 130
-    report = verify(received.matches, subscriber.read_counts(), topics, only=args.filter)
+    report = verify(subscriber.sources, subscriber.read_counts(), topics, only=args.filter)
     print(summary_line(report))
     if not report["complete"]:
         for name, versions in sorted(report["filters"].items()):
@@ -276,10 +273,8 @@ def _receive(args: argparse.Namespace, topics: list[str], subscriber) -> Receive
                 flush=True,
             )
             for sifted in subscriber.sifted():
-                received.matches += [_verified(m) for m in sifted.dropped]
                 batch = sifted.kept
                 for match in batch:
-                    received.matches.append(_verified(match))
                     received.delivered += 1
                     if webhook is not None:
                         webhook.post(match)
@@ -302,17 +297,6 @@ def _receive(args: argparse.Namespace, topics: list[str], subscriber) -> Receive
         if writer is not None:
             writer.close()
     return received
-
-
-def _verified(match: Any) -> tuple:
-    """What ``--verify`` needs of a match (``verify.Received``)."""
-    return (
-        match.filter,
-        match.filter_version,
-        match.source_topic,
-        match.source_partition,
-        match.source_offset,
-    )
 
 
 def _summary(args: argparse.Namespace, received: Received, subscriber, seconds: float) -> str:

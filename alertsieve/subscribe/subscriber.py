@@ -45,6 +45,7 @@ from alertsieve.subscribe.errors import SubscribeError
 from alertsieve.subscribe.once import Gate, Sifted
 from alertsieve.subscribe.records import Match, headers_dict, matches_from_message
 from alertsieve.subscribe.state import StateFile
+from alertsieve.subscribe.verify import received_key
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +141,8 @@ class Subscriber:
         self.ends: dict[TP, int] | None = None  # until_end: the data topics' snapshot
         self.counts_ends: dict[int, int] | None = None  # the counts topic's snapshot
         self.count = 0
+        #: ``until_end``: every match read, delivered or dropped, as ``verify`` takes them
+        self.sources: list[tuple] = []
         self.skipped = 0  # records that did not decode (``skip_undecodable``)
         self._consumer: Any = None
         self._next: dict[TP, int] = {}
@@ -407,6 +410,8 @@ class Subscriber:
             if not matches:
                 continue
             sifted = self.gate.sift(matches)
+            if self.until_end:
+                self.sources += [received_key(m) for m in matches]
             self.count += len(sifted.kept)
             yield sifted
             self.gate.delivered(sifted.kept)

@@ -29,6 +29,18 @@ from alertsieve.publish import contract
 Received = tuple[str | None, str | None, str | None, int | None, int | None]
 
 
+def received_key(match: Any) -> Received:
+    """What verification needs of a match (a ``records.Match``): copies a subscriber dropped
+    count too, as received."""
+    return (
+        match.filter,
+        match.filter_version,
+        match.source_topic,
+        match.source_partition,
+        match.source_offset,
+    )
+
+
 @dataclass
 class _Batch:
     ranges: dict[tuple[str, int], tuple[int, int]]
