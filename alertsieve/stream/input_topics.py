@@ -102,7 +102,8 @@ def await_inputs(
 
 
 def gone(cfg: JobConfig, error: object) -> str:
-    """For a query that failed because a topic is not there: which input topic is gone."""
+    """For a query that failed because a topic is not there: which input topic is gone (a
+    sentence to open the error with), else ""."""
     if "UnknownTopicOrPartition" not in str(error) and "does not host this" not in str(error):
         return ""
     try:
@@ -111,4 +112,4 @@ def gone(cfg: JobConfig, error: object) -> str:
         return ""
     if not names:
         return ""
-    return f"\n({_what(cfg, names)} no longer exists on {cfg.bootstrap}: was it deleted?)"
+    return f"{_what(cfg, names)} no longer exists on {cfg.bootstrap}: was it deleted? "

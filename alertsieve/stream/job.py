@@ -302,9 +302,9 @@ class FilterStream:
                 self.spark.conf.unset(key) if value is None else self.spark.conf.set(key, value)
         for q in queries:
             if q.exception():
-                raise JobFailed(
-                    f"the {q.name} query failed: {q.exception()}{_hint(q)}"
+                raise JobFailed(  # what is gone first: Spark's message ends with its whole plan
                     f"{gone(self.cfg, q.exception())}"
+                    f"the {q.name} query failed: {q.exception()}{_hint(q)}"
                 )
         return self.metrics.written
 
