@@ -23,8 +23,8 @@ from alertsieve.subscribe.errors import SubscribeError
 from alertsieve.subscribe.identity import identity, night_of
 from alertsieve.subscribe.once import Gate, Recent
 from alertsieve.subscribe.records import Match
+from alertsieve.subscribe.senders import Mailer, RateLimit, Webhook, message
 from alertsieve.subscribe.state import StateFile
-from alertsieve.subscribe.webhook import RateLimit, Webhook, message
 from alertsieve.subscribe.writers import JsonLinesWriter
 
 REAL = Path(__file__).parent / "data" / "real"
@@ -230,7 +230,7 @@ def test_an_unreachable_webhook_waits_doubling_up_to_the_longest(ztf):
     waits: list[float] = []
     hook = Webhook("http://127.0.0.1:9/down", sleep=waits.append, longest_wait=4)
     calls = iter([0.0] * 6 + [None])
-    hook._attempt = lambda body, key: next(calls)  # the server comes back after six tries
+    hook._attempt = lambda prepared, key: next(calls)  # the server comes back after six tries
     hook.post(_match(ztf[0], 0))
     assert waits == [0.5, 1, 2, 4, 4, 4]
 
@@ -248,3 +248,56 @@ def test_the_message_is_json_a_chat_webhook_takes(ztf):
     json.dumps(body, allow_nan=False)
     with pytest.raises(SubscribeError, match="https://"):
         Webhook("ftp://example.org")
+
+
+class _Mailbox:
+    """An SMTP server's handler (aiosmtpd) that answers every fifth message 451 (try again
+    later) and keeps the others."""
+
+    def __init__(self, refuse_every: int = 5, code: str = "451 4.3.2 try again later"):
+        self.refuse_every, self.code, self.messages, self.tries = refuse_every, code, [], 0
+
+    async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's name)
+        self.tries += 1
+        if self.refuse_every and self.tries % self.refuse_every == 0:
+            return self.code
+        self.messages.append(envelope)
+        return "250 OK"
+
+
+@pytest.fixture
+def mailbox():
+    from aiosmtpd.controller import Controller
+
+    from alertsieve.localhost import free_port
+
+    handler = _Mailbox()
+    handler.port = free_port(set())
+    controller = Controller(handler, hostname="127.0.0.1", port=handler.port)
+    controller.start()
+    yield handler
+    controller.stop()
+
+
+@pytest.mark.integration  # a local SMTP server
+def test_mail_through_smtp_retries_what_the_server_defers_and_sends_each_once(mailbox, ztf):
+    import email
+    from email import policy
+
+    mailer = Mailer(
+        "astro@example.org", f"127.0.0.1:{mailbox.port}", {"from": "me@example.org"},
+        sleep=lambda s: None,
+    )  # fmt: skip
+    matches = [_match(a, i) for i, a in enumerate(ztf[:7])]
+    for m in matches:
+        mailer.post(m)
+    mails = [email.message_from_bytes(e.content, policy=policy.default) for e in mailbox.messages]
+    assert [json.loads(m.get_content())["alert_id"] for m in mails] == [m.alert_id for m in matches]
+    assert mailer.retries == mailbox.tries - len(matches) == 1
+    assert mails[0]["Subject"].startswith(f"[alertsieve] f: ztf {ztf[0]['candid']}")
+    assert {e.rcpt_tos[0] for e in mailbox.messages} == {"astro@example.org"}
+    mailbox.refuse_every, mailbox.code = 1, "550 5.1.1 no such user"
+    with pytest.raises(SubscribeError, match=r"refused a match: 550 5\.1\.1 no such user"):
+        mailer.post(matches[0])
+    with pytest.raises(SubscribeError, match="HOST:PORT"):
+        Mailer("astro@example.org", "localhost")

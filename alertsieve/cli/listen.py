@@ -1,11 +1,12 @@
 """``alertsieve listen``: subscribe to a filter's output topic, print one line per match, save
-matches (Parquet or JSON lines) and cutouts (FITS) or post them to a webhook, and check against
-the job's counts topic that nothing was lost (``--verify``; exit 1 when something is missing).
+matches (Parquet or JSON lines) and cutouts (FITS) or send them (a webhook, mail), and check
+against the job's counts topic that nothing was lost (``--verify``; exit 1 when something is
+missing).
 
 Each match is delivered once, however often the topic holds it (``--keep-duplicates`` shows the
 topic as it is); ``--once-per object`` (or ``night``) delivers an object's first match per
 filter only. ``--state FILE`` keeps where it stopped and what it delivered, so a restarted
-listen delivers nothing twice (a JSON lines file, a Parquet folder and a webhook; printed lines
+listen delivers nothing twice (a JSON lines file, a Parquet folder, a webhook and mail; printed lines
 may repeat the last poll's).
 
 The counts topic is the one the job names in each record's ``counts_topic`` header, whatever its
@@ -29,6 +30,9 @@ from alertsieve.publish import contract
 from alertsieve.settings import SettingsError, parse_pairs
 from alertsieve.subscribe.errors import SubscribeError
 from alertsieve.subscribe.once import DEFAULT_OBJECTS, DEFAULT_WINDOW, ONCE_PER
+
+#: How ``--to`` names a sender, not a file.
+SENDERS = ("http://", "https://", "mailto:")
 
 EPILOG = """examples:
   alertsieve listen --bootstrap localhost:9092 --topic alertsieve-bright
@@ -76,15 +80,29 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--to",
-        metavar="FILE.parquet|FILE.jsonl|DIR/|URL",
+        metavar="FILE.parquet|FILE.jsonl|DIR/|URL|mailto:ADDRESS",
         help="save matches: one Parquet file, JSON lines, or a folder of Parquet parts; or post"
-        " each to a webhook (https://...: a compact JSON, as Slack's incoming webhooks take it)",
+        " each to a webhook (https://...: a compact JSON, as Slack's incoming webhooks take it),"
+        " or mail each (mailto:, with --smtp)",
+    )
+    p.add_argument(
+        "--smtp",
+        metavar="HOST:PORT",
+        help="with --to mailto:ADDRESS, the SMTP server that sends the mails",
+    )
+    p.add_argument(
+        "--smtp-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="SMTP settings: from=ADDRESS, user=NAME, password=env:VAR (or file:PATH),"
+        " starttls=true (repeatable)",
     )
     p.add_argument(
         "--rate-limit",
         type=float,
         metavar="PER_MINUTE",
-        help="with a webhook: at most this many posts a minute per filter (a filter over it"
+        help="with a webhook or mail: at most this many a minute per filter (a filter over it"
         " waits its turn; nothing is dropped)",
     )
     p.add_argument(
@@ -240,16 +258,28 @@ def _subscriber(args: argparse.Namespace, topics: list[str]):
     )
 
 
+def _sends(target: str | None) -> bool:
+    """Does ``--to`` name a sender (a webhook, an address), not a file?"""
+    return str(target or "").startswith(SENDERS)
+
+
 def _sink(args: argparse.Namespace, subscriber) -> tuple[Any, Any]:
-    """(writer, webhook) ``--to`` names, the writer going on from the state's mark."""
-    from alertsieve.subscribe.webhook import Webhook
+    """(writer, sender) ``--to`` names, the writer going on from the state's mark."""
+    from alertsieve.subscribe.senders import Mailer, Webhook
     from alertsieve.subscribe.writers import open_writer
 
-    if args.rate_limit is not None and not str(args.to or "").startswith(("http://", "https://")):
-        raise SubscribeError("--rate-limit spaces a webhook's posts: give --to https://...")
+    if args.rate_limit is not None and not _sends(args.to):
+        raise SubscribeError(
+            "--rate-limit spaces a webhook's posts or mails: give --to https://... or mailto:..."
+        )
+    if bool(args.smtp) != str(args.to or "").startswith("mailto:"):
+        raise SubscribeError("mail needs both --to mailto:ADDRESS and --smtp HOST:PORT")
     if not args.to:
         return None, None
-    if args.to.startswith(("http://", "https://")):
+    if args.to.startswith("mailto:"):
+        conf = parse_pairs("--smtp-conf", args.smtp_conf)
+        return None, Mailer(args.to[len("mailto:") :], args.smtp, conf, per_minute=args.rate_limit)
+    if _sends(args.to):
         return None, Webhook(args.to, per_minute=args.rate_limit)
     resume = subscriber.state.loaded.mark if subscriber.state is not None else None
     writer = open_writer(args.to, resume, resumable=subscriber.state is not None)
@@ -263,7 +293,7 @@ def _receive(args: argparse.Namespace, topics: list[str], subscriber) -> Receive
     batch to ``--to`` (or posting each match there) and its cutouts to ``--cutouts``."""
     from alertsieve.subscribe.cutouts import save_cutouts
 
-    writer, webhook = _sink(args, subscriber)
+    writer, sender = _sink(args, subscriber)
     received = Received()
     try:
         with subscriber:
@@ -276,8 +306,8 @@ def _receive(args: argparse.Namespace, topics: list[str], subscriber) -> Receive
                 batch = sifted.kept
                 for match in batch:
                     received.delivered += 1
-                    if webhook is not None:
-                        webhook.post(match)
+                    if sender is not None:
+                        sender.post(match)
                         subscriber.confirm([match])
                     received.per_filter[
                         f"{match.filter}@{(match.filter_version or '?')[:12]}"
@@ -309,8 +339,8 @@ def _summary(args: argparse.Namespace, received: Received, subscriber, seconds: 
     if subscriber.held_back:
         summary += f"; {subscriber.held_back} held back (not the first of their object"
         summary += " and night)" if args.once_per == "night" else ")"
-    if args.to and args.to.startswith(("http://", "https://")):
-        summary += f"; posted to {args.to}"
+    if _sends(args.to):
+        summary += f"; sent to {args.to}"
     elif args.to:
         summary += f"; saved to {args.to}"
     if args.cutouts:
