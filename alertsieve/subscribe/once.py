@@ -103,10 +103,6 @@ class Sifted:
     duplicates: list[Match] = field(default_factory=list)
     held_back: list[Match] = field(default_factory=list)
 
-    @property
-    def dropped(self) -> list[Match]:
-        return [*self.duplicates, *self.held_back]
-
 
 class Gate:
     """Decides which matches a subscriber delivers (see the module doc). ``dedup=False`` lets
@@ -164,12 +160,6 @@ class Gate:
             if obj is not None:
                 self._unheard.discard(obj)
                 self._remember(self.objects, "objects", obj)
-
-    def forget_undelivered(self) -> None:
-        """Matches let through but never confirmed (a delivery that failed for good): let
-        them through again when they come back."""
-        self._undelivered.clear()
-        self._unheard.clear()
 
     def _remember(self, memory: Recent, kind: str, key: str) -> None:
         if key not in memory:
