@@ -75,12 +75,17 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: setup lint $(TOM_STAMP) $(FINK_STAMP)
-	$(BIN)/pytest
+# Two workers, a core each (tests/README.md): a module, or a group of modules sharing a costly fixture,
+# runs whole in one worker, the longest first; both use the one broker.
+XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 
-# Pure logic and Spark on static DataFrames, no broker or cluster: about a minute and a half.
+test: setup lint $(TOM_STAMP) $(FINK_STAMP)
+	$(BIN)/pytest $(XDIST)
+
+# Pure logic and Spark on static DataFrames, no broker, cluster or whole job, and nothing `make setup`
+# does not install (the tests marked tools need .venv-fink or promtool: `make test` runs them).
 test-fast: setup lint
-	$(BIN)/pytest -m "not integration and not slow"
+	$(BIN)/pytest -m "not integration and not slow and not tools"
 
 lab: setup
 	@mkdir -p notebooks

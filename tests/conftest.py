@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 import uuid
+from collections import Counter
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -28,36 +33,143 @@ os.environ["ALERTSIEVE_WARM"] = "off"
 
 #: The run's JVM census (tests/jvm_census.py), from the session's start to its summary.
 CENSUS: dict = {}
+#: Each test's seconds, its setup (fixtures) and teardown included: what it costs the suite.
+SPENT: Counter[str] = Counter()
+#: The slowest tests the summary names.
+SLOWEST = 10
+#: A folder the run's processes share (the controller's and its workers', under ``-n``): where the
+#: session's broker lives, so that every worker uses the one broker.
+SHARED = "ALERTSIEVE_TESTS_SHARED"
+
+
+def _worker(config) -> bool:
+    """Whether this process is one of pytest-xdist's workers (the controller, or a run without
+    ``-n``, is not)."""
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config):
+    if not _worker(config):
+        os.environ[SHARED] = tempfile.mkdtemp(prefix="alertsieve-tests-")
 
 
 def pytest_sessionstart(session):
+    """The census and the clock run where the run is summed up: the controller under ``-n``
+    (the workers' tests are reported to it), else the one process. The census counts every JVM
+    born on the machine, whichever worker's test started it."""
+    if _worker(session.config):
+        return
     from jvm_census import JvmCensus
 
     CENSUS["run"] = JvmCensus()
+    CENSUS["started"] = time.monotonic()
 
 
 def pytest_runtest_logstart(nodeid, location):
-    CENSUS["run"].current_test = nodeid  # a JVM born now is this test's (or its fixtures')
+    if "run" in CENSUS:
+        CENSUS["run"].started(_test(nodeid))  # a JVM born now is this test's (or its fixtures')
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if "run" in CENSUS:
+        CENSUS["run"].finished(_test(nodeid))
+
+
+def _test(nodeid: str) -> str:
+    """A test's node id as written, without the group pytest-xdist adds to it (``@group``)."""
+    return nodeid.split("@", 1)[0]
+
+
+def pytest_runtest_logreport(report):
+    SPENT[_test(report.nodeid)] += report.duration
+
+
+def pytest_unconfigure(config):
+    """The session's broker, stopped by the process that made the shared folder, once every
+    worker is done with it (a run without ``-n`` has stopped it already, in its fixture)."""
+    if _worker(config) or SHARED not in os.environ:
+        return
+    shared = Path(os.environ.pop(SHARED))
+    if embedded.status(shared / "kafka")["running"]:
+        embedded.stop(shared / "kafka")
+    shutil.rmtree(shared, ignore_errors=True)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter, config):
-    """The run's JVM count beside its slowest tests (tests/jvm_census.py says why)."""
+    """What the run cost, where every run shows it: its wall time, the JVMs it started (tests/
+    jvm_census.py says why they count) and its slowest tests, so that a submission that makes the
+    suite slower is seen to."""
+    if "run" not in CENSUS:
+        return
     census = CENSUS["run"].stop()
+    minutes, seconds = divmod(round(time.monotonic() - CENSUS["started"]), 60)
     terminalreporter.write_sep(
-        "=", f"Spark JVMs and Kafka brokers this run started: {census.total}"
+        "=",
+        f"suite: {minutes} min {seconds:02d} s of tests; "
+        f"Spark JVMs and Kafka brokers started: {census.total}",
     )
     for kind, n in census.kinds.most_common():
         terminalreporter.write_line(f"{n:5d}  {kind}")
     terminalreporter.write_line("every test that started one, most first:")
     for test, n in census.tests.most_common():
         terminalreporter.write_line(f"{n:5d}  {test}")
+    terminalreporter.write_line(f"the {SLOWEST} slowest tests (seconds, fixtures included):")
+    for test, spent in SPENT.most_common(SLOWEST):
+        terminalreporter.write_line(f"{spent:7.1f}  {test}")
 
 
-def pytest_collection_modifyitems(items):
+#: Modules whose tests run in one worker under ``-n``: they share a session fixture that costs
+#: minutes (``quick_results``: a benchmark run; ``wheel``: a wheel built and installed), or read
+#: every topic of a prefix the others make (``bench-``), which another worker's benchmark would add to.
+TOGETHER = {
+    "test_bench_quick": "bench",
+    "test_commands": "bench",
+    "test_experiments": "bench",
+    "test_notebooks": "bench",
+    "test_tom": "wheel",
+    "test_wheel": "wheel",
+}
+#: The groups that take longest, longest first (as `make test` measured them): started first, so
+#: that under ``-n 2`` neither worker is left with a long one at the end while the other waits.
+LONGEST_FIRST = (
+    "bench",
+    "test_soak",
+    "test_faults",
+    "wheel",
+    "test_watch",
+    "test_stream_job",
+    "test_archive",
+    "test_many_filters",
+    "test_realtime",
+    "test_contributed_filters",
+    "test_standalone",
+    "test_ztf_stream",
+    "test_front_door",
+    "test_quotas",
+    "test_payloads",
+    "test_environment",
+    "test_warm",
+    "test_security",
+)
+
+
+def _group(item) -> str:
+    module = item.path.stem
+    return TOGETHER.get(module, module)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Broker users marked integration; each module (or group of modules, ``TOGETHER``) one unit
+    of work for pytest-xdist's ``--dist loadgroup``, so a module's fixtures are set up once, in
+    one worker; the longest units first."""
     for item in items:
         if "kafka" in item.fixturenames or "processes" in item.fixturenames:
             item.add_marker(pytest.mark.integration)
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: modules stay whole
 
 
 #: Commands that run a job, a broker, a producer or a subscriber: processes a fast test may not start.
@@ -128,16 +240,27 @@ def fast_tests_start_nothing(request, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def kafka(tmp_path_factory):
+def kafka(request):
     """The session's broker: plaintext for every test, and a SASL/SCRAM-over-TLS listener beside
     it (``cluster.secure_bootstrap_servers``) for the tests of secured settings, so they need no
-    broker of their own."""
+    broker of their own. Under ``-n`` the first worker to ask starts it in the shared folder (a
+    lock keeps the second waiting) and the other uses it: one broker for the run, stopped by the
+    controller at its end (``pytest_unconfigure``)."""
+    import fcntl
+
     from kafka_helpers import SCRAM_PASSWORD, SCRAM_USER
 
     from alertsieve.kafka.broker_security import SecureListener
 
-    data_dir = tmp_path_factory.mktemp("kafka")
-    cluster = embedded.start(data_dir, secure=SecureListener(SCRAM_USER, SCRAM_PASSWORD))
+    shared = Path(os.environ[SHARED])
+    data_dir = shared / "kafka"
+    with (shared / "kafka.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if embedded.status(data_dir)["running"]:
+            cluster = embedded.Cluster.load(data_dir)
+        else:
+            secure = SecureListener(SCRAM_USER, SCRAM_PASSWORD)
+            cluster = embedded.start(data_dir, secure=secure)
     yield cluster
     # Spark first: its cached Kafka producers would otherwise complain about a broker gone away.
     from pyspark.sql import SparkSession
@@ -145,7 +268,8 @@ def kafka(tmp_path_factory):
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
-    embedded.stop(data_dir)
+    if not _worker(request.config):
+        embedded.stop(data_dir)
 
 
 @pytest.fixture(scope="session")

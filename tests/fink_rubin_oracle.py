@@ -6,14 +6,19 @@ curve or runs a network: each alert's light curve is handed to ``snn_ia_elasticc
 
 They need torch (SuperNNova) and TensorFlow 2.15 with numpy < 2 (CATS), which the job's
 environment has not: the suite's ``.venv-fink`` (``make test`` makes it: Debian's python3-torch,
-tensorflow-cpu 2.15.1 and the packages from PyPI) runs this file as a script, light curves in
-as JSON on stdin, scores out as JSON on stdout. ``fink_rubin_scores`` is the tests' side."""
+tensorflow-cpu 2.15.1 and the packages from PyPI) runs this file as a worker that lives as long
+as the test session: light curves in as a JSON line on stdin, scores out as a JSON line on stdout.
+Its frameworks load once a session (~12 s), not once a call; what it scored is kept for the
+session (``_SCORED``), never in the repository. ``fink_rubin_scores`` is the tests' side."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import subprocess
 import sys
+import tempfile
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,20 +74,47 @@ def classified(alert: dict) -> dict:
     return {"snn": scores["snn"], "cats": production_cats(alert, scores["cats"])}
 
 
+#: What the worker writes before each answer: anything else on its stdout is a framework talking.
+ANSWER = "fink-rubin-oracle: "
+
+
+@cache
+def _worker() -> tuple[subprocess.Popen, Path]:
+    """The session's one worker in ``.venv-fink`` (and the file its stderr goes to), stopped when
+    the tests' process ends."""
+    log = Path(tempfile.mkstemp(prefix="fink-rubin-oracle-", suffix=".log")[1])
+    worker = subprocess.Popen(
+        [str(FINK_PYTHON), __file__, "--serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log.open("w"),
+        text=True,
+    )
+
+    def stop() -> None:
+        worker.stdin.close()  # the worker ends at the end of its input
+        worker.wait(60)
+        log.unlink(missing_ok=True)
+
+    atexit.register(stop)
+    return worker, log
+
+
 def fink_rubin_scores(alerts: list[dict]) -> list[dict]:
     """Each alert's ``{"snn": P(SN), "cats": [five class probabilities]}`` from fink-science, the
     alerts scored together as one pandas UDF batch."""
     curves = [{"id": a["diaSource"]["diaSourceId"], **light_curve(a)} for a in alerts]
-    done = subprocess.run(
-        [str(FINK_PYTHON), __file__],
-        input=json.dumps(curves),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"fink-science's classifiers failed:\n{done.stderr[-4000:]}")
-    out = json.loads(done.stdout.splitlines()[-1])
+    worker, log = _worker()
+    worker.stdin.write(json.dumps(curves) + "\n")
+    worker.stdin.flush()
+    for line in worker.stdout:
+        if line.startswith(ANSWER):
+            out = json.loads(line.removeprefix(ANSWER))
+            break
+    else:
+        raise RuntimeError(f"fink-science's classifiers failed:\n{log.read_text()[-4000:]}")
+    if "error" in out:
+        raise RuntimeError(f"fink-science's classifiers failed:\n{out['error']}")
     return [{"snn": s, "cats": c} for s, c in zip(out["snn"], out["cats"], strict=True)]
 
 
@@ -124,5 +156,18 @@ def _score(curves: list[dict]) -> dict[str, list]:
     }
 
 
-if __name__ == "__main__":
-    print(json.dumps(_score(json.load(sys.stdin))))
+def _serve() -> None:
+    """In ``.venv-fink``: a batch of light curves a line, each answered on one line, until the
+    input ends. A batch that fails is answered with its error, and the next one still runs."""
+    import traceback
+
+    for line in sys.stdin:
+        try:
+            answer = _score(json.loads(line))
+        except Exception:
+            answer = {"error": traceback.format_exc()}
+        print(ANSWER + json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--serve"]:
+    _serve()

@@ -68,13 +68,26 @@ class JvmCensus:
 
     def __init__(self) -> None:
         self.seen: dict[tuple[int, float], tuple[str, str]] = {}
-        self.current_test = "the session's start"
+        #: The tests running now, in the order they started (two at once under ``-n 2``).
+        self.running: dict[str, None] = {}
         self.already_running = set(self._java_processes())
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._sample_until_stopped, daemon=True, name="jvm-census"
         )
         self._thread.start()
+
+    def started(self, test: str) -> None:
+        self.running[test] = None
+
+    def finished(self, test: str) -> None:
+        self.running.pop(test, None)
+
+    @property
+    def current_test(self) -> str:
+        """Who a JVM born now belongs to: the test running, or each of the tests running at once
+        (a sample cannot tell which of two workers' tests started it)."""
+        return " or ".join(self.running) or "the session's start"
 
     def _sample_until_stopped(self) -> None:
         while not self._stop.wait(SAMPLE_EVERY_S):

@@ -533,6 +533,7 @@ def test_broken_python_filters_fail_at_start_up(spark, tmp_path, columns, body, 
     assert f"filter 'broken' ({path})" in str(err.value) and message in str(err.value)
 
 
+@pytest.mark.tools  # fink-science's classifiers: the oracle runs in .venv-fink
 def test_all_contributed_filters_on_a_simulated_visit_equal_plain_python(spark):
     """Every contributed filter as the job evaluates it over 1,000 simulated alerts (histories of
     up to 30 detections, for the light-curve filters), against the plain-Python oracles over the
@@ -557,6 +558,7 @@ def test_all_contributed_filters_on_a_simulated_visit_equal_plain_python(spark):
     }
 
 
+@pytest.mark.tools  # fink-science's classifiers: the oracle runs in .venv-fink
 def test_contributed_filters_on_deep_field_histories_equal_plain_python(spark):
     """Every contributed filter as the job evaluates it over simulated deep-drilling-field alerts,
     light curves of 400 and of 1,000 earlier detections (all bands, several visits a night: the
@@ -581,6 +583,7 @@ def test_contributed_filters_on_deep_field_histories_equal_plain_python(spark):
     assert expected["periodic_variables"]
 
 
+@pytest.mark.tools  # fink-science's classifiers: the oracle runs in .venv-fink
 def test_filters_equal_their_oracles_on_real_alerts(spark):
     """Every contributed filter, through the job's decoder for the real files' own versions, on
     the real alerts of tests/data/real and on edited copies that pass, against its oracle over the

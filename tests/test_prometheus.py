@@ -41,6 +41,7 @@ def _tool(name: str) -> str:
     return found
 
 
+@pytest.mark.tools  # Debian's promtool
 def test_promtool_passes_the_shipped_rules():
     checked = subprocess.run(
         [_tool("promtool"), "check", "rules", str(RULES)], capture_output=True, text=True

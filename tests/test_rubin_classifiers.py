@@ -79,6 +79,7 @@ def _cats_tolerance(alert: dict) -> float:
     return 1e-4 if _points(alert) > LONG_CURVE else 1e-5
 
 
+@pytest.mark.tools  # the package's files, read in .venv-fink
 def test_the_classifiers_files_are_fink_sciences_own():
     """The normalisation and settings SuperNNova reads are the package's files, byte for byte."""
     model = _models()["snn_sn_vs_other"]
