@@ -120,20 +120,18 @@ def pytest_terminal_summary(terminalreporter, config):
 
 
 #: Modules whose tests run in one worker under ``-n``: they share a session fixture that costs
-#: minutes (``quick_results``: a benchmark run; ``wheel``: a wheel built and installed), or read
-#: every topic of a prefix the others make (``bench-``), which another worker's benchmark would add to.
+#: minutes (``quick_results``: a benchmark run and its jobs; ``wheel``: a wheel built and installed).
 TOGETHER = {
-    "test_bench_quick": "bench",
-    "test_commands": "bench",
-    "test_experiments": "bench",
-    "test_notebooks": "bench",
+    "test_experiments": "quick_results",
+    "test_notebooks": "quick_results",
     "test_tom": "wheel",
     "test_wheel": "wheel",
 }
 #: The groups that take longest, longest first (as `make test` measured them): started first, so
 #: that under ``-n 2`` neither worker is left with a long one at the end while the other waits.
 LONGEST_FIRST = (
-    "bench",
+    "test_bench_quick",
+    "quick_results",
     "test_soak",
     "test_faults",
     "wheel",

@@ -1,6 +1,6 @@
 """What a new user meets first: `make demo`'s command leaves nothing running and prints no Spark
-log noise; the venv's spark-submit runs the job without the venv activated; Spark's own real
-warnings still reach the console."""
+log noise; the venv's spark-submit runs the job without the venv activated and finds the
+connectors; Spark's own real warnings still reach the console."""
 
 from __future__ import annotations
 
@@ -84,11 +84,16 @@ def test_venv_spark_submit_runs_the_job_without_the_venv_activated():
 
 
 @pytest.mark.integration
-def test_spark_noise_is_silenced_but_real_warnings_show(tmp_path):
+def test_spark_submit_finds_the_connectors_silences_noise_and_shows_real_warnings(tmp_path):
+    """`make setup` wrote spark-defaults.conf, so plain spark-submit, without the venv activated,
+    loads Kafka/Avro/Delta, keeps the submitted master and Avro's plain reader; Spark's noise is
+    silenced and its real warnings show. (One JVM for what were two tests.)"""
     script = tmp_path / "job.py"
     script.write_text(
         "from alertsieve.spark.session import get_session\n"
         "s = get_session(conf={'spark.ui.enabled': 'false'})\n"
+        "print('MASTER', s.sparkContext.master)\n"
+        "print('FAST AVRO', s.sparkContext._jvm.org.apache.avro.generic.GenericData.get().isFastReaderEnabled())\n"
         "jvm = s.sparkContext._jvm\n"
         "jvm.org.apache.logging.log4j.LogManager.getLogger('org.apache.spark.scheduler.TaskSetManager')"
         ".warn('a real warning')\n"
@@ -104,6 +109,7 @@ def test_spark_noise_is_silenced_but_real_warnings_show(tmp_path):
         env=_clean_env(),
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "MASTER local[1]" in done.stdout and "FAST AVRO False" in done.stdout, done.stdout
     lines = SPARK_LOG_LINE.findall(done.stderr)
     assert re.search(r"WARN TaskSetManager: a real warning", done.stderr), done.stderr[-3000:]
     assert "noise" not in done.stderr and lines == ["WARN"]

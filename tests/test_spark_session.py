@@ -66,20 +66,10 @@ def _spark_submit(script: Path, **env: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.slow
-def test_spark_submit_finds_the_connectors(tmp_path):
-    """`make setup` wrote spark-defaults.conf, so plain spark-submit loads Kafka/Avro/Delta."""
-    script = tmp_path / "job.py"
-    script.write_text(
-        "from alertsieve.spark.session import get_session\n"
-        "s = get_session(conf={'spark.ui.enabled': 'false'})\n"
-        "print('MASTER', s.sparkContext.master)\n"
-        "print('FAST AVRO', s.sparkContext._jvm.org.apache.avro.generic.GenericData.get().isFastReaderEnabled())\n"
-        "s.stop()\n"
-    )
-    out = _spark_submit(script)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "MASTER local[1]" in out.stdout and "FAST AVRO False" in out.stdout
+# That plain spark-submit finds the connectors `make setup` configured (Kafka, Avro, Delta, the
+# submitted master kept, Avro's plain reader) is proven by test_front_door's
+# test_spark_submit_finds_the_connectors_silences_noise_and_shows_real_warnings, in the same JVM
+# as its log checks, without the venv on PATH.
 
 
 @pytest.mark.slow
