@@ -75,15 +75,18 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-# Two workers, a core each (tests/README.md): a module, or a group of modules sharing a costly fixture,
-# runs whole in one worker, the longest first; both use the one broker.
-XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
+# `make test WORKERS=2`: two pytest workers, a core each (tests/README.md): a module, or a group of
+# modules sharing a costly fixture, runs whole in one worker, the longest first; both use the one
+# broker. One process by default until the counts-topic race two workers exposed is fixed (tests/README.md).
+WORKERS ?= 1
+XDIST := $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS) --no-loadscope-reorder)
 
 test: setup lint $(TOM_STAMP) $(FINK_STAMP)
 	$(BIN)/pytest $(XDIST)
 
 # Pure logic and Spark on static DataFrames, no broker, cluster or whole job, and nothing `make setup`
-# does not install (the tests marked tools need .venv-fink or promtool: `make test` runs them).
+# does not install (the tests marked tools need .venv-fink or promtool: `make test` runs them). One
+# process: two workers would only share the cores its Spark already fills (2.6 min against 2.9).
 test-fast: setup lint
 	$(BIN)/pytest -m "not integration and not slow and not tools"
 

@@ -1,9 +1,11 @@
-"""One Kafka broker and one SparkSession for the whole test session; unique topics per test.
+"""One Kafka broker for the whole run and one SparkSession per worker; unique topics per test
+(tests/README.md: the tiers, what is shared, which tests start a JVM and why).
 
 Tiers: a test that uses the broker (directly or through a fixture) is marked ``integration`` here
 (tests that start clusters or whole processes say so themselves), so
-``make test-fast`` (``-m "not integration and not slow"``) runs the pure logic and Spark on static
-DataFrames without starting a broker; ``make test`` runs everything. A fast test that starts a
+``make test-fast`` (``-m "not integration and not slow and not tools"``) runs the pure logic and
+Spark on static DataFrames without starting a broker; ``make test`` runs everything, in two
+pytest-xdist workers. A fast test that starts a
 broker, a cluster, a job's process or a server on a port fails, saying so (``pytest_runtest_call``
 and ``fast_tests_start_nothing``)."""
 
@@ -67,21 +69,16 @@ def pytest_sessionstart(session):
 
 def pytest_runtest_logstart(nodeid, location):
     if "run" in CENSUS:
-        CENSUS["run"].started(_test(nodeid))  # a JVM born now is this test's (or its fixtures')
+        CENSUS["run"].started(nodeid)  # a JVM born now is this test's (or its fixtures')
 
 
 def pytest_runtest_logfinish(nodeid, location):
     if "run" in CENSUS:
-        CENSUS["run"].finished(_test(nodeid))
-
-
-def _test(nodeid: str) -> str:
-    """A test's node id as written, without the group pytest-xdist adds to it (``@group``)."""
-    return nodeid.split("@", 1)[0]
+        CENSUS["run"].finished(nodeid)
 
 
 def pytest_runtest_logreport(report):
-    SPENT[_test(report.nodeid)] += report.duration
+    SPENT[report.nodeid] += report.duration
 
 
 def pytest_unconfigure(config):
@@ -152,22 +149,32 @@ LONGEST_FIRST = (
 )
 
 
-def _group(item) -> str:
-    module = item.path.stem
+def _group(module: str) -> str:
+    """The unit of work a test module belongs to under ``-n``: itself, or its ``TOGETHER`` group."""
     return TOGETHER.get(module, module)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scope scheduling with a module (or a ``TOGETHER`` group) a unit: its tests
+    run whole in one worker, so its fixtures are set up once, and the units go out in the order
+    collected (``--no-loadscope-reorder``), the longest first. (xdist's own ``loadgroup`` does
+    not group under pytest 9, which ignores the node id it rewrites.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(Path(nodeid.split("::", 1)[0]).stem)
+
+    return ModuleGroups(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Broker users marked integration; each module (or group of modules, ``TOGETHER``) one unit
-    of work for pytest-xdist's ``--dist loadgroup``, so a module's fixtures are set up once, in
-    one worker; the longest units first."""
+    """Broker users marked integration; the longest units of work first (``LONGEST_FIRST``)."""
     for item in items:
         if "kafka" in item.fixturenames or "processes" in item.fixturenames:
             item.add_marker(pytest.mark.integration)
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
     rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: modules stay whole
+    items.sort(key=lambda item: rank.get(_group(item.path.stem), len(rank)))  # modules stay whole
 
 
 #: Commands that run a job, a broker, a producer or a subscriber: processes a fast test may not start.

@@ -11,7 +11,8 @@ Kafka's storage formatter, and Spark's launcher (``spark-class`` first runs
 ``org.apache.spark.launcher.Main`` to build the real command line, then execs it; the launcher's
 own command line names the main class it builds for, so it is told apart first). Sampling can
 miss a process that lives under half a second: a launcher sometimes, never a JVM the suite pays
-for."""
+for. Under ``-n 2`` it runs in the controller, which hears of every test either worker starts and
+ends; a JVM born while two tests run is put down to both ("A or B")."""
 
 from __future__ import annotations
 

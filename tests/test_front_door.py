@@ -83,12 +83,12 @@ def test_venv_spark_submit_runs_the_job_without_the_venv_activated():
     assert "--max-offsets-per-trigger" in done.stdout and "--sql NAME=EXPRESSION" in done.stdout
 
 
-@pytest.mark.integration
-def test_spark_submit_finds_the_connectors_silences_noise_and_shows_real_warnings(tmp_path):
-    """`make setup` wrote spark-defaults.conf, so plain spark-submit, without the venv activated,
-    loads Kafka/Avro/Delta, keeps the submitted master and Avro's plain reader; Spark's noise is
-    silenced and its real warnings show. (One JVM for what were two tests.)"""
-    script = tmp_path / "job.py"
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory) -> subprocess.CompletedProcess:
+    """A script run by the venv's plain spark-submit without the venv activated, as a user runs
+    one: it starts a session, says what it got, and logs a real warning and a line of noise. One
+    JVM for the two tests below."""
+    script = tmp_path_factory.mktemp("submitted") / "job.py"
     script.write_text(
         "from alertsieve.spark.session import get_session\n"
         "s = get_session(conf={'spark.ui.enabled': 'false'})\n"
@@ -109,7 +109,20 @@ def test_spark_submit_finds_the_connectors_silences_noise_and_shows_real_warning
         env=_clean_env(),
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "MASTER local[1]" in done.stdout and "FAST AVRO False" in done.stdout, done.stdout
-    lines = SPARK_LOG_LINE.findall(done.stderr)
-    assert re.search(r"WARN TaskSetManager: a real warning", done.stderr), done.stderr[-3000:]
-    assert "noise" not in done.stderr and lines == ["WARN"]
+    return done
+
+
+@pytest.mark.integration
+def test_spark_submit_finds_the_connectors(submitted):
+    """`make setup` wrote spark-defaults.conf, so plain spark-submit loads Kafka/Avro/Delta (the
+    session starts: it checks them), keeps the submitted master and Avro's plain reader. (Was in
+    test_spark_session, with the venv on PATH; here without it.)"""
+    assert "MASTER local[1]" in submitted.stdout, submitted.stdout
+    assert "FAST AVRO False" in submitted.stdout, submitted.stdout
+
+
+@pytest.mark.integration
+def test_spark_noise_is_silenced_but_real_warnings_show(submitted):
+    lines = SPARK_LOG_LINE.findall(submitted.stderr)
+    assert re.search(r"WARN TaskSetManager: a real warning", submitted.stderr), submitted.stderr
+    assert "noise" not in submitted.stderr and lines == ["WARN"]

@@ -67,9 +67,8 @@ def _spark_submit(script: Path, **env: str) -> subprocess.CompletedProcess:
 
 
 # That plain spark-submit finds the connectors `make setup` configured (Kafka, Avro, Delta, the
-# submitted master kept, Avro's plain reader) is proven by test_front_door's
-# test_spark_submit_finds_the_connectors_silences_noise_and_shows_real_warnings, in the same JVM
-# as its log checks, without the venv on PATH.
+# submitted master kept, Avro's plain reader) is test_front_door's
+# test_spark_submit_finds_the_connectors, in the JVM of its log checks, without the venv on PATH.
 
 
 @pytest.mark.slow
