@@ -4,8 +4,8 @@
 Tiers: a test that uses the broker (directly or through a fixture) is marked ``integration`` here
 (tests that start clusters or whole processes say so themselves), so
 ``make test-fast`` (``-m "not integration and not slow and not tools"``) runs the pure logic and
-Spark on static DataFrames without starting a broker; ``make test`` runs everything, in two
-pytest-xdist workers. A fast test that starts a
+Spark on static DataFrames without starting a broker; ``make test`` runs everything, in one
+process (``make test WORKERS=2``: two pytest-xdist workers). A fast test that starts a
 broker, a cluster, a job's process or a server on a port fails, saying so (``pytest_runtest_call``
 and ``fast_tests_start_nothing``)."""
 
