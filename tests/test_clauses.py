@@ -129,7 +129,7 @@ def test_clause_rows_select_what_spark_selects_with_the_sql_each_alert_once(fram
     )
     alerts = frame.select("*", *shaped.value_columns(shapes), F.lit(None).alias("_reason"))
     pairs = (
-        alerts.join(F.broadcast(table), F.expr(shaped.join_condition(shapes)))
+        alerts.join(F.broadcast(table), shaped.join_condition(shapes))
         .where(F.col(shaped.INDEX) >= 0)
         .select("_id", shaped.INDEX)
         .collect()

@@ -130,7 +130,7 @@ def _view(spark, root, alerts, sql: dict[str, str]):
         filter_paths(decoder, filter_reads(spark, decoder, filters, context)),
     )
     view = filter_view(decoded, ("_offset",), context)
-    columns = [f.evaluate()[0].alias(f.name) for f in filters]
+    columns = [f.condition().alias(f.name) for f in filters]
     return (
         view.select("_offset", *[c for c in ("xmatch", "watch") if c in view.columns], *columns)
         .orderBy("_offset")

@@ -9,8 +9,9 @@ import re
 from contextlib import contextmanager
 
 from alertsieve.alerts.view import ViewField, version_order
-from alertsieve.filtering.model import Filter, FilterError, PythonFilter
+from alertsieve.filtering.model import AlertFilter, Filter, FilterError, PythonFilter
 from alertsieve.filtering.shapes import lift
+from alertsieve.filtering.untrusted import UntrustedSqlError, refusals
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")
 
@@ -73,6 +74,7 @@ def validate(filters: list[Filter], alerts, view: list[ViewField] | None = None)
             )
         seen[f.name] = f
         _check_expressions(f)
+    check_untrusted(filters, alerts.sparkSession)
     sql = [f for f in filters if not f.runs_python]
     types = _compiled_together(sql, alerts)
     for f in filters:
@@ -86,6 +88,25 @@ def validate(filters: list[Filter], alerts, view: list[ViewField] | None = None)
                 " boolean; write a condition such as `diaSource.snr > 50`",
                 filter=f.name,
             )
+
+
+def check_untrusted(filters: list[Filter], spark) -> None:
+    """Every SQL text of ``filters`` (conditions, columns, fields) parsed by Spark's parser and
+    held against the allowlists of ``alertsieve.filtering.untrusted``, before any of it is
+    analysed or run: the first refusal names its filter, its file, the part and why."""
+    texts = [(f, where, sql) for f in filters for where, sql in _texts(f)]
+    for (f, where, _), why in zip(
+        texts, refusals(spark, [sql for _, _, sql in texts]), strict=True
+    ):
+        if why:
+            raise FilterError(
+                f"filter {f.name!r} ({f.origin}): {where} is refused: {why}", filter=f.name
+            )
+
+
+def _texts(f: Filter) -> list[tuple[str, str]]:
+    """(where in the filter, SQL) of everything ``f`` evaluates."""
+    return [*f.expressions().items(), *((f"fields[{k!r}]", v) for k, v in f.fields.items())]
 
 
 def _compiled_together(filters: list[Filter], alerts) -> dict | None:
@@ -118,10 +139,10 @@ def _compiled_together(filters: list[Filter], alerts) -> dict | None:
     return {f.name: types[stands_for[i]] for i, f in enumerate(filters)}
 
 
-def _compiled(f: Filter, alerts, view: list[ViewField] | None):
+def _compiled(f: AlertFilter, alerts, view: list[ViewField] | None):
     """One filter's result type, or its compile error with its name and origin."""
     with named(f, view=view):
-        return alerts.select(f.evaluate()[0].alias("m")).schema["m"].dataType
+        return alerts.select(f.condition().alias("m")).schema["m"].dataType
 
 
 def _run_on_samples(f: PythonFilter, alerts, view: list[ViewField] | None) -> None:
@@ -224,11 +245,13 @@ def _with_versions(path: str, view: list[ViewField] | None) -> str:
 def _check_expressions(f: Filter) -> None:
     try:
         expressions = f.expressions()
-    except (KeyError, IndexError) as e:
+    except KeyError as e:
         raise FilterError(
             f"filter {f.name!r} ({f.origin}): the SQL names a parameter {e} it does not declare",
             filter=f.name,
         ) from None
+    except UntrustedSqlError as e:
+        raise FilterError(f"filter {f.name!r} ({f.origin}): {e}", filter=f.name) from None
     for where, sql in expressions.items():
         reason = not_an_expression(sql)
         if reason:

@@ -22,6 +22,17 @@ Payload = Literal["alert", "fields"]
 Format = Literal["avro", "json"]
 
 
+def sql_failed(name: str, alerts: int = 1) -> str:
+    """What a SQL filter's error on ``alerts`` alerts says: Spark's own words are not kept
+    (``alertsieve.spark.contained``), so it says what kinds there are and how to avoid them."""
+    some = "an alert" if alerts == 1 else f"{alerts} alerts"
+    return (
+        f"{name}: its SQL raised an error on {some} (a division by zero, a cast that fails, an"
+        " overflow): no match there; try_divide, try_cast or coalesce say what such an alert"
+        " should give"
+    )
+
+
 class FilterError(AlertsieveError, ValueError):
     """A filter that cannot run: named, located, and with the fix where we know it.
 
@@ -104,20 +115,34 @@ class Filter(FilterInfo, ABC):
 @dataclass(frozen=True)
 class AlertFilter(Filter):
     """A SQL filter: ``sql`` is a boolean expression over the alert's fields; ``{param}``
-    placeholders are filled from ``params`` (defaults here, overridable from config)."""
+    placeholders are filled from ``params`` (defaults here, overridable from config), each as a
+    typed literal, never as text (``alertsieve.filtering.untrusted.fill``)."""
 
     name: str
     sql: str
 
     def expressions(self) -> dict[str, str]:
         """Where in the filter -> each SQL expression it evaluates over the alert."""
-        return {"sql": self.sql.format(**self.params)}
+        from alertsieve.filtering.untrusted import fill
 
-    def evaluate(self):
-        """(match column, error column or None)."""
+        return {"sql": fill(self.sql, self.params)}
+
+    def condition(self):
+        """The condition as Spark evaluates it, uncontained (see ``evaluate``)."""
         from pyspark.sql import functions as F
 
-        return F.expr(self.expressions()["sql"]), None
+        return F.expr(self.expressions()["sql"])
+
+    def evaluate(self):
+        """(match column, error column): an error on an alert (a division by zero, a cast
+        that fails, an overflow) is no match for it and an error naming the filter, never an
+        error of the batch (``alertsieve.spark.contained``)."""
+        from pyspark.sql import functions as F
+
+        from alertsieve.spark.contained import contained
+
+        match, failed = contained(self.condition())
+        return match, F.when(failed, F.lit(sql_failed(self.name)))
 
     @property
     def runs_python(self) -> bool:

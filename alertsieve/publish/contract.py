@@ -187,6 +187,9 @@ WITHHELD = "withheld"
 #: Per filter, when it failed on some alerts of the batch: the first error (a Python filter's, or
 #: that of a model whose score it reads): those alerts had no match of it.
 ERROR = "error"
+#: Per filter, when its SQL raised an error on some alerts of the batch (a division by zero, a
+#: cast that fails): how many; those alerts had no match of it.
+FAILED_ALERTS = "failed_alerts"
 RECORDS = "records"  # a quota's other kind (with BYTES)
 #: ``kind`` of the record written when a filter reaches its quota: ``{FILTER, VERSION, DAY,
 #: USED, QUOTA, WRITTEN_AT}``.

@@ -49,12 +49,14 @@ def counts_record(
     sizes: Mapping[str, int] | None = None,
     errors: Mapping[str, str] | None = None,
     lost: Mapping[str, Mapping[str, list[int]]] | None = None,
+    failed: Mapping[str, int] | None = None,
 ) -> dict:
     """The counts of one batch, from Spark's progress report and the batch's observed counts;
     for the filters with a daily quota, ``withheld`` (matches not published: quota reached) and
-    ``sizes`` (bytes published); for the filters that failed on some alerts, ``errors``; the
-    offsets the input no longer held, ``lost`` (``alertsieve.stream.source_loss``)."""
-    withheld, sizes, errors = withheld or {}, sizes or {}, errors or {}
+    ``sizes`` (bytes published); for the filters that failed on some alerts, ``errors`` (and
+    ``failed``, the alerts each SQL filter raised on); the offsets the input no longer held,
+    ``lost`` (``alertsieve.stream.source_loss``)."""
+    withheld, sizes, errors, failed = withheld or {}, sizes or {}, errors or {}, failed or {}
     return {
         contract.KIND: contract.COUNTS_KIND,
         contract.QUERY_ID: progress.get("id"),
@@ -76,6 +78,7 @@ def counts_record(
                     else {}
                 ),
                 **({contract.ERROR: errors[p.name]} if p.name in errors else {}),
+                **({contract.FAILED_ALERTS: failed[p.name]} if p.name in failed else {}),
             }
             for p in published
         },
@@ -157,6 +160,7 @@ class CountsTopic:
         sizes: Mapping[str, int] | None = None,
         errors: Mapping[str, str] | None = None,
         lost: Mapping[str, Mapping[str, list[int]]] | None = None,
+        failed: Mapping[str, int] | None = None,
     ) -> dict:
         record = counts_record(
             progress,
@@ -169,6 +173,7 @@ class CountsTopic:
             sizes,
             errors,
             lost,
+            failed,
         )
         self._producer.produce(
             self.topic,

@@ -22,6 +22,7 @@ from functools import lru_cache
 from alertsieve.filtering.checks import named, not_an_expression
 from alertsieve.filtering.model import Filter, FilterError
 from alertsieve.publish import contract
+from alertsieve.spark.contained import try_eval
 
 _ALIAS = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 #: The namespace of the Avro records of fields payloads (``alertsieve.fields.<filter>``).
@@ -127,9 +128,11 @@ def envelope_paths(decoder) -> list[str]:
 
 
 def _chosen(f: Filter) -> list:
+    """The filter's fields, each null on an alert where it raises (a user's division by zero
+    cannot stop the query: ``alertsieve.spark.contained``)."""
     from pyspark.sql import functions as F
 
-    return [F.expr(sql).alias(alias) for alias, sql in f.fields.items()]
+    return [try_eval(F.expr(sql)).alias(alias) for alias, sql in f.fields.items()]
 
 
 def fields_struct(f: Filter):

@@ -23,6 +23,7 @@ from alertsieve.filtering.shapes import record_key
 from alertsieve.publish import contract
 from alertsieve.publish.payloads import fields_struct, record_column, record_inputs
 from alertsieve.spark.constants import constant_at
+from alertsieve.spark.contained import outcome
 from alertsieve.stream import predicate_first, shaped, shared_delivery
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.plan import JobPlan
@@ -34,6 +35,7 @@ ARRIVED = "alertsieve_input"
 OBSERVED = "alertsieve"
 COST = "alertsieve_python"  # the seconds each Python filter and model took, models' rows and errors
 MATCHES = "matches"  # the observed list of matched filters' names (those no tally counts)
+FAILED = "failed"  # the observed list of the names of the filters that raised, one per error row
 TALLY = "_tally"  # the predicate-first UDF's tallies of matches (``predicate_first.tally``)
 FILTER = "_filter"  # the filter of an output row, kept for ``publish_within`` (quotas)
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker
@@ -168,9 +170,11 @@ SHAPED_ROW = "_s_row"
 
 
 def _found(plan: JobPlan) -> tuple:
-    """(the indices of the filters an alert matched, compiled and predicate first, and of the
-    Python filters that failed on it; the columns computed once per alert beside them: the
-    Python filters' errors and seconds, the models' seconds, rows and errors)."""
+    """(the indices of the filters an alert matched, compiled and predicate first, and
+    ``error_index(i)`` of those that failed on it: a SQL filter that raised on the alert
+    (``alertsieve.spark.contained``), a Python filter that raised on its chunk; the columns
+    computed once per alert beside them: the Python filters' errors and seconds, the models'
+    seconds, rows and errors)."""
     from pyspark.sql import functions as F
 
     slots = []
@@ -182,13 +186,14 @@ def _found(plan: JobPlan) -> tuple:
         per_alert[model_error(j)] = result[ERROR]
     for i in plan.compiled:
         f = plan.filters[i]
+        if not f.runs_python:  # evaluated once: i, error_index(i) where it raised, or null
+            slots.append(outcome(f.condition(), i, error_index(i)))
+            continue
         match, err, seconds = f.evaluate_timed()
-        if seconds is not None:
-            per_alert[cost(i)] = seconds
+        per_alert[cost(i)] = seconds
+        per_alert[error(i)] = err
         slots.append(F.when(match, F.lit(i)))
-        if err is not None:
-            per_alert[error(i)] = err
-            slots.append(F.when(err.isNotNull(), F.lit(error_index(i))))
+        slots.append(F.when(err.isNotNull(), F.lit(error_index(i))))
     none = F.array(F.lit(None).cast("int"))
     found = F.array_except(F.array(*slots), none) if slots else F.array().cast("array<int>")
     return found, per_alert
@@ -220,7 +225,7 @@ def evaluated(
 ):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
-    ``error_index(i)`` where Python filter i failed), the view's columns the compiled filters'
+    ``error_index(i)`` where filter i failed), the view's columns the compiled filters'
     records are written from (``carried``), an error column per Python filter and its seconds
     (``cost``: on the first row of each chunk it ran on), and each model's seconds, rows and
     first error (``model_seconds``, ``model_rows``, ``model_error``: likewise per chunk).
@@ -262,7 +267,7 @@ def evaluated(
         *shaped.value_columns(plan.shapes),
     )
     condition = shaped.join_condition(plan.shapes, keyed=realtime)
-    joined = compiled.join(table, F.expr(condition), "left")
+    joined = compiled.join(table, condition, "left")
     own = F.col(shaped.GROUP) == shaped.SELF
     # The alert's ~100 KB only on the rows that publish it: an alert's own row when something
     # compiled matched it or it was quarantined, a shaped filter's row when its group publishes
@@ -329,9 +334,10 @@ def arrival_metrics() -> list:
 def outcome_metrics(
     plan: JobPlan, sized: frozenset[str] = frozenset(), shared: bool = False
 ) -> list:
-    """Counted on the outcome rows (one per match, quarantined message or Python filter error):
-    quarantined, the first and last quarantine reasons in sort order, matches per filter and the
-    first error of each Python filter.
+    """Counted on the outcome rows (one per match, quarantined message or filter error):
+    quarantined, the first and last quarantine reasons in sort order, matches per filter, the
+    names of the filters that failed, one per error row (``FAILED``: a SQL filter's row is an
+    alert it raised on) and the first error of each Python filter.
 
     The reasons are two declarative aggregates (Real-Time Mode runs them; a UDF it would not):
     every quarantined message's reason sorts between them, so it starts with what they share,
@@ -364,6 +370,9 @@ def outcome_metrics(
         F.min("_reason").alias("reason_min"),  # null on every row but the quarantined ones
         F.max("_reason").alias("reason_max"),
         matched.alias(MATCHES),
+        F.collect_list(
+            F.when(index <= error_index(0), constant_at(names_of(plan), "string", -1 - index))
+        ).alias(FAILED),
         *[
             F.sum(F.col("_reason").rlike(pattern).cast("long")).alias(reason_kind(kind))
             for kind, pattern in REASON_KINDS.items()
@@ -381,6 +390,10 @@ def outcome_metrics(
                 )
             )
     return out
+
+
+def names_of(plan: JobPlan) -> list[str]:
+    return [f.name for f in plan.filters]
 
 
 def _by_filter(values: list, element: str = "string"):

@@ -176,6 +176,7 @@ class FilterStream:
                 stats.matches,
                 errors=stats.filter_errors,
                 lost=stats.lost_at_source,
+                failed=stats.filter_error_alerts,
             )
 
     def start(self):

@@ -8,8 +8,9 @@ Fields of a ``batch`` line:
   reason_min, reason_max: the first and last quarantine reasons of the batch in sort order (equal
   when one reason covers every quarantined message; null when none was quarantined): what the
   diagnosis of a batch that quarantined everything is made of (``alertsieve.stream.diagnosis``);
-  filter_errors {filter: message} (Python filters that failed in this batch: no output from the
-  rows they failed on; matches counts what each filter published);
+  filter_errors {filter: message} (filters that failed in this batch: no output from the rows
+  they failed on; matches counts what each filter published), and filter_error_alerts {filter:
+  n}, the alerts each SQL filter raised on (a division by zero, a failed cast: no match there);
   withheld {filter: n} (matches not published, their filter's daily quota reached; matches
   counts the published ones) and published_bytes {filter: bytes} (the value bytes published by
   each filter with a daily quota), only in a job with quotas;
@@ -48,6 +49,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from alertsieve.filtering.model import sql_failed
 from alertsieve.stream.source_loss import loss_line
 from alertsieve.view.decoder import REASON_KINDS
 
@@ -68,6 +70,7 @@ class BatchStats:
     timestamps: str = "log_append_time"
     phases_s: dict[str, float] = field(default_factory=dict)
     filter_errors: dict[str, str] = field(default_factory=dict)
+    filter_error_alerts: dict[str, int] = field(default_factory=dict)
     filter_seconds: dict[str, float] = field(default_factory=dict)
     withheld: dict[str, int] = field(default_factory=dict)
     published_bytes: dict[str, int] = field(default_factory=dict)
@@ -354,7 +357,7 @@ def batch_stats(
     deployment that changed rows only (``alertsieve.stream.redeploy.rows_only``) left them in
     another order than ``filters``."""
     indexed = indexed or filters
-    from alertsieve.stream.hot_path import ARRIVED, COST, MATCHES, OBSERVED, TALLY, size
+    from alertsieve.stream.hot_path import ARRIVED, COST, FAILED, MATCHES, OBSERVED, TALLY, size
     from alertsieve.stream.predicate_first import tally_counts
 
     observed = progress.get("observedMetrics") or {}
@@ -371,6 +374,10 @@ def batch_stats(
         stamped, "mixed"
     )
     q = seen.get("ts_quantiles") or [None, None, None]
+    costs = python_costs(seen, observed.get(COST) or {}, indexed, python_filters, models or {})
+    failed = sql_failures(seen.get(FAILED), python_filters)
+    for name, n in failed.items():
+        costs["filter_errors"].setdefault(name, sql_failed(name, n))
     return BatchStats(
         batch_id=int(progress["batchId"]),
         input_rows=int(seen["input_rows"]),
@@ -384,7 +391,8 @@ def batch_stats(
         phases_s={
             _snake(k): round(v / 1e3, 3) for k, v in durations.items() if k != "triggerExecution"
         },
-        **python_costs(seen, observed.get(COST) or {}, indexed, python_filters, models or {}),
+        **costs,
+        filter_error_alerts=failed,
         published_bytes={
             n: int(seen.get(size(i)) or 0) for i, n in enumerate(indexed) if size(i) in seen
         },
@@ -438,6 +446,17 @@ def python_costs(
         },
         "model_errors": model_errors,
     }
+
+
+def sql_failures(names: list | None, python_filters: set[str]) -> dict[str, int]:
+    """{SQL filter: alerts it raised on} from the observed list of the names of the filters
+    that failed, one per error row (``hot_path.outcome_metrics``: a Python filter's rows are
+    chunks, and its first error is reported as before)."""
+    counts: dict[str, int] = {}
+    for name in names or []:
+        if name not in python_filters:
+            counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def quarantine_kinds(seen: dict, quarantined: int) -> dict[str, int]:

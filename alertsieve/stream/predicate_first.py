@@ -20,6 +20,7 @@ import numpy as np
 
 from alertsieve.filtering.model import Filter
 from alertsieve.filtering.predicates import Predicates, build, columns, match
+from alertsieve.spark.contained import try_eval
 
 #: The column of each alert's predicate-first result (``outcomes``): ``m``, the indices of the
 #: filters it passed (its compiled filters' first), and ``t``, the chunk's tally (``tally``).
@@ -120,13 +121,14 @@ def _matcher(p: Predicates):
 
 def outcomes(p: Predicates, compiled, ok):
     """The column of each alert's predicate-first result: ``m``, its ``compiled`` matches (an
-    array of filter indices) and then its predicate-first ones; ``t``, on one alert of each
+    array of filter indices) and then its predicate-first ones (a value that raises on an
+    alert is null there, so its comparisons are unknown: ``alertsieve.spark.contained``); ``t``, on one alert of each
     chunk Python computed, the tally of the chunk's matches over the alerts where ``ok`` (null
     on the others)."""
     from pyspark.sql import functions as F
     from pyspark.sql.functions import arrow_udf
 
-    values = [F.expr(v).cast("double").alias(f"n{k}") for k, v in enumerate(p.numbers)]
-    values += [F.expr(v).cast("string").alias(f"s{k}") for k, v in enumerate(p.strings)]
+    values = [try_eval(F.expr(v).cast("double")).alias(f"n{k}") for k, v in enumerate(p.numbers)]
+    values += [try_eval(F.expr(v).cast("string")).alias(f"s{k}") for k, v in enumerate(p.strings)]
     result = "struct<m: array<int>, t: binary>"
     return arrow_udf(_matcher(p), result)(F.struct(*values, compiled.alias("c"), ok.alias("ok")))

@@ -68,6 +68,12 @@ class JobMetrics:
             filt,
             **reg,
         )
+        self.failed_alerts = Counter(
+            "alertsieve_filter_failed_alerts",
+            "Alerts a SQL filter raised an error on (no match there)",
+            filt,
+            **reg,
+        )
         self.python = Counter(
             "alertsieve_python_filter_seconds", "Seconds Python filters ran", ["filter"], **reg
         )
@@ -122,6 +128,8 @@ class JobMetrics:
                 self.withheld.labels(*labels).inc(held)
         for name in stats.filter_errors:
             self.errors.labels(name, versions.get(name, "")).inc()
+        for name, n in stats.filter_error_alerts.items():
+            self.failed_alerts.labels(name, versions.get(name, "")).inc(n)
         for name, seconds in stats.filter_seconds.items():
             self.python.labels(name).inc(seconds)
         for model, seconds in stats.model_seconds.items():

@@ -160,6 +160,7 @@ class QuotaGate:
             {n: stats.published_bytes.get(n, 0) for n in book.limits},
             stats.filter_errors,
             stats.lost_at_source,
+            stats.filter_error_alerts,
         )
         with self._lock:
             reached = book.add(stats.matches, stats.published_bytes)
