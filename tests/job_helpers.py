@@ -187,10 +187,10 @@ def assert_outputs(spark, bootstrap: str, topic: str, workdir: Path, expected: d
 
 
 def run_sql_job(
-    kafka, spark, tmp: Path, topic: str, filters: dict, **settings
+    kafka, spark, tmp: Path, topic: str, filters: dict, extra_filters=(), **settings
 ) -> tuple[JobConfig, list]:
-    """The job, available-now, with SQL filters ``{name: (sql, oracle)}`` over ``topic``: its
-    settings and its batches' metrics lines."""
+    """The job, available-now, with SQL filters ``{name: (sql, oracle)}`` over ``topic`` (and
+    ``extra_filters``, filters as they are): its settings and its batches' metrics lines."""
     cfg = JobConfig(
         bootstrap=kafka.bootstrap_servers,
         topic=topic,
@@ -198,7 +198,10 @@ def run_sql_job(
         output_prefix=f"{topic}-",
         output_partitions=1,
         discover_filters=False,
-        code_filters=[AlertFilter(name=n, sql=sql) for n, (sql, _) in filters.items()],
+        code_filters=[
+            *[AlertFilter(name=n, sql=sql) for n, (sql, _) in filters.items()],
+            *extra_filters,
+        ],
         delta_path=str(tmp / "delta"),
         checkpoint=str(tmp / "ckpt"),
         metrics_path=str(tmp / "metrics.jsonl"),

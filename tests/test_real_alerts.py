@@ -5,7 +5,9 @@ Rubin's wire format: ids 1000 and 704, their own record bytes) in one topic with
 alerts, filtered by one set of SQL filters through the filter view. ZTF: the real ZTF 3.3 alerts,
 one Avro container file per message, the survey detected from the topic. Expected outputs are
 plain Python over the same bytes as fastavro decodes them, with SQL's null semantics written out:
-a field a version lacks, or a null, never passes a comparison.
+a field a version lacks, or a null, never passes a comparison. Beside the ZTF filters run users'
+mistakes (a division by zero, a cast that fails, an injected parameter): the job goes on, they
+match nothing, their errors are counted, and ``listen --verify`` finds every topic complete.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from pathlib import Path
 
 import fastavro
 import pytest
-from job_helpers import run_sql_job
+from job_helpers import counted_batches, run_sql_job
 from kafka_helpers import consume_all
 
 from alertsieve.alerts.schemas import LocalSchemaStore, unframe
+from alertsieve.cli import main
+from alertsieve.filtering.model import AlertFilter
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
 
@@ -115,7 +119,19 @@ def test_a_topic_mixing_real_v7_4_and_v10_0_with_simulated_v11_1(kafka, spark, t
         assert 0 < len(expected[name] & real) < len(real), name
 
 
-def test_ztf_containers_are_filtered_exactly(kafka, spark, tmp_path):
+#: Users' mistakes beside the good filters (``alertsieve.filtering.untrusted``): ANSI Spark raises
+#: on every one of these alerts (x / 0 with x not null; 'ZTF20...' is no int). Each is that
+#: filter's no-match, counted, and the job goes on: the good filters' records are the oracle's.
+#: ``injected``: a parameter that tries to widen its condition is a string literal.
+ZTF_MISTAKES = {
+    "zero_fid": "candidate.magpsf / (candidate.fid - candidate.fid) > 1",
+    "int_id": "cast(objectId AS int) > 0",
+    "injected": "candidate.isdiffpos = '{sign}'",
+}
+INJECTION = {"sign": "t' OR candidate.magpsf > 0 OR 'a' = 'b"}
+
+
+def test_ztf_containers_are_filtered_exactly(kafka, spark, tmp_path, capsys):
     topic = f"real-ztf-{uuid.uuid4().hex[:8]}"
     files = sorted(str(p) for p in (REAL / "ztf-3.3").glob("*.avro"))
     assert produce(
@@ -135,10 +151,30 @@ def test_ztf_containers_are_filtered_exactly(kafka, spark, tmp_path):
         alerts[str(alert["candid"])], sent[str(alert["candid"])] = alert, m.value()
     assert len(alerts) == len(files)
 
-    cfg, batches = run_sql_job(kafka, spark, tmp_path, topic, ZTF_FILTERS)  # survey: detected
+    mistakes = [
+        AlertFilter(name=n, sql=sql, params=INJECTION if n == "injected" else {})
+        for n, sql in ZTF_MISTAKES.items()
+    ]
+    cfg, batches = run_sql_job(  # survey: detected
+        kafka, spark, tmp_path, topic, ZTF_FILTERS, extra_filters=mistakes
+    )
     expected = _check_outputs(kafka, cfg, batches, ZTF_FILTERS, alerts, sent)
     for name, keys in expected.items():
         assert 0 < len(keys) < len(alerts), name
+    for name in ZTF_MISTAKES:
+        assert consume_all(kafka.bootstrap_servers, f"{cfg.output_prefix}{name}") == [], name
+    failed = {n: sum(b["filter_error_alerts"].get(n, 0) for b in batches) for n in ZTF_MISTAKES}
+    assert failed == {"zero_fid": len(alerts), "int_id": len(alerts), "injected": 0}
+    counted = counted_batches(kafka.bootstrap_servers, cfg.counts_topic)
+    assert sum(c["filters"]["int_id"].get("failed_alerts", 0) for c in counted) == len(alerts)
+    assert "its SQL raised an error on" in counted[0]["filters"]["zero_fid"]["error"]
+    for name in ("bright", "zero_fid"):  # complete: every counted record received, 0 of 0 too
+        listen = ["listen", "--bootstrap", kafka.bootstrap_servers, "--from-beginning"]
+        listen += ["--counts-topic", cfg.counts_topic]  # an empty topic has no header naming it
+        topic_out = f"{cfg.output_prefix}{name}"
+        assert main([*listen, "--topic", topic_out, "--until-end", "--verify"]) == 0
+        n = len(expected.get(name, ()))
+        assert f"verified: complete, {n} of {n}" in capsys.readouterr().out
 
 
 def test_rubin_filters_are_not_run_on_ztf_alerts():

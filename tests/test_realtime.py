@@ -1,7 +1,8 @@
 """Real-Time Mode end to end: the hot path publishes every match of a live topic, is killed -9,
 and restarted from its checkpoint without losing an alert (Kafka: at least once). One of its
 filters reads the light-curve features and one crossmatches a catalog (a broadcast stream-static
-join): both must keep a filter Real-Time-Mode capable."""
+join): both must keep a filter Real-Time-Mode capable. One divides by zero on every alert: it
+must not stop the query, nor change what the others publish."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> s
         str(config),
         "--sql",
         f"capped={CAPPED}",
+        "--sql",
+        f"divides={DIVIDES}",
         names=RTM_NAMES,
         catalog_dir=catalogs,
     )
@@ -59,6 +62,9 @@ def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> s
 
 RTM_NAMES = (*NAMES, "rising", NEAR_FIELD_SOURCE)
 CAPPED, QUOTA = "diaSource.snr > 10", 10
+#: A user's mistake beside them: x / 0 raises on every alert whose snr is not null (all of the
+#: simulated ones). Contained, it matches nothing and the other filters publish as without it.
+DIVIDES = "diaSource.snr / (diaSource.diaSourceId - diaSource.diaSourceId) > 1"
 
 
 def _capped(bootstrap: str, topic: str, schema_dir: str) -> set[str]:
@@ -143,6 +149,9 @@ def test_real_time_mode_publishes_every_match_and_restarts_after_kill_9(
     job.wait(60)
     got = _published(bootstrap, topic_name)
     assert {n: set(got[n]) for n in RTM_NAMES} == expected  # every match, nothing else
+    assert consume_all(bootstrap, f"{topic_name}-divides") == []
+    epochs = counted_batches(bootstrap, counts)
+    assert sum(e["filters"]["divides"].get("failed_alerts", 0) for e in epochs) == 450
     # The restart the same day read capped's use back: nothing more published; every match of
     # it counted once, published or withheld.
     capped = _capped(bootstrap, topic_name, schema_dir)

@@ -531,6 +531,7 @@ _SQL_PIECE = re.compile(
     flags=re.S,
 )
 _PARAM_NAME = re.compile(r"[A-Za-z_]\w*")
+_NAMED = re.compile(r"(?<!\{)\{[A-Za-z_]\w*\}(?!\})")
 
 
 def placeholders(sql: str) -> list[str]:
@@ -548,9 +549,10 @@ def placeholders(sql: str) -> list[str]:
 def fill(sql: str, params: Mapping[str, Any]) -> str:
     """``sql`` with each ``{name}`` replaced by its parameter as a typed SQL literal: a number,
     a boolean, or a string quoted and escaped, whatever it holds (``'{name}'``, a string
-    literal that is only a placeholder, is the same literal). ``{{`` and ``}}`` are braces.
-    A placeholder inside a longer string, or one that is not a plain name, is refused; an
-    undeclared name raises ``KeyError`` with it."""
+    literal that is only a placeholder, is the same literal). ``{{`` and ``}}`` are braces;
+    braces in a string that hold no name (a pattern's ``{7}``) are left as they are. A
+    ``{name}`` inside a longer string, or braces outside strings that hold no plain name, are
+    refused; an undeclared name raises ``KeyError`` with it."""
 
     def value(name: str) -> str:
         if not _PARAM_NAME.fullmatch(name):
@@ -563,14 +565,16 @@ def fill(sql: str, params: Mapping[str, Any]) -> str:
             return value(text[1:-1])
         if kind == "brace":
             return text[0]
-        if kind == "string" and re.search(r"\{[^{}]*\}", text):
-            if re.fullmatch(r".\{[^{}]*\}.", text, flags=re.S):
-                return value(text[2:-2])
+        if kind != "string":
+            return text
+        if re.fullmatch(r".\{[A-Za-z_]\w*\}.", text, flags=re.S):
+            return value(text[2:-2])
+        if _NAMED.search(text):
             raise UntrustedSqlError(
                 f"a parameter inside the string {text}: write the string as the parameter's"
                 " value, or concat('...', {name}, '...')"
             )
-        return text
+        return text.replace("{{", "{").replace("}}", "}")  # a pattern's {7}: no parameter
 
     return _SQL_PIECE.sub(piece, sql)
 

@@ -6,44 +6,51 @@ one operator each; Catalyst's own ``TryEval`` (what they were built on) wraps an
 and returns null where it raises, in generated code and in Real-Time Mode alike. It catches
 exceptions only: a Java ``Error`` (out of memory) is not contained, which is why sizes are
 bounded before a filter runs (``alertsieve.filtering.untrusted``).
+
+Always around a struct: the optimizer pushes a unary expression into the branches of a
+``CASE``/``IF`` whose results are constants (``PushFoldableIntoBranches``), so
+``TryEval(CASE WHEN x / 0 > 1 THEN 7 END)`` became ``CASE WHEN x / 0 > 1 THEN 7 END``, the
+condition outside it (seen on Spark 4.1). A struct is not a ``CASE``, and it is never null
+itself, so a null result says "raised", not "unknown".
 """
 
 from __future__ import annotations
 
 
-def try_eval(column):
-    """``column``, null on the rows where evaluating it raises."""
+def _guarded(column):
+    """``TryEval(struct(column AS v))``: null where evaluating ``column`` raised."""
     from pyspark import SparkContext
     from pyspark.sql import Column
+    from pyspark.sql import functions as F
 
     jvm = SparkContext._jvm
     expressions = jvm.org.apache.spark.sql.classic.ExpressionUtils
     wrapped = jvm.org.apache.spark.sql.catalyst.expressions.TryEval(
-        expressions.expression(column._jc)
+        expressions.expression(F.struct(column.alias("v"))._jc)
     )
     return Column(expressions.column(wrapped))
 
 
+def try_eval(column):
+    """``column``, null on the rows where evaluating it raises."""
+    return _guarded(column)["v"]
+
+
 def contained(condition):
     """(match, failed) of a boolean ``condition``: true where it holds, and whether evaluating it
-    raised (then it does not match). One ``TryEval`` of a struct around the condition: the
-    struct is never null, so a null result is an error, not an unknown condition."""
+    raised (then it does not match)."""
     from pyspark.sql import functions as F
 
-    guarded = try_eval(F.struct(condition.alias("v")))
+    guarded = _guarded(condition)
     return F.coalesce(guarded["v"], F.lit(False)), guarded.isNull()
 
 
-#: What ``outcome`` gives inside its ``TryEval`` where the condition does not hold (then null):
-#: below every index the job gives (filters, errors, quarantine).
-_NO_MATCH = -(2**31)
-
-
 def outcome(condition, matched: int, failed: int):
-    """One int column, the condition evaluated once: ``matched`` where ``condition`` holds,
-    ``failed`` where evaluating it raised, null otherwise (what the hot path collects per
-    alert, ``alertsieve.stream.hot_path``)."""
+    """One int column: ``matched`` where ``condition`` holds, ``failed`` where evaluating it
+    raised, null otherwise (what the hot path collects per alert,
+    ``alertsieve.stream.hot_path``). The condition is evaluated once: Spark computes the
+    guarded struct read twice here once per row (common subexpressions)."""
     from pyspark.sql import functions as F
 
-    inner = F.when(condition, F.lit(matched)).otherwise(F.lit(_NO_MATCH))
-    return F.nullif(F.coalesce(try_eval(inner), F.lit(failed)), F.lit(_NO_MATCH))
+    guarded = _guarded(condition)
+    return F.when(guarded.isNull(), F.lit(failed)).when(guarded["v"], F.lit(matched))
