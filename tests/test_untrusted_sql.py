@@ -28,7 +28,10 @@ from alertsieve.filtering.untrusted import (
     refusals,
 )
 
-ZTF = sorted((Path(__file__).parent / "data" / "real" / "ztf-3.3").glob("*.avro"))
+DATA = Path(__file__).parent / "data"
+ZTF = sorted((DATA / "real" / "ztf-3.3").glob("*.avro"))
+#: The table of a new user's mistakes docs/operating.md checks (``filters check``).
+MISTAKES = DATA / "untrusted" / "mistakes.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +52,34 @@ def _refused(ztf, sql: str, **params) -> str:
     with pytest.raises(FilterError) as caught:
         validate([f], view)
     return str(caught.value)
+
+
+def test_the_documented_mistakes_are_refused_or_run_contained(ztf):
+    """docs/operating.md's table: each refused with its line, or (the error, the injection)
+    compiled to run, as ``filters check`` says."""
+    from alertsieve.filtering.discovery import load_filter_file
+
+    view, _ = ztf
+    said = {}
+    for f in load_filter_file(MISTAKES):
+        try:
+            validate([f], view)
+            said[f.name] = "ok"
+        except FilterError as e:
+            said[f.name] = str(e).split(": sql is refused: ", 1)[1]
+    assert said == {
+        "zero_fid": "ok",
+        "exit_jvm": "java_method(...) calls Java code by name: it could stop the job or read its"
+        " secrets",
+        "injected": "ok",
+        "big_string": "repeat(...) builds 500,000,000 characters or elements, above 10,000",
+        "big_array": "sequence(...) builds 300,000,000 characters or elements, above 10,000",
+        "backtracks": "RLIKE's pattern '(a+)+$' repeats a group that repeats or has alternatives"
+        " (it can backtrack without bound)",
+        "sampled": "rand(...) is random: a replayed batch would publish other matches (for a"
+        " deterministic sample, xxhash64(objectId) % 100 < 10)",
+        "int_id": "ok",
+    }
 
 
 # --- allowlist ----------------------------------------------------------------------------------

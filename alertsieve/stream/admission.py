@@ -6,7 +6,9 @@ refuse or cap it: BOOM activates no filter passing more than 5% of a reference n
 boom-astro/boom#450). With ``admission`` in the job's settings, each new or changed filter (at
 start-up all of them; under ``--watch`` those whose version differs from the running one) is
 backtested on the ``reference`` alerts, all together in one pass (``alertsieve.backtest``), and
-refused when its rate is above its cap: its own ``max_rate``, else ``admission.max_rate``. A
+refused when its rate is above its cap: its own ``max_rate``, else ``admission.max_rate``. A SQL
+filter is refused too when its condition costs more than ``admission.max_ms_per_alert`` of a core
+per reference alert (``alertsieve.backtest.cost``): a user's filter cannot slow the others. A
 refusal is a ``FilterError`` naming the filter: ``on_bad_filter: skip`` leaves it out (or keeps
 its running version), ``fail`` stops the start-up or refuses the deployment.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+from alertsieve.backtest.cost import over_budget, per_alert
 from alertsieve.backtest.run import backtest
 from alertsieve.backtest.sources import load_alerts
 from alertsieve.filtering.model import Filter, FilterError
@@ -52,14 +55,23 @@ def over_cap(
     reference = ", ".join(admission.reference)
     alerts = load_alerts(spark, admission.reference, cfg.bootstrap, cfg.schema_dir)
     mine = [f for f in new if f.survey in (None, alerts.decoder.survey)]
-    rows = {
-        r.name: r
-        for r in backtest(
-            spark, mine, alerts, cfg.catalog_dir, models=discover_models(cfg.model_paths)
+    models = discover_models(cfg.model_paths)
+    budget_s = admission.max_ms_per_alert / 1e3
+    costly = over_budget(spark, mine, alerts, budget_s, cfg.catalog_dir, models)  # before it runs
+    cheap = [f for f in mine if f.name not in costly]
+    rows = {r.name: r for r in backtest(spark, cheap, alerts, cfg.catalog_dir, models=models)}
+    refused = [
+        FilterError(
+            f"filter {f.name!r} ({f.origin}) is refused by admission: its condition costs"
+            f" {per_alert(costly[f.name])} of a core per alert of the reference ({reference}),"
+            f" above the budget of {per_alert(budget_s)}; lighten it (fewer nested lambdas"
+            " over the history), or ask the operator for admission.max_ms_per_alert",
+            filter=f.name,
         )
-    }
-    refused = []
-    for f in mine:
+        for f in mine
+        if f.name in costly
+    ]
+    for f in cheap:
         row, cap = rows[f.name], cap_of(f, admission)
         log.info(
             "admission: %s passes %.2f%% of the reference (cap %.2f%%)",

@@ -59,7 +59,8 @@ class FilterOutput(BaseModel):
 
 class Admission(BaseModel):
     """``admission``: each new or changed filter backtested on a reference before it publishes,
-    refused when it passes more than ``max_rate`` of the reference's alerts."""
+    refused when it passes more than ``max_rate`` of the reference's alerts, or when its SQL
+    costs more than ``max_ms_per_alert`` on them."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -69,6 +70,13 @@ class Admission(BaseModel):
         min_length=1,
     )
     max_rate: float = Field(0.05, gt=0, le=1, description="a filter's cap unless it sets its own")
+    max_ms_per_alert: float = Field(
+        0.5,
+        gt=0,
+        description="the most a SQL filter's condition may cost, in milliseconds of a core per"
+        " reference alert, measured at admission (alertsieve.backtest.cost); above it the filter"
+        " is refused with its cost",
+    )
 
     @field_validator("reference", mode="before")
     @classmethod
