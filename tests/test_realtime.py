@@ -54,6 +54,8 @@ def _realtime_job(processes, bootstrap: str, topic: str, workdir, catalogs) -> s
         f"capped={CAPPED}",
         "--sql",
         f"divides={DIVIDES}",
+        "--suspend-above",
+        "1",  # never suspended: its every error counted (suspension: test_stream_job)
         names=RTM_NAMES,
         catalog_dir=catalogs,
     )

@@ -271,6 +271,18 @@ FILTER = AlertFilter(
 """
 
 
+#: x / 0 on every alert (diaSourceId is never null): suspended after the first batch.
+DIVIDES = """
+from alertsieve.filtering.model import AlertFilter
+
+FILTER = AlertFilter(
+    name="divides",
+    sql="diaSource.diaSourceId / (diaSource.diaSourceId - diaSource.diaSourceId) > 1",
+    max_rate=1.0,
+)
+"""
+
+
 SLEEPY = '''
 import time
 
@@ -283,6 +295,10 @@ def sleepy(alerts):
     time.sleep(0.25)
     return alerts["snr"] > 1e9
 '''
+
+
+def _batch_id(line: dict) -> int:
+    return line["batch_id"]
 
 
 def _reference(bootstrap: str, schema_dir: str) -> tuple[str, int, int]:
@@ -329,7 +345,9 @@ def test_contributed_filters_run_together_and_equal_plain_python(
     Admission is on (a reference topic of 2,000 simulated alerts and the real LSSTCam ones, 5%,
     on_bad_filter: skip): ``everything`` passes every detection, is refused with its rate and
     publishes nothing; ``heavy`` is refused with its cost per alert, above the budget; the
-    failing filter is admitted by its own max_rate of 1. Each Python
+    failing filter is admitted by its own max_rate of 1. ``divides`` raises on every alert: its
+    errors are counted, it is suspended after its first batch (the hot path restarts without
+    it, the counts topic says why) and the other filters publish exactly as without it. Each Python
     filter's time is in every batch's metrics; ``sleepy`` (0.25 s a chunk) is named above the
     budget of 0.1 s per 1,000 alerts."""
     (tmp_path / "extra").mkdir()
@@ -339,6 +357,7 @@ def test_contributed_filters_run_together_and_equal_plain_python(
     )
     (tmp_path / "extra" / "everything.py").write_text(EVERYTHING)
     (tmp_path / "extra" / "heavy.py").write_text(HEAVY)
+    (tmp_path / "extra" / "divides.py").write_text(DIVIDES)
     (tmp_path / "extra" / "sleepy.py").write_text(SLEEPY)
     reference, ref_alerts, ref_passing = _reference(kafka.bootstrap_servers, run.cfg.schema_dir)
     source, prefix = f"contrib-{uuid.uuid4().hex[:8]}", "contrib-"
@@ -416,7 +435,23 @@ def test_contributed_filters_run_together_and_equal_plain_python(
     ran = {
         n: f["version"] for r in records if r["kind"] == "counts" for n, f in r["filters"].items()
     }
-    assert [set(r["filters"]) for r in refused] == [{"everything", "heavy"}]
+    assert [set(r["filters"]) for r in refused] == [{"everything", "heavy"}, {"divides"}]
+    first = min((b for b in lines if b["filter_error_alerts"].get("divides")), key=_batch_id)
+    assert first["filter_error_alerts"]["divides"] == first["decoded_rows"] >= 20
+    assert refused[1]["filters"]["divides"]["reason"].startswith(
+        f"suspended: its SQL raised an error on {first['decoded_rows']} of the"
+        f" {first['decoded_rows']} alerts of batch {first['batch_id']}, above 50%"
+    )
+    assert "the hot path restarts without divides (suspended)" in said
+    first_run = first["spark"]["runId"]  # none of its errors after the restart
+    assert all(b["spark"]["runId"] == first_run for b in lines if "divides" in b["filter_errors"])
+    deployed = [
+        json.loads(m.value()) for m in consume_all(kafka.bootstrap_servers, f"{prefix}deployment")
+    ]
+    assert "divides" in deployed[0]["filters"] and "divides" not in deployed[-1]["filters"]
+    assert (
+        deployed[-1]["refused"]["divides"]["reason"] == refused[1]["filters"]["divides"]["reason"]
+    )
     expected = contributed_filters_in_plain_python(alerts)
     # filters list, asked about the job: everything refused with its reason, the others running.
     shown = ["everything", *sorted(expected)]

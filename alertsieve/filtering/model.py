@@ -22,14 +22,18 @@ Payload = Literal["alert", "fields"]
 Format = Literal["avro", "json"]
 
 
+#: What raises in a SQL filter on an alert, and how its author says what such an alert gives.
+SQL_ERROR_KINDS = "a division by zero, a cast that fails, an overflow"
+SQL_ERROR_ADVICE = "try_divide, try_cast or coalesce say what such an alert should give"
+
+
 def sql_failed(name: str, alerts: int = 1) -> str:
     """What a SQL filter's error on ``alerts`` alerts says: Spark's own words are not kept
     (``alertsieve.spark.contained``), so it says what kinds there are and how to avoid them."""
     some = "an alert" if alerts == 1 else f"{alerts} alerts"
     return (
-        f"{name}: its SQL raised an error on {some} (a division by zero, a cast that fails, an"
-        " overflow): no match there; try_divide, try_cast or coalesce say what such an alert"
-        " should give"
+        f"{name}: its SQL raised an error on {some} ({SQL_ERROR_KINDS}): no match there;"
+        f" {SQL_ERROR_ADVICE}"
     )
 
 

@@ -279,6 +279,17 @@ class JobConfig(BaseModel):
         examples=[{"reference": "simulated:2000", "max_rate": 0.05}],
         json_schema_extra=_flag("--admission", cli="pairs", example="reference=simulated:2000"),
     )
+    suspend_above: float | None = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="a SQL filter whose condition raises on more than this share of a batch's"
+        " decoded alerts (a batch of at least 20) is suspended: the hot path restarts without"
+        " it, the counts topic says why, and it stays out until the job restarts or its owner"
+        " deploys a new version (null: never)",
+        examples=[0.9],
+        json_schema_extra=_flag("--suspend-above", example="0.9"),
+    )
     python_filter_budget: float | None = Field(
         None,
         gt=0,

@@ -18,7 +18,7 @@ from pyspark.errors import StreamingQueryException
 
 from alertsieve.catalogs.store import CatalogError
 from alertsieve.errors import AlertsieveError
-from alertsieve.filtering.model import FilterError
+from alertsieve.filtering.model import SQL_ERROR_ADVICE, SQL_ERROR_KINDS, FilterError
 from alertsieve.filtering.scores.choose import models_read
 from alertsieve.kafka.topics import watermarks
 from alertsieve.publish import contract
@@ -50,6 +50,8 @@ from alertsieve.stream.source_loss import SourceLosses
 log = logging.getLogger(__name__)
 
 QUERY_NAME = "alertsieve_filter_stream"
+#: The fewest decoded alerts of a batch that can suspend a filter (``suspend_above``).
+SUSPEND_FROM_ALERTS = 20
 PYTHON_ROWS_PER_PARTITION = 1000  # ~100 MB of alerts queued per task beside a Python filter
 
 
@@ -116,6 +118,10 @@ class FilterStream:
             else None
         )
         self.metrics_url: str | None = None  # where Prometheus scrapes the job, once it runs
+        #: SQL filters to suspend (name -> why), found by the listener; then suspended ones:
+        #: name -> (the version suspended, why), left out of deployments of that version.
+        self.suspending: dict[str, str] = {}
+        self.suspended: dict[str, tuple[str, str]] = {}
 
     def _use_quotas(self) -> None:
         """The running filters' daily quotas, today's use read back from the counts topic when
@@ -148,12 +154,15 @@ class FilterStream:
             name: (reason, {n: plan.versions[n] for n in refusals.going_on(name)})
             for name, reason in (refusals.refused.items() if refusals else ())
         }
+        refused |= {  # suspended while running (``_suspender``): said where they were found
+            n: (why, {}) for n, (_, why) in self.suspended.items() if n not in plan.versions
+        }
         self.counts.deployed(
             contract.deployment_topic(self.cfg.output_prefix), plan.versions, refused
         )
         if not refused:
             return
-        for line in refusals.lines():
+        for line in refusals.lines() if refusals else ():
             log.warning("%s", line)
         self.counts.refused(refused)
 
@@ -164,6 +173,7 @@ class FilterStream:
         return self.quotas.limits, self.quotas.book.used
 
     def _count(self, stats, progress: dict) -> None:
+        self._find_failing(stats)
         if self.prometheus is not None:
             self.prometheus.observe(stats, progress, self.plan.versions)
         if self.quotas is not None:
@@ -178,6 +188,58 @@ class FilterStream:
                 lost=stats.lost_at_source,
                 failed=stats.filter_error_alerts,
             )
+
+    def _find_failing(self, stats) -> None:
+        """The SQL filters that raised on more than ``suspend_above`` of the batch's decoded
+        alerts, to suspend (``_suspender``): a WARNING each."""
+        share, decoded = self.cfg.suspend_above, stats.decoded_rows
+        if share is None or decoded < SUSPEND_FROM_ALERTS:
+            return
+        for name, n in stats.filter_error_alerts.items():
+            if n / decoded > share and name not in self.suspended and name not in self.suspending:
+                why = (
+                    f"suspended: its SQL raised an error on {n} of the {decoded} alerts of batch"
+                    f" {stats.batch_id}, above {share:.0%} ({SQL_ERROR_KINDS}); {SQL_ERROR_ADVICE}"
+                )
+                self.suspending[name] = why
+                log.warning("%s %s", name, why)
+
+    def _suspender(self, queries: list):
+        """A poll for ``_await``: restart the hot path without the filters to suspend, each
+        named with its reason on the counts topic (a subscriber sees why its topic went quiet)."""
+
+        def poll() -> None:
+            if not self.suspending or not queries[0].isActive or self.stopping.is_set():
+                return
+            going = dict(self.suspending)
+            left = [f for f in self.plan.filters if f.name not in going]
+            if not left:
+                log.error("every filter would be suspended: the job goes on with them")
+                self.suspended |= {n: (self.plan.versions[n], why) for n, why in going.items()}
+                self.suspending.clear()
+                return
+            self._stop(queries[0])
+            self.metrics.flush(queries[0].recentProgress)
+            plan = plan_job(self.spark, self.cfg, running=self.plan, filters=left)
+            self.suspended |= {n: (self.plan.versions[n], why) for n, why in going.items()}
+            for name in going:
+                self.suspending.pop(name, None)
+            self._switch(plan)  # the deployment record and a refused one name them
+            queries[0] = self.start()
+            log.info("the hot path restarts without %s (suspended)", ", ".join(sorted(going)))
+
+        return poll
+
+    def _unsuspended(self, plan):
+        """``plan`` without the suspended filters whose version it keeps (re-planned)."""
+        kept = [
+            f
+            for f in plan.filters
+            if self.suspended.get(f.name, ("",))[0] != plan.versions.get(f.name)
+        ]
+        if len(kept) == len(plan.filters):
+            return plan
+        return plan_job(self.spark, self.cfg, running=self.plan, filters=kept)
 
     def start(self):
         """The hot path's query, started."""
@@ -276,6 +338,7 @@ class FilterStream:
                     else []
                 ),
                 *([self._quota_restart(queries)] if self.cfg.realtime else []),
+                self._suspender(queries),
             ]
             poll = (lambda: [p() for p in polls]) if polls else None
             timeout = None if self.cfg.available_now else self.cfg.timeout_s
@@ -375,7 +438,7 @@ class FilterStream:
                 return
             state["files"] = files
             try:
-                plan = plan_job(self.spark, self.cfg, running=self.plan)
+                plan = self._unsuspended(plan_job(self.spark, self.cfg, running=self.plan))
                 if self.cfg.realtime:
                     check_realtime(self.spark, self.cfg, plan.filters)
             except (FilterError, CatalogError, ConfigError) as e:
