@@ -57,11 +57,11 @@ def _refused(ztf, sql: str, **params) -> str:
 def test_the_documented_mistakes_are_refused_or_run_contained(ztf):
     """docs/operating.md's table: each refused with its line, or (the error, the injection)
     compiled to run, as ``filters check`` says."""
-    from alertsieve.filtering.discovery import load_filter_file
+    from alertsieve.filtering.tables import load_filter_table
 
     view, _ = ztf
     said = {}
-    for f in load_filter_file(MISTAKES):
+    for f in load_filter_table(MISTAKES):
         try:
             validate([f], view)
             said[f.name] = "ok"
