@@ -202,7 +202,7 @@ def test_predicate_first_matching_selects_what_spark_selects_with_the_sql(frame)
         F.col("_id") % 2 == 0, F.array(F.lit(compiled_index), F.lit(error_index))
     ).otherwise(F.array().cast("array<int>"))
     ok = F.col("_id") % 3 != 0
-    result = outcomes(p, compiled, ok).alias("r")
+    result = outcomes(p, compiled, ok, -1000).alias("r")
     rows = frame.select("_id", result).collect()
     got = Counter((i, r["_id"]) for r in rows for i in r["r"]["m"] if 0 <= i < compiled_index)
     assert [pair for pair, n in got.items() if n > 1] == []

@@ -275,3 +275,29 @@ def test_the_hot_path_s_outcome_is_each_filter_s_index_or_its_error_s(ztf):
     mags = [a["candidate"]["magpsf"] for a in alerts]
     want = [-9 if m >= 15.5 else (7 if m > 15 else None) for m in mags]
     assert got == want and set(want) == {-9, 7, None}
+
+
+def test_filters_matched_predicate_first_count_the_values_that_raised(ztf):
+    """Predicate first (from 100 SQL filters), a value that raises reads as null, as
+    ``try_divide`` gives, and the alert is an error of each filter comparing it."""
+    from pyspark.sql import functions as F
+
+    from alertsieve.stream.predicate_first import outcomes, predicate_filters
+
+    view, alerts = ztf
+    filters = [
+        AlertFilter(name="zero_fid", sql="candidate.magpsf / (candidate.fid - 2) > 1"),
+        AlertFilter(name="bright", sql="candidate.magpsf < 15.5"),
+        AlertFilter(
+            name="either", sql="candidate.magpsf / (candidate.fid - 2) > 1 OR candidate.magpsf < 15"
+        ),
+    ]
+    p = predicate_filters(view, filters)
+    assert p is not None and p.filters == [0, 1, 2]
+    none = F.array().cast("array<int>")
+    rows = view.select(outcomes(p, none, F.lit(True), -2).alias("r")).collect()
+    mags = [a["candidate"]["magpsf"] for a in alerts]
+    assert all(a["candidate"]["fid"] == 2 for a in alerts)  # x / 0 on each
+    assert [sorted(r["r"]["m"]) for r in rows] == [
+        sorted([-2, -4] + ([1] if m < 15.5 else []) + ([2] if m < 15 else [])) for m in mags
+    ]

@@ -241,3 +241,29 @@ def match(p: Predicates, c: Columns) -> tuple[np.ndarray, np.ndarray]:
     filters = p.members[clause]
     order = np.lexsort((filters, alert))
     return alert[order], filters[order]
+
+
+def readers(p: Predicates) -> list[np.ndarray]:
+    """For each value compared (``p.numbers`` then ``p.strings``), the filters (the job's
+    indices) whose cuts compare it."""
+    out: list[set[int]] = [set() for _ in range(len(p.numbers) + len(p.strings))]
+    for c, s in zip(*np.nonzero(p.kind != NONE), strict=True):
+        at = p.value[c, s] + (len(p.numbers) if p.kind[c, s] == STRING else 0)
+        out[at].add(int(p.members[c]))
+    return [np.array(sorted(f), np.int64) for f in out]
+
+
+def failed(
+    readers_of: Sequence[np.ndarray], offsets: np.ndarray, raised: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (alert, filter) pairs where a value the filter compares raised, sorted by alert, each
+    pair once: ``raised`` holds each alert's values that raised (indices into ``readers_of``),
+    ``offsets`` where each alert's list starts."""
+    alert_of = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    sizes = np.array([len(readers_of[v]) for v in raised], np.int64)
+    if not sizes.sum():
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    alerts = np.repeat(alert_of, sizes)
+    filters = np.concatenate([readers_of[v] for v in raised])
+    pairs = np.unique(np.stack([alerts, filters], axis=1), axis=0)
+    return pairs[:, 0], pairs[:, 1]

@@ -17,7 +17,7 @@ itself, so a null result says "raised", not "unknown".
 from __future__ import annotations
 
 
-def _guarded(column):
+def guarded(column):
     """``TryEval(struct(column AS v))``: null where evaluating ``column`` raised."""
     from pyspark import SparkContext
     from pyspark.sql import Column
@@ -33,7 +33,7 @@ def _guarded(column):
 
 def try_eval(column):
     """``column``, null on the rows where evaluating it raises."""
-    return _guarded(column)["v"]
+    return guarded(column)["v"]
 
 
 def contained(condition):
@@ -41,8 +41,8 @@ def contained(condition):
     raised (then it does not match)."""
     from pyspark.sql import functions as F
 
-    guarded = _guarded(condition)
-    return F.coalesce(guarded["v"], F.lit(False)), guarded.isNull()
+    result = guarded(condition)
+    return F.coalesce(result["v"], F.lit(False)), result.isNull()
 
 
 def outcome(condition, matched: int, failed: int):
@@ -52,5 +52,5 @@ def outcome(condition, matched: int, failed: int):
     guarded struct read twice here once per row (common subexpressions)."""
     from pyspark.sql import functions as F
 
-    guarded = _guarded(condition)
-    return F.when(guarded.isNull(), F.lit(failed)).when(guarded["v"], F.lit(matched))
+    result = guarded(condition)
+    return F.when(result.isNull(), F.lit(failed)).when(result["v"], F.lit(matched))

@@ -209,7 +209,7 @@ def _matched_first(flat, plan: JobPlan, found) -> tuple:
     if plan.predicates is None:
         return flat, found, {}
     ok = F.col("_reason").isNull()
-    result = predicate_first.outcomes(plan.predicates, found, ok)
+    result = predicate_first.outcomes(plan.predicates, found, ok, error_index(0))
     flat = flat.select("*", result.alias(predicate_first.MATCHED))
     column = F.col(predicate_first.MATCHED)
     return flat, column["m"], {TALLY: column["t"]}

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from alertsieve.filtering.model import Filter
-from alertsieve.filtering.predicates import Predicates, build, columns, match
-from alertsieve.spark.contained import try_eval
+from alertsieve.filtering.predicates import Predicates, build, columns, failed, match, readers
+from alertsieve.spark.contained import guarded
 
 #: The column of each alert's predicate-first result (``outcomes``): ``m``, the indices of the
 #: filters it passed (its compiled filters' first), and ``t``, the chunk's tally (``tally``).
@@ -80,10 +80,13 @@ def tally_counts(tallies: Sequence[bytes | str] | None) -> dict[int, int]:
     return counts
 
 
-def _matcher(p: Predicates):
-    """The UDF's function: the struct of an Arrow batch's values, the alert's compiled matches
-    (``c``) and whether it decoded (``ok``) -> each alert's matches and, on the batch's first
-    alert, the tally of the decoded alerts' matches."""
+def _matcher(p: Predicates, failed_index: int):
+    """The UDF's function: the struct of an Arrow batch's values, the values that raised on
+    each alert (``x``), the alert's compiled matches (``c``) and whether it decoded (``ok``) ->
+    each alert's matches, then ``failed_index - f`` for each filter f that compares a value that
+    raised on it (its error: ``alertsieve.stream.hot_path.error_index``) and, on the batch's
+    first alert, the tally of the decoded alerts' matches."""
+    readers_of = readers(p)
 
     def run(values):
         import pyarrow as pa
@@ -97,6 +100,13 @@ def _matcher(p: Predicates):
         for k in range(len(p.strings)):
             strings.append(values.field(f"s{k}").to_pylist())
         alerts, filters = match(p, columns(p, numbers, nulls, strings))
+        raised = values.field("x")
+        if len(raised.values):
+            bad, by = failed(readers_of, raised.offsets.to_numpy(), raised.values.to_numpy())
+            alerts = np.concatenate([alerts, bad])
+            filters = np.concatenate([filters, failed_index - by]).astype(filters.dtype)
+            order = np.argsort(alerts, kind="stable")
+            alerts, filters = alerts[order], filters[order]
         compiled = values.field("c")
         n = len(values)
         offsets, found = merged(
@@ -119,16 +129,22 @@ def _matcher(p: Predicates):
     return run
 
 
-def outcomes(p: Predicates, compiled, ok):
+def outcomes(p: Predicates, compiled, ok, failed_index: int):
     """The column of each alert's predicate-first result: ``m``, its ``compiled`` matches (an
     array of filter indices) and then its predicate-first ones (a value that raises on an
-    alert is null there, so its comparisons are unknown: ``alertsieve.spark.contained``); ``t``, on one alert of each
+    alert is null there, so its comparisons are unknown, as ``try_divide`` would give, and the
+    alert is an error, ``failed_index - f``, of each filter f that compares it:
+    ``alertsieve.spark.contained``); ``t``, on one alert of each
     chunk Python computed, the tally of the chunk's matches over the alerts where ``ok`` (null
     on the others)."""
     from pyspark.sql import functions as F
     from pyspark.sql.functions import arrow_udf
 
-    values = [try_eval(F.expr(v).cast("double")).alias(f"n{k}") for k, v in enumerate(p.numbers)]
-    values += [try_eval(F.expr(v).cast("string")).alias(f"s{k}") for k, v in enumerate(p.strings)]
+    read = [guarded(F.expr(v).cast("double")) for v in p.numbers]
+    read += [guarded(F.expr(v).cast("string")) for v in p.strings]
+    values = [g["v"].alias(f"n{k}") for k, g in enumerate(read[: len(p.numbers)])]
+    values += [g["v"].alias(f"s{k}") for k, g in enumerate(read[len(p.numbers) :])]
+    raised = F.array_compact(F.array(*[F.when(g.isNull(), F.lit(k)) for k, g in enumerate(read)]))
     result = "struct<m: array<int>, t: binary>"
-    return arrow_udf(_matcher(p), result)(F.struct(*values, compiled.alias("c"), ok.alias("ok")))
+    inputs = F.struct(*values, raised.alias("x"), compiled.alias("c"), ok.alias("ok"))
+    return arrow_udf(_matcher(p, failed_index), result)(inputs)
