@@ -202,6 +202,10 @@ def test_numbers_and_booleans_read_as_before():
         ("length(lpad(objectId, 20000, 'x')) > 0", "lpad(...) builds 20,000"),
         ("length(format_string('%0100000000d', candidate.nid)) > 0", "format pads to more than"),
         ("size(sequence(1, candidate.nid)) > 0", "sequence(...) takes constant integers"),
+        (
+            "size(flatten(transform(sequence(1, 10000), x -> sequence(1, 10000)))) > 0",
+            "sequence(...) builds 100,000,000 characters or elements (nested builders multiply)",
+        ),
         ("objectId RLIKE '(a+)+$'", "RLIKE's pattern '(a+)+$' repeats a group that repeats"),
         ("regexp_extract(objectId, '(a|aa)*b', 0) = ''", "regexp_extract(...)'s pattern"),
         ("objectId RLIKE candidate.programpi", "RLIKE's pattern is a constant string"),

@@ -16,7 +16,8 @@ every node of its tree is held against allowlists:
   (``xxhash64(objectId) % 100 < 10`` samples one alert in ten, the same ones every time);
 - **sizes** (``BUILDERS``): a function that builds a value of a size it is given (``repeat``,
   ``sequence``, ``lpad``, ...) must be given a constant, and the product of the sizes of such
-  functions nested in one another is at most ``MAX_BUILT``;
+  functions nested in one another is at most ``MAX_BUILT`` (a lambda over a built array is
+  nested in it: ``transform(sequence(1, n), x -> sequence(1, m))`` builds n times m);
 - **patterns** (``PATTERN_ARGUMENTS``): a regular expression is a constant of at most
   ``MAX_PATTERN`` characters, with no quantified group that holds a quantifier or an
   alternative (``(a+)+``, ``(a|aa)*``: exponential backtracking) and no back-reference.
@@ -295,8 +296,37 @@ def refusal(root: _Node) -> str | None:
                 f" above {MAX_BUILT:,}"
             )
         inner = around * (size or 1)
-        stack.extend((child, inner) for child in reversed(node.children))
+        width = _lambda_width(node)  # a lambda runs once per element of its array
+        stack.extend(
+            (child, inner * width if child.kind == "LambdaFunction" else inner)
+            for child in reversed(node.children)
+        )
     return None
+
+
+def _lambda_width(node: _Node) -> int:
+    """How many times a lambda argument of ``node`` may run over a built array: the largest
+    size built inside each of its other arguments, multiplied (1 where none is built: the
+    alert's own arrays are bounded by the alert)."""
+    if not any(c.kind == "LambdaFunction" for c in node.children):
+        return 1
+    width = 1
+    for child in node.children:
+        if child.kind != "LambdaFunction":
+            width *= _largest_built(child)
+    return width
+
+
+def _largest_built(root: _Node) -> int:
+    """The largest constant size a builder inside ``root`` is given (1 if none)."""
+    largest, stack = 1, [root]
+    while stack:
+        node = stack.pop()
+        size = _built_size(node)
+        if isinstance(size, int):
+            largest = max(largest, size)
+        stack.extend(node.children)
+    return largest
 
 
 def _node_refusal(node: _Node) -> str | None:
