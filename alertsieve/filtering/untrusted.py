@@ -63,7 +63,7 @@ ALLOWED_NODES = frozenset(
     }
 )  # fmt: skip
 
-#: Spark 4.1's built-ins a filter may call: pure functions of their arguments (checked against
+#: Spark's built-ins (4.2) a filter may call: pure functions of their arguments (checked against
 #: Spark's registry by the tests, so a name that is not Spark's fails there).
 ALLOWED_FUNCTIONS = frozenset(
     # comparisons, logic, conditionals

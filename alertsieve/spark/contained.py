@@ -10,7 +10,7 @@ bounded before a filter runs (``alertsieve.filtering.untrusted``).
 Always around a struct: the optimizer pushes a unary expression into the branches of a
 ``CASE``/``IF`` whose results are constants (``PushFoldableIntoBranches``), so
 ``TryEval(CASE WHEN x / 0 > 1 THEN 7 END)`` became ``CASE WHEN x / 0 > 1 THEN 7 END``, the
-condition outside it (seen on Spark 4.1). A struct is not a ``CASE``, and it is never null
+condition outside it (seen on Spark 4.2). A struct is not a ``CASE``, and it is never null
 itself, so a null result says "raised", not "unknown".
 """
 
