@@ -212,18 +212,21 @@ class FilterStream:
             if not self.suspending or not queries[0].isActive or self.stopping.is_set():
                 return
             going = dict(self.suspending)
+            for name in going:
+                self.suspending.pop(name, None)
+            self.suspended |= {n: (self.plan.versions.get(n, ""), w) for n, w in going.items()}
             left = [f for f in self.plan.filters if f.name not in going]
             if not left:
                 log.error("every filter would be suspended: the job goes on with them")
-                self.suspended |= {n: (self.plan.versions[n], why) for n, why in going.items()}
-                self.suspending.clear()
                 return
             self._stop(queries[0])
             self.metrics.flush(queries[0].recentProgress)
-            plan = plan_job(self.spark, self.cfg, running=self.plan, filters=left)
-            self.suspended |= {n: (self.plan.versions[n], why) for n, why in going.items()}
-            for name in going:
-                self.suspending.pop(name, None)
+            try:
+                plan = plan_job(self.spark, self.cfg, running=self.plan, filters=left)
+            except (FilterError, CatalogError, ConfigError) as e:
+                log.warning("suspension not deployed, the running filters go on: %s", e)
+                queries[0] = self.start()
+                return
             self._switch(plan)  # the deployment record and a refused one name them
             queries[0] = self.start()
             log.info("the hot path restarts without %s (suspended)", ", ".join(sorted(going)))
