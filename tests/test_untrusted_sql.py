@@ -210,6 +210,11 @@ def test_numbers_and_booleans_read_as_before():
         ("regexp_extract(objectId, '(a|aa)*b', 0) = ''", "regexp_extract(...)'s pattern"),
         ("objectId RLIKE candidate.programpi", "RLIKE's pattern is a constant string"),
         ("objectId RLIKE '(a)\\\\1'", "has a back-reference"),
+        ("(" * 70 + "candidate.magpsf > 1" + ")" * 70, "its brackets nest 70 deep, above 64"),
+        (
+            "candidate.magpsf IN (" + ", ".join(["1.5"] * 5000) + ")",
+            "it is 25,020 characters, above 20,000 (a long list of values belongs in a watch",
+        ),
     ],
 )
 def test_values_built_from_a_size_and_patterns_that_backtrack_are_bounded(ztf, sql, said):

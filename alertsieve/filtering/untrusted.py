@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from alertsieve.errors import AlertsieveError
+from alertsieve.filtering.sql_text import without_strings
 from alertsieve.spark.constants import sql_constant
 
 #: The longest SQL expression taken (a watch list belongs in a catalog: ``watch.<name>``).
@@ -268,7 +269,7 @@ def text_refusal(sql: str) -> str | None:
             " belongs in a watch catalog: watch.<name>)"
         )
     depth = deepest = 0
-    for c in re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", sql):
+    for c in without_strings(sql):
         depth += c == "("
         depth -= c == ")"
         deepest = max(deepest, depth)
