@@ -16,6 +16,9 @@ the Delta archive is its own query reading these topics (``alertsieve.stream.arc
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from alertsieve.filtering.filter_view import filter_view
 from alertsieve.filtering.scores.column import hidden
 from alertsieve.filtering.scores.runtime import ERROR, ROWS, SECONDS
@@ -47,6 +50,21 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedde
 #: 1,000, the Java compiler (Janino) filled a 3 GB driver heap. Per expression, each method holds
 #: a few conditions and 1,000 filters compile in a second.
 WHOLE_STAGE_MAX_FILTERS = 100
+
+
+#: The size of an alert whose bytes are not carried past its decode (``evaluated``).
+ALERT_SIZE = "_alert_size"
+
+
+def meta_of(frame) -> list[str]:
+    """The Kafka columns ``frame`` carries (``META``), and the alert's size where its bytes are
+    not carried (``ALERT_SIZE``)."""
+    return [*META, *([ALERT_SIZE] if ALERT_SIZE in frame.columns else [])]
+
+
+#: Where an output row's alert is in the input (its bytes are read back from there), and whether
+#: the row's value is to be the alert (``output_rows`` without the alerts' bytes).
+SOURCE, WHOLE = ("_topic", "_partition", "_offset"), "_whole"
 
 
 #: ``_index`` of a quarantined message's outcome row; a Python filter's error row for filter i
@@ -244,9 +262,11 @@ def evaluated(
     from pyspark.sql import functions as F
 
     decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
-    if not alert_bytes:  # nothing publishes them: not carried past the decode (the noop sink)
+    if not alert_bytes:  # not carried past the decode: their size is (quotas count it)
+        decoded = decoded.withColumn(ALERT_SIZE, F.length("_value"))
         decoded = decoded.withColumn("_value", F.lit(None).cast("binary"))
-    flat = filter_view(decoded, (*META, "_schema_id", "_reason"), plan.context, plan.scoring)
+    meta = meta_of(decoded)
+    flat = filter_view(decoded, (*meta, "_schema_id", "_reason"), plan.context, plan.scoring)
     found, per_alert = _found(plan)
     flat, found, tallied = _matched_first(flat, plan, found)
     per_alert.update(tallied)
@@ -256,7 +276,7 @@ def evaluated(
     )
     alert_id = F.col(plan.decoder.id_path).cast("string")
     inputs = carried(plan, flat.columns)
-    kept = (*META, "_schema_id", "_reason", alert_id.alias("_alert_id"))
+    kept = (*meta, "_schema_id", "_reason", alert_id.alias("_alert_id"))
     if not plan.shapes:
         return flat.select(*kept, outcome_indices.alias("_outcomes"), *inputs, *extra)
     compiled = flat.select(
@@ -332,7 +352,10 @@ def arrival_metrics() -> list:
 
 
 def outcome_metrics(
-    plan: JobPlan, sized: frozenset[str] = frozenset(), shared: bool = False
+    plan: JobPlan,
+    sized: frozenset[str] = frozenset(),
+    shared: bool = False,
+    columns: tuple[str, ...] = (),
 ) -> list:
     """Counted on the outcome rows (one per match, quarantined message or filter error):
     quarantined, the first and last quarantine reasons in sort order, matches per filter, the
@@ -350,7 +373,8 @@ def outcome_metrics(
     chunk of alerts (``cost_metrics``).
     Not N aggregates (a thousand sums in every batch's plan), and not ``histogram_numeric``
     (exact in one task, but it over-counted when partial histograms were merged: 27 for 10).
-    The filters of ``sized`` (those with a daily quota) have their records' bytes summed."""
+    The filters of ``sized`` (those with a daily quota) have their records' bytes summed (an
+    alert's from ``ALERT_SIZE`` where the outcome's ``columns`` carry it)."""
     from pyspark.sql import functions as F
 
     index = F.col("_index")
@@ -381,7 +405,10 @@ def outcome_metrics(
     for i, f in enumerate(plan.filters):
         if f.name in sized:
             mine = (index >= 0) & (F.col("_filter") == f.name)
-            out.append(F.sum(F.when(mine, F.length("_out_value"))).alias(size(i)))
+            published = F.length("_out_value")
+            if ALERT_SIZE in columns:  # an alert's bytes are joined in as it is published
+                published = F.coalesce(published, F.col(ALERT_SIZE))
+            out.append(F.sum(F.when(mine, published)).alias(size(i)))
     for i, f in enumerate(plan.filters):
         if f.runs_python:
             out.append(
@@ -513,6 +540,7 @@ def outcomes(
 
     shared = cfg.delivery == contract.DELIVERY_SHARED
     groups = record_groups(plan)
+    meta = meta_of(flags)
     errors = [error(i) for i, f in enumerate(plan.filters) if f.runs_python]
     labels = [*SHAPED_LABELS, SHAPED_RECORD] if plan.shapes else []
     inputs = carried(plan, flags.columns)
@@ -525,7 +553,7 @@ def outcomes(
     # replaced by its whole decoding expression (a 90 MB plan at 100 filters, out of memory at
     # 1,000). The dropped rows are never copied: the filter runs in the same generated code.
     exploded = flags.select(
-        F.explode_outer(indices).alias("_index"), *META, "_reason", "_alert_id", *inputs,
+        F.explode_outer(indices).alias("_index"), *meta, "_reason", "_alert_id", *inputs,
         *errors, *labels, *extra,
     )  # fmt: skip
     rows = exploded.where(F.col("_index").isNotNull())
@@ -541,14 +569,14 @@ def outcomes(
     label_columns = _labels(plan, cfg, withheld, groups)
     shaped_rows = [F.col("_s_name").isNotNull().alias(SHAPED_ROW)] if plan.shapes else []
     labelled = rows.select(
-        *META, "_index", "_reason", "_alert_id", *inputs, *errors, *extra, *shaped_rows,
+        *meta, "_index", "_reason", "_alert_id", *inputs, *errors, *extra, *shaped_rows,
         *([SHAPED_RECORD, "_s_format"] if plan.shapes else []),
         *[c.alias(k) for k, c in label_columns.items()],
     )  # fmt: skip
     extra += [SHAPED_ROW] if plan.shapes else []  # its match is counted by name, not tallied
     value = _record_value(plan, groups, shared) if records else F.lit(None).cast("binary")
     return labelled.select(
-        *META, "_index", "_reason", "_alert_id", *errors, *extra, "_topic_out", "_filter",
+        *meta, "_index", "_reason", "_alert_id", *errors, *extra, "_topic_out", "_filter",
         "_version", value.alias("_out_value"), "_format",
     )  # fmt: skip
 
@@ -558,7 +586,9 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
     bytes or the filter's fields record, keyed by the alert id (a quarantined message keeps its
     own key), with headers saying which filter and version, what the value is, and where the
     alert came from (or why it was quarantined). ``keep_filter``: with the filter's name as
-    ``FILTER`` too (null on a quarantined message), for ``publish_within``."""
+    ``FILTER`` too (null on a quarantined message), for ``publish_within``. Where the alerts'
+    bytes were not carried (``ALERT_SIZE``), with the alert's place (``SOURCE``) and whether the
+    record is the alert, whose bytes are to be joined in (``WHOLE``)."""
     from pyspark.sql import functions as F
 
     source = {
@@ -594,6 +624,7 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
         at = F.col(shared_delivery.ENTRIES).isNotNull()
         labelled = labelled.when(at & F.col("_format").isNotNull(), headers(**fields_only))
         labelled = labelled.when(at, headers(**shared))
+    apart = ALERT_SIZE in outcome.columns  # the alerts' bytes are joined in later
     return outcome.where(F.col("_topic_out").isNotNull()).select(
         F.when(quarantined, F.col("_key"))
         .otherwise(F.col("_alert_id").cast("binary"))
@@ -604,6 +635,7 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
         .otherwise(headers(**alert))
         .alias("headers"),
         *([F.col("_filter").alias(FILTER)] if keep_filter else []),
+        *([*SOURCE, F.col("_out_value").isNull().alias(WHOLE)] if apart else []),
     )
 
 
@@ -652,6 +684,15 @@ def sink_options(cfg: JobConfig, topics: int) -> dict[str, str]:
     return opts
 
 
+def runs_python(plan: JobPlan) -> bool:
+    """Whether any of the plan's filters, models or its predicate-first matcher runs in Python."""
+    return (
+        any(f.runs_python for f in plan.filters)
+        or bool(models_of(plan))
+        or plan.predicates is not None
+    )
+
+
 def hot_path(
     raw,
     plan: JobPlan,
@@ -661,6 +702,8 @@ def hot_path(
     keep_filter: bool = False,
     learn: bool = True,
     stored: str | None = None,
+    observe: Callable[[str], Any] = str,
+    alert_bytes: bool = True,
 ):
     """The streaming frame the Kafka sink writes, with its metrics observed: arrivals on the Kafka
     rows as they come (no copy), outcomes on the few rows that publish (``metrics.batch_stats``
@@ -671,32 +714,43 @@ def hot_path(
     ``learn``, a message of a writer the plan does not know stops its task (the job learns it:
     ``alertsieve.stream.new_writers``) rather than going to quarantine; ``stored``, the Delta
     table the shaped filters' rows are read from each batch (``shaped.store``), else they are
-    planned in."""
-    arrived = raw.observe(ARRIVED, *arrival_metrics())
+    planned in. ``observe``: what each observation is given (its name; a batch's frame is
+    observed into a ``pyspark.sql.Observation`` instead). Without ``alert_bytes``, the alerts'
+    bytes are not carried past their decode: the rows that publish an alert have none
+    (``WHOLE``), for ``alertsieve.stream.bytes_apart`` to join them in; the noop sink needs
+    none."""
+    arrived = raw.observe(observe(ARRIVED), *arrival_metrics())
     table = None
     if plan.shapes:
         labels = table_labels(plan, cfg, withheld)
         table = shaped.table(raw.sparkSession, plan.shapes, labels, stored)
     noop = "noop" in cfg.sinks  # evaluation alone: every match counted, no record written
-    flags = evaluated(arrived, plan, table, learn, cfg.realtime, alert_bytes=not noop)
-    if any(f.runs_python for f in plan.filters) or models_of(plan) or plan.predicates is not None:
-        flags = flags.observe(COST, *cost_metrics(plan))
+    carried_bytes = alert_bytes and not noop
+    flags = evaluated(arrived, plan, table, learn, cfg.realtime, alert_bytes=carried_bytes)
+    if runs_python(plan):
+        flags = flags.observe(observe(COST), *cost_metrics(plan))
     shared = cfg.delivery == contract.DELIVERY_SHARED
-    outcome = outcomes(flags, plan, cfg, withheld, records=not noop).observe(
-        OBSERVED, *outcome_metrics(plan, sized, shared)
+    outcome = outcomes(flags, plan, cfg, withheld, records=not noop)
+    outcome = outcome.observe(
+        observe(OBSERVED), *outcome_metrics(plan, sized, shared, tuple(outcome.columns))
     )
     return outcome if noop else output_rows(outcome, cfg, keep_filter)
 
 
-def publish_within(batch, withheld: frozenset[str], cfg: JobConfig, topics: int) -> None:
-    """Write one batch of ``hot_path``'s rows (a job with quotas) to Kafka, less the matches of
-    the ``withheld`` filters (their daily quota reached). The batch is the query's own: its
-    metrics were observed on every match, published or not, and the job counts the withheld
-    ones from its decision (``metrics.BatchStats.withhold``)."""
+def within_quotas(rows, withheld: frozenset[str]):
+    """``hot_path``'s rows (kept with their ``FILTER``) less the matches of the ``withheld``
+    filters (their daily quota reached), without ``FILTER``. Their metrics were observed on every
+    match, published or not, and the job counts the withheld ones from its decision
+    (``metrics.BatchStats.withhold``)."""
     from pyspark.sql import functions as F
 
-    rows = batch
     if withheld:
         name = F.col(FILTER)
-        rows = batch.where(name.isNull() | ~name.isin(*sorted(withheld)))
-    rows.drop(FILTER).write.format("kafka").options(**sink_options(cfg, topics)).save()
+        rows = rows.where(name.isNull() | ~name.isin(*sorted(withheld)))
+    return rows.drop(FILTER)
+
+
+def publish_within(batch, withheld: frozenset[str], cfg: JobConfig, topics: int) -> None:
+    """Write one batch of ``hot_path``'s rows (a job with quotas) to Kafka, less the matches of
+    the ``withheld`` filters (``within_quotas``). The batch is the query's own."""
+    within_quotas(batch, withheld).write.format("kafka").options(**sink_options(cfg, topics)).save()

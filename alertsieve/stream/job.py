@@ -25,6 +25,7 @@ from alertsieve.publish import contract
 from alertsieve.publish.counts import CountsTopic, Published
 from alertsieve.settings import ConfigError
 from alertsieve.stream.archive import Archive, archive_topics
+from alertsieve.stream.bytes_apart import BytesApart
 from alertsieve.stream.checkpoint import clear_interrupted_writes
 from alertsieve.stream.config import JobConfig, check_writable
 from alertsieve.stream.diagnosis import Diagnoser
@@ -33,6 +34,7 @@ from alertsieve.stream.hot_path import (
     codegen_conf,
     hot_path,
     publish_within,
+    runs_python,
     sink_options,
     table_labels,
 )
@@ -52,7 +54,6 @@ log = logging.getLogger(__name__)
 QUERY_NAME = "alertsieve_filter_stream"
 #: The fewest decoded alerts of a batch that can suspend a filter (``suspend_above``).
 SUSPEND_FROM_ALERTS = 20
-PYTHON_ROWS_PER_PARTITION = 1000  # ~100 MB of alerts queued per task beside a Python filter
 
 
 class JobFailed(AlertsieveError, RuntimeError):
@@ -108,6 +109,7 @@ class FilterStream:
         )
         self.quotas: QuotaGate | None = None
         self._use_quotas()
+        self.apart: BytesApart | None = None  # the hot path's foreachBatch, when it has one
         self.learned: list[bytes] = []  # first messages of writer schemas met mid-stream
         self.unreadable = 0  # writers met mid-stream and found nowhere
         self.prometheus = (
@@ -250,18 +252,6 @@ class FilterStream:
         for key, value in codegen_conf(self.plan).items():  # read as each batch is planned
             self.spark.conf.set(key, value)
         options = source_options(cfg)
-        in_python = (
-            any(f.runs_python for f in self.filters)
-            or self.plan.readers
-            or self.plan.predicates is not None
-        )
-        if in_python and cfg.max_offsets_per_trigger:
-            # Spark queues each whole row (~100 KB) while Python computes a filter or a model over a
-            # few of its columns, and its writer runs a whole partition ahead: small partitions
-            # bound that queue.
-            options["minPartitions"] = str(
-                -(-cfg.max_offsets_per_trigger // PYTHON_ROWS_PER_PARTITION)
-            )
         clear_interrupted_writes(self.spark, cfg.checkpoint)
         raw = self.spark.readStream.format("kafka").options(**options).load()
         gate = self.quotas
@@ -271,13 +261,19 @@ class FilterStream:
         topics = len(self.plan.filters) + 1  # and the quarantine's
         if stored is not None:
             store(self.spark, stored, self.plan.shapes, table_labels(self.plan, cfg))
-        if gate is None or "noop" in cfg.sinks:
+        self.apart = None
+        if "noop" in cfg.sinks:  # evaluated and counted, published nowhere
             frame = hot_path(raw, self.plan, cfg, learn=learn, stored=stored)
-            if "noop" in cfg.sinks:  # evaluated and counted, published nowhere
-                writer = frame.writeStream.format("noop")
-            else:
-                writer = frame.writeStream.format("kafka")
-                writer = writer.options(**sink_options(cfg, topics))
+            writer = frame.writeStream.format("noop")
+        elif runs_python(self.plan) and not cfg.realtime:  # matched without the alerts' bytes
+            if gate is not None:
+                gate.new_query()
+            self.apart = BytesApart(self.plan, cfg, topics, gate, learn, stored)
+            log.info("matching in Python without the alerts' bytes: joined in as they publish")
+            writer = raw.writeStream.foreachBatch(self.apart)
+        elif gate is None:
+            frame = hot_path(raw, self.plan, cfg, learn=learn, stored=stored)
+            writer = frame.writeStream.format("kafka").options(**sink_options(cfg, topics))
         elif cfg.realtime:  # no foreachBatch: the withheld filters planned in, restarted on change
             withheld = gate.new_query(realtime=True)
             frame = hot_path(raw, self.plan, cfg, frozenset(gate.limits), withheld, learn=learn)
@@ -296,6 +292,7 @@ class FilterStream:
             writer = frame.writeStream.foreachBatch(
                 lambda rows, i: publish_within(rows, gate.decide(i), cfg, topics)
             )
+        self.metrics.observed_in = self.apart.observed if self.apart is not None else None
         writer = writer.option("checkpointLocation", cfg.checkpoint).queryName(QUERY_NAME)
         if cfg.realtime:
             writer = realtime_trigger(writer.outputMode("update"), self.spark, cfg.realtime)

@@ -220,10 +220,13 @@ class MetricsLog:
         it. ``losses(progress, rows_read)``: the offsets the batch lost at the source
         (``alertsieve.stream.source_loss.SourceLosses``).
         ``withheld_in(batch_id)``, set by a job with quotas once they are read back: the filters
-        whose matches that batch withheld (``BatchStats.withhold``)."""
+        whose matches that batch withheld (``BatchStats.withhold``). ``observed_in(batch_id)``, set
+        by a job whose batches observe their own metrics (``alertsieve.stream.bytes_apart``):
+        those the batch's progress report does not hold."""
         self.on_batch = on_batch
         self.losses = losses
         self.withheld_in: Callable[[int], frozenset[str]] | None = None
+        self.observed_in: Callable[[int], dict] | None = None
         self.python_budget = python_budget
         self.diagnose = diagnose
         self.path = Path(path) if path else None
@@ -259,6 +262,12 @@ class MetricsLog:
             return self._handled.wait_for(lambda: self._handled_through >= batch_id, timeout)
 
     def _add(self, progress: dict) -> None:
+        if self.observed_in is not None:
+            observed = self.observed_in(int(progress.get("batchId", -1)))
+            progress = {
+                **progress,
+                "observedMetrics": {**(progress.get("observedMetrics") or {}), **observed},
+            }
         stats = batch_stats(progress, self.filters, self.python_filters, self.models, self.indexed)
         if stats is None:
             return
