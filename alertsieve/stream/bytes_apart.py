@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.hot_path import SOURCE, WHOLE, hot_path, sink_options, within_quotas
@@ -36,6 +37,19 @@ from alertsieve.stream.plan import JobPlan
 from alertsieve.stream.quota_gate import QuotaGate
 
 log = logging.getLogger(__name__)
+
+#: The observation of a batch's stages (``BytesApart``): seconds to its records kept
+#: (``prepare``: read, decode, scores, matching, records), to its records published (``publish``:
+#: the alerts' bytes read again and joined in, the records written), the JVM's GC meanwhile
+#: (``gc``), the records and those that publish an alert (``records``, ``records_whole``).
+STAGES = "alertsieve_stages"
+
+
+def gc_seconds(spark) -> float:
+    """Seconds the driver's JVM spent collecting garbage since it started (in local mode, the
+    executors' too: they are the same JVM)."""
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    return sum(max(b.getCollectionTime(), 0) for b in beans) / 1e3
 
 
 class BytesApart:
@@ -66,6 +80,7 @@ class BytesApart:
             made[name] = Observation(name)
             return made[name]
 
+        started, gc_before = time.perf_counter(), gc_seconds(batch.sparkSession)
         gate = self.gate
         withheld = gate.decide(batch_id) if gate is not None else frozenset()
         rows = hot_path(
@@ -82,7 +97,9 @@ class BytesApart:
         try:
             whole = rows.where(F.col(WHOLE))
             out = rows.where(~F.col(WHOLE))
-            wanted = whole.count()  # every record made and kept, every metric observed
+            records = rows.count()  # every record made and kept, every metric observed
+            wanted = whole.count()
+            prepared = time.perf_counter()
             if wanted:
                 alerts = batch.select(
                     *[F.col(c[1:]).alias(c) for c in SOURCE],
@@ -95,8 +112,16 @@ class BytesApart:
             out.write.format("kafka").options(**self.options).save()
         finally:
             rows.unpersist()
+        stages = {
+            "prepare": round(prepared - started, 3),
+            "publish": round(time.perf_counter() - prepared, 3),
+            "gc": round(gc_seconds(batch.sparkSession) - gc_before, 3),
+            "records": records,
+            "records_whole": wanted,
+        }
         with self._lock:
             self._observed[batch_id] = {name: o.get for name, o in made.items()}
+            self._observed[batch_id][STAGES] = stages
         log.debug("batch %d: %d records joined to their alert's bytes", batch_id, wanted)
 
     def observed(self, batch_id: int) -> dict:

@@ -40,6 +40,7 @@ COST = "alertsieve_python"  # the seconds each Python filter and model took, mod
 MATCHES = "matches"  # the observed list of matched filters' names (those no tally counts)
 FAILED = "failed"  # the observed list of the names of the filters that raised, one per error row
 TALLY = "_tally"  # the predicate-first UDF's tallies of matches (``predicate_first.tally``)
+MATCHER_SECONDS = "_matcher_s"  # the seconds the predicate-first UDF took over its chunks
 FILTER = "_filter"  # the filter of an output row, kept for ``publish_within`` (quotas)
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # the largest alert forwarded (the embedded brokers' limit)
@@ -219,7 +220,8 @@ def _found(plan: JobPlan) -> tuple:
 
 def _matched_first(flat, plan: JobPlan, found) -> tuple:
     """(``flat`` with the predicate-first result, the alert's indices, compiled ones first; the
-    per-alert columns beside them: the tally of each chunk's matches, ``TALLY``), or ``flat``
+    per-alert columns beside them: the tally of each chunk's matches, ``TALLY``, and the seconds
+    the matcher took over it, ``MATCHER_SECONDS``), or ``flat``
     and ``found`` as they are when no filter runs predicate first. The UDF is a column of its
     own, read twice (Spark does not compute a projected Python UDF twice)."""
     from pyspark.sql import functions as F
@@ -230,7 +232,7 @@ def _matched_first(flat, plan: JobPlan, found) -> tuple:
     result = predicate_first.outcomes(plan.predicates, found, ok, error_index(0))
     flat = flat.select("*", result.alias(predicate_first.MATCHED))
     column = F.col(predicate_first.MATCHED)
-    return flat, column["m"], {TALLY: column["t"]}
+    return flat, column["m"], {TALLY: column["t"], MATCHER_SECONDS: column["s"]}
 
 
 def evaluated(
@@ -323,6 +325,7 @@ def cost_metrics(plan: JobPlan) -> list:
     out = [F.sum(cost(i)).alias(cost(i)) for i, f in enumerate(plan.filters) if f.runs_python]
     if plan.predicates is not None:
         out.append(F.collect_list(TALLY).alias(TALLY))
+        out.append(F.sum(MATCHER_SECONDS).alias(MATCHER_SECONDS))
     for j, _ in enumerate(models_of(plan)):
         out += [
             F.sum(model_seconds(j)).alias(model_seconds(j)),

@@ -84,6 +84,10 @@ class BatchStats:
     newest_alert_s: float | None = None  # the newest alert's Kafka timestamp (s since 1970)
     #: offsets the batch was to read that the input no longer held (``stream.source_loss``)
     lost_at_source: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    #: where the batch's time went, when its matching ran apart from the alerts' bytes
+    #: (``alertsieve.stream.bytes_apart.STAGES``) or predicate first (``matcher``: the UDF's
+    #: own seconds, summed over its chunks)
+    stages: dict[str, float] = field(default_factory=dict)
     kind: str = "batch"
 
     @property
@@ -366,7 +370,17 @@ def batch_stats(
     deployment that changed rows only (``alertsieve.stream.redeploy.rows_only``) left them in
     another order than ``filters``."""
     indexed = indexed or filters
-    from alertsieve.stream.hot_path import ARRIVED, COST, FAILED, MATCHES, OBSERVED, TALLY, size
+    from alertsieve.stream.bytes_apart import STAGES
+    from alertsieve.stream.hot_path import (
+        ARRIVED,
+        COST,
+        FAILED,
+        MATCHER_SECONDS,
+        MATCHES,
+        OBSERVED,
+        TALLY,
+        size,
+    )
     from alertsieve.stream.predicate_first import tally_counts
 
     observed = progress.get("observedMetrics") or {}
@@ -385,6 +399,10 @@ def batch_stats(
     q = seen.get("ts_quantiles") or [None, None, None]
     costs = python_costs(seen, observed.get(COST) or {}, indexed, python_filters, models or {})
     failed = sql_failures(seen.get(FAILED), python_filters)
+    stages = dict(observed.get(STAGES) or {})
+    matcher = (observed.get(COST) or {}).get(MATCHER_SECONDS)
+    if matcher is not None:
+        stages["matcher"] = round(float(matcher), 3)
     for name, n in failed.items():
         costs["filter_errors"].setdefault(name, sql_failed(name, n))
     return BatchStats(
@@ -408,6 +426,7 @@ def batch_stats(
         reason_min=seen.get("reason_min"),
         reason_max=seen.get("reason_max"),
         quarantined_by=quarantine_kinds(seen, quarantined),
+        stages=stages,
         newest_alert_s=seen.get("ts_max"),
         timestamps=timestamps,
         latency_s=latency_from_timestamps(

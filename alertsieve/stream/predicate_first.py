@@ -23,7 +23,8 @@ from alertsieve.filtering.predicates import Predicates, build, columns, failed, 
 from alertsieve.spark.contained import guarded
 
 #: The column of each alert's predicate-first result (``outcomes``): ``m``, the indices of the
-#: filters it passed (its compiled filters' first), and ``t``, the chunk's tally (``tally``).
+#: filters it passed (its compiled filters' first), ``t``, the chunk's tally (``tally``), and
+#: ``s``, the seconds the matcher took over the chunk.
 MATCHED = "_p_matched"
 
 
@@ -89,9 +90,12 @@ def _matcher(p: Predicates, failed_index: int):
     readers_of = readers(p)
 
     def run(values):
+        import time
+
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        started = time.perf_counter()
         numbers, nulls, strings = [], [], []
         for k in range(len(p.numbers)):
             column = values.field(f"n{k}")
@@ -115,12 +119,14 @@ def _matcher(p: Predicates, failed_index: int):
         ok = values.field("ok").to_numpy(zero_copy_only=False)
         counted = found[np.repeat(ok, np.diff(offsets))]
         tallies = [tally(counted)] + [None] * (n - 1)
+        seconds = [time.perf_counter() - started] + [None] * (n - 1)
         return pa.StructArray.from_arrays(
             [
                 pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(found)),
                 pa.array(tallies, pa.binary()),
+                pa.array(seconds, pa.float64()),
             ],
-            names=["m", "t"],
+            names=["m", "t", "s"],
         )
 
     import pyarrow as pa
@@ -136,7 +142,7 @@ def outcomes(p: Predicates, compiled, ok, failed_index: int):
     alert is an error, ``failed_index - f``, of each filter f that compares it:
     ``alertsieve.spark.contained``); ``t``, on one alert of each
     chunk Python computed, the tally of the chunk's matches over the alerts where ``ok`` (null
-    on the others)."""
+    on the others); ``s``, on the same alert, the seconds the matcher took over the chunk."""
     from pyspark.sql import functions as F
     from pyspark.sql.functions import arrow_udf
 
@@ -145,6 +151,6 @@ def outcomes(p: Predicates, compiled, ok, failed_index: int):
     values = [g["v"].alias(f"n{k}") for k, g in enumerate(read[: len(p.numbers)])]
     values += [g["v"].alias(f"s{k}") for k, g in enumerate(read[len(p.numbers) :])]
     raised = F.array_compact(F.array(*[F.when(g.isNull(), F.lit(k)) for k, g in enumerate(read)]))
-    result = "struct<m: array<int>, t: binary>"
+    result = "struct<m: array<int>, t: binary, s: double>"
     inputs = F.struct(*values, raised.alias("x"), compiled.alias("c"), ok.alias("ok"))
     return arrow_udf(_matcher(p, failed_index), result)(inputs)
