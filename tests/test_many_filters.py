@@ -18,8 +18,8 @@ from alertsieve.filtering.model import FilterError
 from alertsieve.kafka.topics import create_topic
 from alertsieve.produce.producer import ProduceConfig, produce
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.hot_path import WHOLE_STAGE_MAX_FILTERS
 from alertsieve.stream.job import run_job
+from alertsieve.stream.sink_settings import WHOLE_STAGE_MAX_FILTERS
 
 N = 150
 SNR = (5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0)
@@ -293,6 +293,12 @@ def test_a_realistic_population_runs_as_data_and_publishes_what_its_twins_select
         n: len(v) for n, v in expected.items()
     }
     assert sum(b["quarantined_rows"] for b in lines) == 0
+    # matched apart from the alerts' bytes: each batch says what it built, and into which records
+    # it joined an alert's bytes (``alertsieve.stream.bytes_apart``)
+    whole = sum(len(got[n]) for n in expected if by_name[n].payload == "alert")
+    assert sum(b["stages"]["records"] for b in lines) == sum(len(v) for v in got.values())
+    assert sum(b["stages"]["records_whole"] for b in lines) == whole > 0
+    assert all(b["stages"]["matcher"] > 0 for b in lines)
     shared_delivery_publishes_each_alert_once(spark, cfg, users, expected, raw, tmp_path, capsys)
     # the noop sink (the cost of evaluation alone): every match counted, no record built
     noop = cfg.model_copy(update={"sinks": ["noop"], "checkpoint": str(tmp_path / "ckpt-noop")})

@@ -1,5 +1,5 @@
 """The alert bytes apart from the matching: a micro-batch job whose filters or models run in
-Python matches its alerts without their bytes, and joins the bytes back only into the records
+Python matches its alerts without their bytes, and reads the bytes back only for the records
 that publish an alert.
 
 Spark's Arrow UDFs (the predicate-first matcher, Python filters, the models' scores) queue every
@@ -7,42 +7,53 @@ input row beside the Python worker until its result comes back, and join the two
 stateless query the alert's ~100 KB are in that row: ~1 GB queued a batch of 10,000 alerts, the
 job with shared delivery at a quarter of the same evaluation without the bytes, and a job whose
 cuts read a model's score out of memory at the default 3g (exit 52). No plan that keeps the
-bytes in the rows avoids it, so each batch runs here, in a foreachBatch:
+bytes in the rows avoids it. So:
 
-1. the batch's Kafka rows are decoded into the filter view and their bytes dropped there (their
-   size kept, for quotas: ``hot_path.ALERT_SIZE``); the filters are matched, the models scored
-   and every record written (a fields record whole, an alert's without its bytes), and the
-   records are kept (a few hundred bytes a match);
-2. the place (topic, partition, offset) of each record that publishes an alert is broadcast with
-   it, and the batch's Kafka rows are read again for their bytes, joined into those records only
-   (no second read when none publishes an alert: fields records, shared envelopes);
+1. the streaming query is the hot path with the alerts' bytes dropped at their decode (their
+   size kept, for quotas: ``outcome_columns.ALERT_SIZE``): decode, scores, matching, every
+   record built (a fields record whole, an alert's without its bytes), the metrics observed as
+   ever; a few hundred bytes a record;
+2. each batch of those records (``BytesApart``, its foreachBatch) is kept, and the records that
+   publish an alert (``WHOLE``: the alert filters', the quarantine's, a shared record's with an
+   alert) name where it is (``SOURCE``): those offsets are read again from Kafka, in a few
+   ranges per partition (``ranges``), and their bytes joined in; nothing is read again when no
+   record publishes an alert (fields records, shared envelopes);
 3. the records go to Kafka with the hot path's producer settings, less a withheld filter's.
 
-The batch's metrics are observed on the same frames, into ``pyspark.sql.Observation``s that the
-job's listener reads back with the batch's progress (``observed``): the counts topic, quotas,
-``listen --verify`` and the archive see what they saw before. Real-Time Mode runs no Python (its
-filters are SQL) and keeps the one query, as does a job of SQL filters only: no UDF queues its
-rows, and a second read of the input would cost what its filters do.
+The plan is built once, as the one query's is; a batch's foreachBatch plans only the join.
+Real-Time Mode runs no Python (its filters are SQL) and keeps the one query, as does a job of
+SQL filters only: no UDF queues its rows, and reading the input twice would cost what its
+filters do.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 
 from alertsieve.stream.config import JobConfig
-from alertsieve.stream.hot_path import SOURCE, WHOLE, hot_path, sink_options, within_quotas
-from alertsieve.stream.plan import JobPlan
+from alertsieve.stream.hot_path import within_quotas
+from alertsieve.stream.outcome_columns import SOURCE, WHOLE
 from alertsieve.stream.quota_gate import QuotaGate
+from alertsieve.stream.sink_settings import sink_options
+from alertsieve.stream.sinks import kafka_options
+from alertsieve.stream.source import with_fetch_sizes
 
 log = logging.getLogger(__name__)
 
-#: The observation of a batch's stages (``BytesApart``): seconds to its records kept
-#: (``prepare``: read, decode, scores, matching, records), to its records published (``publish``:
-#: the alerts' bytes read again and joined in, the records written), the JVM's GC meanwhile
-#: (``gc``), the records and those that publish an alert (``records``, ``records_whole``).
+#: What a batch reports of its stages (``BytesApart``), as a progress report's observations:
+#: seconds to its records kept (``prepare``: read, decode, scores, matching, records), to its
+#: records published (``publish``: the alerts read again, joined in, the records written), the
+#: JVM's GC meanwhile (``gc``), its records and those that publish an alert (``records``,
+#: ``records_whole``), and the alerts read again for them (``read_again``).
 STAGES = "alertsieve_stages"
+#: Offsets of one partition read again as one range when the gap between two wanted alerts is
+#: at most this (an alert is ~100 KB: a gap read costs less than another Kafka read's start) ...
+GAP_OFFSETS = 200
+#: ... and in at most this many ranges per partition (each is a Spark task).
+MAX_RANGES = 8
 
 
 def gc_seconds(spark) -> float:
@@ -52,79 +63,101 @@ def gc_seconds(spark) -> float:
     return sum(max(b.getCollectionTime(), 0) for b in beans) / 1e3
 
 
-class BytesApart:
-    """The foreachBatch of a micro-batch job whose matching runs in Python (see the module);
-    ``observed(batch_id)`` gives a batch's metrics as its progress report would have held them."""
+def ranges(offsets: list[int]) -> list[tuple[int, int]]:
+    """[start, end) ranges covering the wanted ``offsets`` of one partition: a new range where
+    the gap to the next is over ``GAP_OFFSETS``, at the widest gaps, at most ``MAX_RANGES``."""
+    wanted = sorted(set(offsets))
+    gaps = sorted(((wanted[i + 1] - wanted[i], i) for i in range(len(wanted) - 1)), reverse=True)
+    cuts = sorted(i for gap, i in gaps[: MAX_RANGES - 1] if gap > GAP_OFFSETS)
+    out, start = [], 0
+    for i in [*cuts, len(wanted) - 1]:
+        out.append((wanted[start], wanted[i] + 1))
+        start = i + 1
+    return out
 
-    def __init__(
-        self,
-        plan: JobPlan,
-        cfg: JobConfig,
-        topics: int,
-        gate: QuotaGate | None = None,
-        learn: bool = True,
-        stored: str | None = None,
-    ):
-        self.plan, self.cfg, self.gate, self.learn, self.stored = plan, cfg, gate, learn, stored
+
+class BytesApart:
+    """The foreachBatch of a micro-batch job whose matching runs in Python (see the module): a
+    batch of the hot path's records without the alerts' bytes, the bytes read back and joined
+    into those that publish an alert, published. ``observed(batch_id)`` gives a batch's stages
+    (``STAGES``) as its progress report's observations would."""
+
+    def __init__(self, cfg: JobConfig, topics: int, gate: QuotaGate | None = None):
+        self.cfg, self.gate = cfg, gate
         self.options = sink_options(cfg, topics)
-        self._observed: dict[int, dict] = {}
+        self._stages: dict[int, dict] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, batch, batch_id: int) -> None:
-        from pyspark.sql import Observation
+    def __call__(self, rows, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
-        made: dict[str, Observation] = {}
-
-        def observe(name: str) -> Observation:
-            made[name] = Observation(name)
-            return made[name]
-
-        started, gc_before = time.perf_counter(), gc_seconds(batch.sparkSession)
-        gate = self.gate
-        withheld = gate.decide(batch_id) if gate is not None else frozenset()
-        rows = hot_path(
-            batch,
-            self.plan,
-            self.cfg,
-            frozenset(gate.limits) if gate is not None else frozenset(),
-            keep_filter=gate is not None,
-            learn=self.learn,
-            stored=self.stored,
-            observe=observe,
-            alert_bytes=False,
-        ).persist()
+        spark = rows.sparkSession
+        started, gc_before = time.perf_counter(), gc_seconds(spark)
+        withheld = self.gate.decide(batch_id) if self.gate is not None else frozenset()
+        rows = rows.persist()
         try:
-            whole = rows.where(F.col(WHOLE))
-            out = rows.where(~F.col(WHOLE))
-            records = rows.count()  # every record made and kept, every metric observed
-            wanted = whole.count()
+            records = rows.count()  # every record built and kept, the batch's metrics observed
+            wanted = [tuple(r) for r in rows.where(F.col(WHOLE)).select(*SOURCE).collect()]
             prepared = time.perf_counter()
+            out = rows.where(~F.col(WHOLE))
+            read_again = 0
             if wanted:
-                alerts = batch.select(
-                    *[F.col(c[1:]).alias(c) for c in SOURCE],
-                    F.coalesce(F.col("value"), F.lit(b"")).alias("value"),
-                )
-                joined = alerts.join(F.broadcast(whole.drop("value")), list(SOURCE))
+                alerts, read_again = self._read_again(spark, wanted)
+                whole = rows.where(F.col(WHOLE)).drop("value")
+                joined = alerts.join(F.broadcast(whole), list(SOURCE))
                 out = out.unionByName(joined.select(*rows.columns))
             out = out.drop(*SOURCE, WHOLE)
-            out = within_quotas(out, withheld) if gate is not None else out
+            out = within_quotas(out, withheld) if self.gate is not None else out
             out.write.format("kafka").options(**self.options).save()
         finally:
             rows.unpersist()
         stages = {
             "prepare": round(prepared - started, 3),
             "publish": round(time.perf_counter() - prepared, 3),
-            "gc": round(gc_seconds(batch.sparkSession) - gc_before, 3),
+            "gc": round(gc_seconds(spark) - gc_before, 3),
             "records": records,
-            "records_whole": wanted,
+            "records_whole": len(wanted),
+            "read_again": read_again,
         }
         with self._lock:
-            self._observed[batch_id] = {name: o.get for name, o in made.items()}
-            self._observed[batch_id][STAGES] = stages
-        log.debug("batch %d: %d records joined to their alert's bytes", batch_id, wanted)
+            self._stages[batch_id] = stages
+        log.debug("batch %d: %s", batch_id, stages)
+
+    def _read_again(self, spark, wanted: list[tuple]) -> tuple:
+        """(the Kafka rows holding the ``wanted`` alerts (topic, partition, offset), as
+        ``SOURCE`` and ``value``; how many offsets that reads)."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+
+        by_partition: dict[tuple[str, int], list[int]] = {}
+        for topic, partition, offset in wanted:
+            by_partition.setdefault((topic, partition), []).append(offset)
+        spans = {p: ranges(offsets) for p, offsets in by_partition.items()}
+        reads = []
+        for k in range(max(len(s) for s in spans.values())):
+            part = {p: s[k] for p, s in spans.items() if k < len(s)}
+            start: dict[str, dict[str, int]] = {}
+            end: dict[str, dict[str, int]] = {}
+            for (topic, partition), (a, b) in part.items():
+                start.setdefault(topic, {})[str(partition)] = a
+                end.setdefault(topic, {})[str(partition)] = b
+            options = with_fetch_sizes(kafka_options(self.cfg.bootstrap, self.cfg.kafka_conf))
+            options.update(
+                assign=json.dumps({t: [int(p) for p in ps] for t, ps in start.items()}),
+                startingOffsets=json.dumps(start),
+                endingOffsets=json.dumps(end),
+            )
+            reads.append(spark.read.format("kafka").options(**options).load())
+        alerts = reduce(lambda a, b: a.unionByName(b), reads).select(
+            *[F.col(c[1:]).alias(c) for c in SOURCE],
+            F.coalesce(F.col("value"), F.lit(b"")).alias("value"),
+        )
+        read = sum(b - a for s in spans.values() for a, b in s)
+        return alerts, read
 
     def observed(self, batch_id: int) -> dict:
-        """Batch ``batch_id``'s observed metrics ({observation: {metric: value}}), once."""
+        """Batch ``batch_id``'s stages, as {``STAGES``: {stage: value}}, once."""
         with self._lock:
-            return self._observed.pop(batch_id, {})
+            stages = self._stages.pop(batch_id, None)
+        return {STAGES: stages} if stages is not None else {}

@@ -3,7 +3,7 @@
 A job pointed at the wrong topic, or told the wrong survey or wire format, decodes nothing and
 quarantines everything; the console line's "(N quarantined)" says so, but not why nor what to
 change. The hot path observes the first and last quarantine reasons of each batch in sort order
-(``hot_path.outcome_metrics``: ``min``/``max`` aggregates, so Real-Time Mode runs them too), and
+(``batch_metrics.outcome_metrics``: ``min``/``max`` aggregates, so Real-Time Mode runs them too), and
 every reason of the batch sorts between those two, so it starts with what they share: reasons
 that differ only in a schema id or a message's first bytes are still known as one kind.
 """

@@ -29,23 +29,18 @@ from alertsieve.stream.bytes_apart import BytesApart
 from alertsieve.stream.checkpoint import clear_interrupted_writes
 from alertsieve.stream.config import JobConfig, check_writable
 from alertsieve.stream.diagnosis import Diagnoser
-from alertsieve.stream.hot_path import (
-    MAX_MESSAGE_BYTES,
-    codegen_conf,
-    hot_path,
-    publish_within,
-    runs_python,
-    sink_options,
-    table_labels,
-)
+from alertsieve.stream.hot_path import hot_path, publish_within
 from alertsieve.stream.input_topics import await_inputs, gone, inputs
 from alertsieve.stream.metrics import MetricsLog, make_listener
 from alertsieve.stream.new_writers import MAX_UNREADABLE_WRITERS
+from alertsieve.stream.outcome_columns import runs_python
 from alertsieve.stream.plan import plan_job
 from alertsieve.stream.prometheus import JobMetrics
 from alertsieve.stream.quota_gate import QuotaGate
 from alertsieve.stream.quotas import limits_of
+from alertsieve.stream.records import table_labels
 from alertsieve.stream.shaped import store
+from alertsieve.stream.sink_settings import MAX_MESSAGE_BYTES, codegen_conf, sink_options
 from alertsieve.stream.source import source_options
 from alertsieve.stream.source_loss import SourceLosses
 
@@ -268,9 +263,19 @@ class FilterStream:
         elif runs_python(self.plan) and not cfg.realtime:  # matched without the alerts' bytes
             if gate is not None:
                 gate.new_query()
-            self.apart = BytesApart(self.plan, cfg, topics, gate, learn, stored)
-            log.info("matching in Python without the alerts' bytes: joined in as they publish")
-            writer = raw.writeStream.foreachBatch(self.apart)
+            frame = hot_path(
+                raw,
+                self.plan,
+                cfg,
+                frozenset(gate.limits) if gate is not None else frozenset(),
+                keep_filter=gate is not None,
+                learn=learn,
+                stored=stored,
+                alert_bytes=False,
+            )
+            self.apart = BytesApart(cfg, topics, gate)
+            log.info("matching in Python without the alerts' bytes: read again as they publish")
+            writer = frame.writeStream.foreachBatch(self.apart)
         elif gate is None:
             frame = hot_path(raw, self.plan, cfg, learn=learn, stored=stored)
             writer = frame.writeStream.format("kafka").options(**sink_options(cfg, topics))

@@ -225,8 +225,8 @@ class MetricsLog:
         (``alertsieve.stream.source_loss.SourceLosses``).
         ``withheld_in(batch_id)``, set by a job with quotas once they are read back: the filters
         whose matches that batch withheld (``BatchStats.withhold``). ``observed_in(batch_id)``, set
-        by a job whose batches observe their own metrics (``alertsieve.stream.bytes_apart``):
-        those the batch's progress report does not hold."""
+        by a job whose batches report their stages (``alertsieve.stream.bytes_apart``): what the
+        batch's progress report does not hold, as its observations."""
         self.on_batch = on_batch
         self.losses = losses
         self.withheld_in: Callable[[int], frozenset[str]] | None = None
@@ -370,8 +370,7 @@ def batch_stats(
     deployment that changed rows only (``alertsieve.stream.redeploy.rows_only``) left them in
     another order than ``filters``."""
     indexed = indexed or filters
-    from alertsieve.stream.bytes_apart import STAGES
-    from alertsieve.stream.hot_path import (
+    from alertsieve.stream.batch_metrics import (
         ARRIVED,
         COST,
         FAILED,
@@ -381,6 +380,7 @@ def batch_stats(
         TALLY,
         size,
     )
+    from alertsieve.stream.bytes_apart import STAGES
     from alertsieve.stream.predicate_first import tally_counts
 
     observed = progress.get("observedMetrics") or {}
@@ -402,7 +402,7 @@ def batch_stats(
     stages = dict(observed.get(STAGES) or {})
     matcher = (observed.get(COST) or {}).get(MATCHER_SECONDS)
     if matcher is not None:
-        stages["matcher"] = round(float(matcher), 3)
+        stages["matcher"] = float(matcher)
     for name, n in failed.items():
         costs["filter_errors"].setdefault(name, sql_failed(name, n))
     return BatchStats(
@@ -444,7 +444,13 @@ def python_costs(
 ) -> dict:
     """What Python cost the batch: each Python filter's first error and seconds, each model's
     invocations, seconds and first error (also its readers' error), as ``BatchStats`` fields."""
-    from alertsieve.stream.hot_path import cost, error, model_error, model_rows, model_seconds
+    from alertsieve.stream.outcome_columns import (
+        cost,
+        error,
+        model_error,
+        model_rows,
+        model_seconds,
+    )
 
     errors = {
         n: seen.get(error(i))
@@ -478,7 +484,7 @@ def python_costs(
 
 def sql_failures(names: list | None, python_filters: set[str]) -> dict[str, int]:
     """{SQL filter: alerts it raised on} from the observed list of the names of the filters
-    that failed, one per error row (``hot_path.outcome_metrics``: a Python filter's rows are
+    that failed, one per error row (``batch_metrics.outcome_metrics``: a Python filter's rows are
     chunks, and its first error is reported as before)."""
     counts: dict[str, int] = {}
     for name in names or []:
@@ -489,7 +495,7 @@ def sql_failures(names: list | None, python_filters: set[str]) -> dict[str, int]
 
 def quarantine_kinds(seen: dict, quarantined: int) -> dict[str, int]:
     """Quarantined messages by kind of reason, the kinds with any only."""
-    from alertsieve.stream.hot_path import reason_kind
+    from alertsieve.stream.batch_metrics import reason_kind
 
     kinds = {k: int(seen.get(reason_kind(k)) or 0) for k in REASON_KINDS}
     kinds["other"] = quarantined - sum(kinds.values())
@@ -503,7 +509,7 @@ def matches_by_filter(
     indexed: list[str] | None = None,
 ) -> dict[str, int]:
     """{filter: matches} from the observed list of matched filters' names
-    (``hot_path.outcome_metrics``) and the predicate-first tallies (``tallied``: {index in
+    (``batch_metrics.outcome_metrics``) and the predicate-first tallies (``tallied``: {index in
     ``indexed``, the running plan's filters: matches}), every filter named, zero where none
     matched (and a filter a deployment just removed, in the batch that ran it last)."""
     counts = dict.fromkeys(filters, 0)

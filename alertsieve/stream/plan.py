@@ -72,7 +72,7 @@ class JobPlan:
     @property
     def indexed(self) -> list[int]:
         """The filters whose matches are their index in an alert's outcomes, labelled from the
-        plan's arrays (``alertsieve.stream.hot_path.outcomes``): compiled or predicate first."""
+        plan's arrays (``alertsieve.stream.records.outcomes``): compiled or predicate first."""
         first = self.predicates.filters if self.predicates else []
         return sorted([*self.compiled, *first])
 

@@ -85,7 +85,7 @@ def _matcher(p: Predicates, failed_index: int):
     """The UDF's function: the struct of an Arrow batch's values, the values that raised on
     each alert (``x``), the alert's compiled matches (``c``) and whether it decoded (``ok``) ->
     each alert's matches, then ``failed_index - f`` for each filter f that compares a value that
-    raised on it (its error: ``alertsieve.stream.hot_path.error_index``) and, on the batch's
+    raised on it (its error: ``alertsieve.stream.outcome_columns.error_index``) and, on the batch's
     first alert, the tally of the decoded alerts' matches."""
     readers_of = readers(p)
 

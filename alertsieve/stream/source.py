@@ -27,10 +27,15 @@ def source_options(cfg: JobConfig) -> dict[str, str]:
     # continue: Spark goes on from the earliest offset held; the job counts what it skipped
     # (alertsieve.stream.source_loss).
     opts["failOnDataLoss"] = str(cfg.on_source_loss == "fail").lower()
-    # ~100 KB alerts: the client's 1 MB per-partition fetch would mean ten alerts a round trip.
+    return with_fetch_sizes(opts)
+
+
+def with_fetch_sizes(opts: dict[str, str]) -> dict[str, str]:
+    """``opts`` with fetches made for ~100 KB alerts: the client's 1 MB per-partition fetch
+    would mean ten alerts a round trip, and Java's receive buffer is 64 KB."""
     opts.setdefault("kafka.max.partition.fetch.bytes", str(16 * 1024 * 1024))
     opts.setdefault("kafka.fetch.max.bytes", str(64 * 1024 * 1024))
-    opts.setdefault("kafka.receive.buffer.bytes", str(8 * 1024 * 1024))  # Java's default: 64 KB
+    opts.setdefault("kafka.receive.buffer.bytes", str(8 * 1024 * 1024))
     return opts
 
 
