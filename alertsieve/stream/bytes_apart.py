@@ -85,6 +85,11 @@ class BytesApart:
     def __init__(self, cfg: JobConfig, topics: int, gate: QuotaGate | None = None):
         self.cfg, self.gate = cfg, gate
         self.options = sink_options(cfg, topics)
+        # One consumer group for every batch's reads: Spark pools a consumer, and its last fetch
+        # (16 MB a partition), by group for a minute; a batch read's own group (Spark's default)
+        # added a pool entry per partition and batch, and a job reading a score ran out of its
+        # 3 GB in its third batch. No offsets are committed and no group is joined (``assign``).
+        self.group = f"alertsieve-read-again-{cfg.output_prefix or 'job'}"
         self._stages: dict[int, dict] = {}
         self._lock = threading.Lock()
 
@@ -144,6 +149,7 @@ class BytesApart:
                 end.setdefault(topic, {})[str(partition)] = b
             options = with_fetch_sizes(kafka_options(self.cfg.bootstrap, self.cfg.kafka_conf))
             options.update(
+                **{"kafka.group.id": self.group},
                 assign=json.dumps({t: [int(p) for p in ps] for t, ps in start.items()}),
                 startingOffsets=json.dumps(start),
                 endingOffsets=json.dumps(end),
