@@ -13,14 +13,15 @@ bytes in the rows avoids it. So:
    size kept, for quotas: ``outcome_columns.ALERT_SIZE``): decode, scores, matching, every
    record built (a fields record whole, an alert's without its bytes), the metrics observed as
    ever; a few hundred bytes a record;
-2. each batch of those records (``BytesApart``, its foreachBatch) is kept, and the records that
+2. each batch of those records (``BytesApart``, its foreachBatch) is kept; the records that
    publish an alert (``WHOLE``: the alert filters', the quarantine's, a shared record's with an
-   alert) name where it is (``SOURCE``): those offsets are read again from Kafka, in a few
-   ranges per partition (``ranges``), and their bytes joined in; nothing is read again when no
-   record publishes an alert (fields records, shared envelopes);
-3. the records go to Kafka with the hot path's producer settings, less a withheld filter's.
+   alert) name where it is (``SOURCE``), and the driver reads those offsets again from Kafka, in
+   a few ranges per partition (``ranges``), and publishes them with their alert's bytes
+   (``alertsieve.kafka.read_again``), while Spark's Kafka sink writes the others; nothing is
+   read again when no record publishes an alert (fields records, shared envelopes). A withheld
+   filter's records are left out (``hot_path.within_quotas``).
 
-The plan is built once, as the one query's is; a batch's foreachBatch plans only the join.
+The plan is built once, as the one query's is; a batch's foreachBatch plans only its two writes.
 Real-Time Mode runs no Python (its filters are SQL) and keeps the one query, as does a job of
 SQL filters only: no UDF queues its rows, and reading the input twice would cost what its
 filters do.
@@ -28,18 +29,16 @@ filters do.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 
+from alertsieve.kafka.read_again import Record, Republisher
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.hot_path import within_quotas
 from alertsieve.stream.outcome_columns import SOURCE, WHOLE
 from alertsieve.stream.quota_gate import QuotaGate
 from alertsieve.stream.sink_settings import sink_options
-from alertsieve.stream.sinks import kafka_options
-from alertsieve.stream.source import with_fetch_sizes
 
 log = logging.getLogger(__name__)
 
@@ -78,42 +77,39 @@ def ranges(offsets: list[int]) -> list[tuple[int, int]]:
 
 class BytesApart:
     """The foreachBatch of a micro-batch job whose matching runs in Python (see the module): a
-    batch of the hot path's records without the alerts' bytes, the bytes read back and joined
-    into those that publish an alert, published. ``observed(batch_id)`` gives a batch's stages
+    batch of the hot path's records without the alerts' bytes, published: those that publish
+    an alert by the driver, which reads the alerts again (``alertsieve.kafka.read_again``), the
+    others by Spark's Kafka sink meanwhile. ``observed(batch_id)`` gives a batch's stages
     (``STAGES``) as its progress report's observations would."""
 
     def __init__(self, cfg: JobConfig, topics: int, gate: QuotaGate | None = None):
-        self.cfg, self.gate = cfg, gate
+        self.gate = gate
         self.options = sink_options(cfg, topics)
-        # One consumer group for every batch's reads: Spark pools a consumer, and its last fetch
-        # (16 MB a partition), by group for a minute; a batch read's own group (Spark's default)
-        # added a pool entry per partition and batch, and a job reading a score ran out of its
-        # 3 GB in its third batch. No offsets are committed and no group is joined (``assign``).
-        self.group = f"alertsieve-read-again-{cfg.output_prefix or 'job'}"
+        # assigned partitions, never a joined group: no offsets are committed
+        group = f"alertsieve-read-again-{cfg.output_prefix or 'job'}"
+        self.republisher = Republisher(cfg.bootstrap, cfg.kafka_conf, group)
         self._stages: dict[int, dict] = {}
         self._lock = threading.Lock()
 
     def __call__(self, rows, batch_id: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         from pyspark.sql import functions as F
 
         spark = rows.sparkSession
         started, gc_before = time.perf_counter(), gc_seconds(spark)
-        withheld = self.gate.decide(batch_id) if self.gate is not None else frozenset()
         rows = rows.persist()
         try:
             records = rows.count()  # every record built and kept, the batch's metrics observed
-            wanted = [tuple(r) for r in rows.where(F.col(WHOLE)).select(*SOURCE).collect()]
+            if self.gate is not None:  # less the withheld filters' (their quota reached)
+                rows = within_quotas(rows, self.gate.decide(batch_id))
+            whole = rows.where(F.col(WHOLE)).select(*SOURCE, "key", "topic", "headers").collect()
             prepared = time.perf_counter()
-            out = rows.where(~F.col(WHOLE))
-            read_again = 0
-            if wanted:
-                alerts, read_again = self._read_again(spark, wanted)
-                whole = rows.where(F.col(WHOLE)).drop("value")
-                joined = alerts.join(F.broadcast(whole), list(SOURCE))
-                out = out.unionByName(joined.select(*rows.columns))
-            out = out.drop(*SOURCE, WHOLE)
-            out = within_quotas(out, withheld) if self.gate is not None else out
-            out.write.format("kafka").options(**self.options).save()
+            with ThreadPoolExecutor(1) as driver:
+                read_again = driver.submit(self._publish_whole, whole)
+                rest = rows.where(~F.col(WHOLE)).drop(*SOURCE, WHOLE)
+                rest.write.format("kafka").options(**self.options).save()
+                read = read_again.result()
         finally:
             rows.unpersist()
         stages = {
@@ -121,46 +117,32 @@ class BytesApart:
             "publish": round(time.perf_counter() - prepared, 3),
             "gc": round(gc_seconds(spark) - gc_before, 3),
             "records": records,
-            "records_whole": len(wanted),
-            "read_again": read_again,
+            "records_whole": len(whole),
+            "read_again": read,
         }
         with self._lock:
             self._stages[batch_id] = stages
         log.debug("batch %d: %s", batch_id, stages)
 
-    def _read_again(self, spark, wanted: list[tuple]) -> tuple:
-        """(the Kafka rows holding the ``wanted`` alerts (topic, partition, offset), as
-        ``SOURCE`` and ``value``; how many offsets that reads)."""
-        from functools import reduce
-
-        from pyspark.sql import functions as F
-
+    def _publish_whole(self, whole: list) -> int:
+        """Publish the records of ``whole`` (rows of their alert's place, key, topic and
+        headers) with their alerts' bytes, read again; the alerts read."""
+        wanted: dict[tuple[str, int, int], list[Record]] = {}
+        for r in whole:
+            headers = [
+                (h["key"], None if h["value"] is None else bytes(h["value"])) for h in r["headers"]
+            ]
+            key = None if r["key"] is None else bytes(r["key"])
+            place = (r["_topic"], r["_partition"], r["_offset"])
+            wanted.setdefault(place, []).append(Record(r["topic"], key, headers))
         by_partition: dict[tuple[str, int], list[int]] = {}
         for topic, partition, offset in wanted:
             by_partition.setdefault((topic, partition), []).append(offset)
         spans = {p: ranges(offsets) for p, offsets in by_partition.items()}
-        reads = []
-        for k in range(max(len(s) for s in spans.values())):
-            part = {p: s[k] for p, s in spans.items() if k < len(s)}
-            start: dict[str, dict[str, int]] = {}
-            end: dict[str, dict[str, int]] = {}
-            for (topic, partition), (a, b) in part.items():
-                start.setdefault(topic, {})[str(partition)] = a
-                end.setdefault(topic, {})[str(partition)] = b
-            options = with_fetch_sizes(kafka_options(self.cfg.bootstrap, self.cfg.kafka_conf))
-            options.update(
-                **{"kafka.group.id": self.group},
-                assign=json.dumps({t: [int(p) for p in ps] for t, ps in start.items()}),
-                startingOffsets=json.dumps(start),
-                endingOffsets=json.dumps(end),
-            )
-            reads.append(spark.read.format("kafka").options(**options).load())
-        alerts = reduce(lambda a, b: a.unionByName(b), reads).select(
-            *[F.col(c[1:]).alias(c) for c in SOURCE],
-            F.coalesce(F.col("value"), F.lit(b"")).alias("value"),
-        )
-        read = sum(b - a for s in spans.values() for a, b in s)
-        return alerts, read
+        return self.republisher.publish(wanted, spans) if wanted else 0
+
+    def close(self) -> None:
+        self.republisher.close()
 
     def observed(self, batch_id: int) -> dict:
         """Batch ``batch_id``'s stages, as {``STAGES``: {stage: value}}, once."""

@@ -256,7 +256,9 @@ class FilterStream:
         topics = len(self.plan.filters) + 1  # and the quarantine's
         if stored is not None:
             store(self.spark, stored, self.plan.shapes, table_labels(self.plan, cfg))
-        self.apart = None
+        if self.apart is not None:  # the last query's, stopped
+            self.apart.close()
+            self.apart = None
         if "noop" in cfg.sinks:  # evaluated and counted, published nowhere
             frame = hot_path(raw, self.plan, cfg, learn=learn, stored=stored)
             writer = frame.writeStream.format("noop")
@@ -362,6 +364,8 @@ class FilterStream:
         finally:
             for q in queries:
                 self._stop(q)
+            if self.apart is not None:
+                self.apart.close()
             self.metrics.flush(queries[0].recentProgress)
             self.spark.streams.removeListener(listener)
             self.counts.close()
