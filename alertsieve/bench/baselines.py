@@ -147,6 +147,8 @@ def republish_consume(bootstrap: str, topic: str, routes: Mapping[tuple[int, int
     """
     from confluent_kafka import Producer
 
+    from alertsieve.kafka.read_again import send
+
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -164,14 +166,7 @@ def republish_consume(bootstrap: str, topic: str, routes: Mapping[tuple[int, int
             n += 1
             for out in routes.get((msg.partition(), msg.offset()), ()):
                 value = msg.value() if out.value is None else out.value
-                while True:
-                    try:
-                        producer.produce(
-                            out.topic, value=value, key=msg.key(), headers=list(out.headers)
-                        )
-                        break
-                    except BufferError:
-                        producer.poll(0.1)
+                send(producer, out.topic, value, msg.key(), list(out.headers))
                 published += 1
             if n % 1000 == 0:  # delivery reports, once per fetch's worth as before
                 producer.poll(0)
