@@ -41,6 +41,13 @@ TALLY = "_tally"  # the predicate-first UDF's tallies of matches (``predicate_fi
 
 
 MATCHER_SECONDS = "_matcher_s"  # the seconds the predicate-first UDF took over its chunks
+#: What a batch matched apart from the alerts' bytes reports of its stages
+#: (``alertsieve.stream.bytes_apart``), beside its observations: seconds to its records kept
+#: (``prepare``: read, decode, scores, matching, records), to its records published
+#: (``publish``: the alerts read again, every record written), the JVM's GC meanwhile (``gc``),
+#: its records and those that publish an alert (``records``, ``records_whole``), and the
+#: messages read again for them (``read_again``).
+STAGES = "alertsieve_stages"
 
 
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker

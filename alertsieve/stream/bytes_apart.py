@@ -34,6 +34,7 @@ import threading
 import time
 
 from alertsieve.kafka.read_again import Record, Republisher
+from alertsieve.stream.batch_metrics import STAGES
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.hot_path import within_quotas
 from alertsieve.stream.outcome_columns import SOURCE, WHOLE
@@ -42,12 +43,6 @@ from alertsieve.stream.sink_settings import sink_options
 
 log = logging.getLogger(__name__)
 
-#: What a batch reports of its stages (``BytesApart``), as a progress report's observations:
-#: seconds to its records kept (``prepare``: read, decode, scores, matching, records), to its
-#: records published (``publish``: the alerts read again, joined in, the records written), the
-#: JVM's GC meanwhile (``gc``), its records and those that publish an alert (``records``,
-#: ``records_whole``), and the alerts read again for them (``read_again``).
-STAGES = "alertsieve_stages"
 #: Offsets of one partition read again as one range when the gap between two wanted alerts is
 #: at most this (an alert is ~100 KB: a gap read costs less than another Kafka read's start) ...
 GAP_OFFSETS = 200

@@ -85,7 +85,7 @@ class BatchStats:
     #: offsets the batch was to read that the input no longer held (``stream.source_loss``)
     lost_at_source: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     #: where the batch's time went, when its matching ran apart from the alerts' bytes
-    #: (``alertsieve.stream.bytes_apart.STAGES``) or predicate first (``matcher``: the UDF's
+    #: (``alertsieve.stream.batch_metrics.STAGES``) or predicate first (``matcher``: the UDF's
     #: own seconds, summed over its chunks)
     stages: dict[str, float] = field(default_factory=dict)
     kind: str = "batch"
@@ -377,10 +377,10 @@ def batch_stats(
         MATCHER_SECONDS,
         MATCHES,
         OBSERVED,
+        STAGES,
         TALLY,
         size,
     )
-    from alertsieve.stream.bytes_apart import STAGES
     from alertsieve.stream.predicate_first import tally_counts
 
     observed = progress.get("observedMetrics") or {}
