@@ -9,6 +9,7 @@ import sys
 
 from alertsieve import logs
 from alertsieve.cli import (
+    annotate,
     backtest,
     bench,
     catalog,
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.add_parser(sub)
     catalog.add_parsers(sub)
     listen.add_parser(sub)
+    annotate.add_parser(sub)
     demo.add_parser(sub)
     warm.add_parser(sub)
     for command in sub.choices.values():

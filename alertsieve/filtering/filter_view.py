@@ -4,6 +4,7 @@ name and the models' scores they read, as columns of one frame (the hot path, th
 from __future__ import annotations
 
 from alertsieve.catalogs.context import Context, with_context
+from alertsieve.filtering.objects import with_object_columns
 from alertsieve.filtering.scores.column import Scoring, with_scores
 
 
@@ -17,7 +18,8 @@ def filter_view(
     Rubin and ZTF alerts the light-curve ``features`` (``alertsieve.filtering.features``), and the
     catalogs the filters name (``xmatch``, ``watch``: ``alertsieve.catalogs.context``) and the
     scores of the models they read (``scores``: ``alertsieve.filtering.scores``), beside the
-    ``keep`` columns of ``decoded``."""
+    ``keep`` columns of ``decoded``; ``object`` and ``annotations`` as typed nulls, which only
+    the objects query fills (``alertsieve.filtering.objects``)."""
     from pyspark.sql import functions as F
 
     from alertsieve.filtering.features import with_features
@@ -25,4 +27,5 @@ def filter_view(
     alert = [
         F.col(f"alert.`{name}`").alias(name) for name in decoded.schema["alert"].dataType.names
     ]
-    return with_scores(with_context(with_features(decoded.select(*keep, *alert)), context), scoring)
+    view = with_scores(with_context(with_features(decoded.select(*keep, *alert)), context), scoring)
+    return with_object_columns(view)

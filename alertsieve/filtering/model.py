@@ -75,6 +75,9 @@ class FilterInfo:
     #: Its daily quota, ``{"records": N, "bytes": B}`` (either or both) per UTC day; empty: the
     #: job's ``quota``, if any (``alertsieve.stream.quotas``).
     quota: Mapping[str, int] = field(default_factory=dict)
+    #: What runs it: a new ``alert`` of an object (the default), a new ``annotation`` of one
+    #: (``alertsieve.filtering.objects``), or both.
+    triggers: Sequence[str] = ("alert",)
 
 
 class Filter(FilterInfo, ABC):
@@ -249,6 +252,7 @@ def python_filter(
     max_rate: float | None = None,
     readers: Sequence[str] = (),
     quota: Mapping[str, int] | None = None,
+    triggers: Sequence[str] = ("alert",),
 ) -> Callable[[Callable[..., Any]], PythonFilter]:
     """Decorator for filter modules: ``@python_filter(name=..., columns={...})``."""
 
@@ -271,6 +275,7 @@ def python_filter(
             max_rate=max_rate,
             readers=tuple(readers),
             quota=dict(quota or {}),
+            triggers=tuple(triggers),
         )
 
     return wrap

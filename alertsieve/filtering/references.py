@@ -26,6 +26,7 @@ from alertsieve.alerts.view import ViewField
 from alertsieve.catalogs.context import Context, context_types
 from alertsieve.filtering.clauses import Unfit, compared_values
 from alertsieve.filtering.features import has_history, read_paths, with_features
+from alertsieve.filtering.objects import ANNOTATIONS, ANNOTATIONS_TYPE, OBJECT, OBJECT_TYPE
 from alertsieve.filtering.scores.column import SCORES, named_models, scores_type
 from alertsieve.filtering.scores.model import Model
 from alertsieve.filtering.sql_text import named_catalogs, only_existence, without_strings
@@ -65,6 +66,8 @@ class ViewReferences:
             self._computed["features"] = with_features(whole).schema["features"].dataType
         if models:
             self._computed[SCORES] = scores_type(list(models))
+        self._computed[OBJECT] = OBJECT_TYPE  # the objects query's: they read no alert field
+        self._computed[ANNOTATIONS] = ANNOTATIONS_TYPE
         self._feature_paths = read_paths(whole)
         self._scan = self._typed(whole)
         self._tops = _by_top(view)

@@ -63,6 +63,9 @@ KAFKA_TIMESTAMP_MS = "kafka_timestamp_ms"
 PROCESSED_AT_MS = "processed_at_ms"
 REASON = "reason"
 COUNTS_TOPIC = "counts_topic"
+#: What ran the filter on a record of a filter of objects: ``alert``, or ``annotation:<annotator>``
+#: (the record's source is then the annotation, its value the object's latest alert).
+TRIGGER = "trigger"
 #: A shared record's filters (see the module): JSON ``[{filter, filter_version, fields?}]``.
 SHARED_FILTERS = "filters"
 FIELDS = "fields"
@@ -155,6 +158,22 @@ def counts_topic(prefix: str) -> str:
 def deployment_topic(prefix: str) -> str:
     """The job's deployment record, on a compacted topic: what runs now, whatever its age."""
     return f"{prefix}{DEPLOYMENT}"
+
+
+ANNOTATIONS = "annotations"  # the annotators' topics' infix: <prefix>annotations-<annotator>
+
+
+def annotation_topic(prefix: str, annotator: str) -> str:
+    """Where ``annotator`` publishes its annotations: a topic of its own, so the broker's ACLs
+    decide who writes under its name (``alertsieve.publish.annotations``)."""
+    return f"{prefix}{ANNOTATIONS}-{annotator}"
+
+
+def annotations_pattern(prefix: str) -> str:
+    """The topics of every annotator (a Java regular expression, as Kafka subscribes)."""
+    import re
+
+    return f"{re.escape(prefix)}{ANNOTATIONS}-.+"
 
 
 def derive_counts_topic(topic: str) -> str:

@@ -84,6 +84,8 @@ def _deciding(f: Filter, fingerprint, model_versions: Mapping[str, str]) -> list
     named = sorted({n for e in expressions.values() for n in named_catalogs(e)})
     parts += [f"{family}.{name}:{fingerprint(name)}" for family, name in named]
     parts += [f"scores.{n}:{model_versions.get(n, 'missing')}" for n in sorted(models_read(f))]
+    if tuple(f.triggers) != ("alert",):  # what runs it decides its matches too
+        parts.append(f"triggers:{','.join(sorted(f.triggers))}")
     return parts
 
 

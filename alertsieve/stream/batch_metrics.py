@@ -48,6 +48,10 @@ MATCHER_SECONDS = "_matcher_s"  # the seconds the predicate-first UDF took over 
 #: its records and those that publish an alert (``records``, ``records_whole``), and the
 #: messages read again for them (``read_again``).
 STAGES = "alertsieve_stages"
+#: What the objects query counts of the rows out of its state (``alertsieve.stream.objects``):
+#: objects updated by an alert, annotations that ran filters, annotations kept for objects not
+#: seen yet, objects forgotten.
+OBJECTS = "alertsieve_objects"
 
 
 LOG_APPEND_TIME = 1  # Kafka's timestampType of a timestamp set by the broker

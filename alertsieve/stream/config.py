@@ -290,6 +290,15 @@ class JobConfig(BaseModel):
         examples=[0.9],
         json_schema_extra=_flag("--suspend-above", example="0.9"),
     )
+    object_ttl_days: float = Field(
+        60.0,
+        gt=0,
+        description="an object no alert has named for this many days is forgotten: its summary"
+        " and annotations leave the job's state (counted as evicted in the metrics); read by the"
+        " filters of object.* and annotations.* only",
+        examples=[30],
+        json_schema_extra=_flag("--object-ttl-days", example="30"),
+    )
     python_filter_budget: float | None = Field(
         None,
         gt=0,
@@ -574,6 +583,16 @@ class JobConfig(BaseModel):
     def archive_checkpoint(self) -> str:
         """The archive query's own checkpoint, beside the hot path's."""
         return f"{self.checkpoint.rstrip('/')}-archive"
+
+    @property
+    def objects_checkpoint(self) -> str:
+        """The objects query's own checkpoint (its state store with it), beside the hot path's."""
+        return f"{self.checkpoint.rstrip('/')}-objects"
+
+    @property
+    def annotations_topics(self) -> str:
+        """The pattern of every annotator's topic (``contract.annotation_topic``)."""
+        return contract.annotations_pattern(self.output_prefix)
 
     @property
     def filter_table(self) -> str:

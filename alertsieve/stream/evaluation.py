@@ -82,6 +82,7 @@ def evaluated(
     learn: bool = True,
     realtime: bool = False,
     alert_bytes: bool = True,
+    objects=None,
 ):
     """Kafka rows -> META, ``_schema_id``, ``_reason``, ``_alert_id``, ``_outcomes`` (the indices
     of the filters the alert matched, ``QUARANTINED`` for a message that did not decode, and
@@ -96,21 +97,31 @@ def evaluated(
     dropped there, per alert, before anything is exploded: a thousand filters cost a thousand
     conditions and one short array, not a thousand rows carrying each alert's bytes.
     ``array_except`` drops them in generated code (``filter(arr, x -> x IS NOT NULL)`` is a
-    lambda, evaluated outside it, which takes every condition with it). The filters that run as
+    lambda, evaluated outside it, which takes every condition with it). With ``objects`` (an
+    ``alertsieve.stream.objects.ObjectState``), the Kafka rows are alerts and annotations, the
+    view goes through each object's state, and each filter matches where its trigger runs it.
+    The filters that run as
     data (``plan.shapes``) add a row per match of their own, from ``table``
     (``alertsieve.stream.shaped.table``), labelled by its row (``SHAPED_LABELS``) and with its
     fields record (``SHAPED_RECORD``). The predicate-first filters' indices join the compiled
     filters' in the same array (``alertsieve.stream.predicate_first``)."""
     from pyspark.sql import functions as F
 
+    if objects is not None:
+        raw, annotations = objects.split(raw)
     decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
     if not alert_bytes:  # not carried past the decode: their size is (quotas count it)
         decoded = decoded.withColumn(ALERT_SIZE, F.length("_value"))
         decoded = decoded.withColumn("_value", F.lit(None).cast("binary"))
     meta = meta_of(decoded)
     flat = filter_view(decoded, (*meta, "_schema_id", "_reason"), plan.context, plan.scoring)
+    if objects is not None:
+        flat = objects.stateful(flat, annotations)
+        meta = meta_of(flat)
     found, per_alert = _found(plan)
     flat, found, tallied = _matched_first(flat, plan, found)
+    if objects is not None:
+        found = objects.gate(found)
     per_alert.update(tallied)
     extra = [c.alias(name) for name, c in per_alert.items()]
     outcome_indices = F.when(F.col("_reason").isNull(), found).otherwise(

@@ -48,6 +48,7 @@ def hot_path(
     learn: bool = True,
     stored: str | None = None,
     alert_bytes: bool = True,
+    objects=None,
 ):
     """The streaming frame the Kafka sink writes, with its metrics observed: arrivals on the Kafka
     rows as they come (no copy), outcomes on the few rows that publish (``metrics.batch_stats``
@@ -60,7 +61,8 @@ def hot_path(
     table the shaped filters' rows are read from each batch (``shaped.store``), else they are
     planned in. Without ``alert_bytes``, the alerts' bytes are not carried past their decode:
     the rows that publish an alert have none (``WHOLE``), for ``alertsieve.stream.bytes_apart``
-    to join them in; the noop sink needs none."""
+    to join them in; the noop sink needs none. ``objects``: the objects query's state
+    (``alertsieve.stream.objects.ObjectState``), whose Kafka rows are alerts and annotations."""
     arrived = raw.observe(ARRIVED, *arrival_metrics())
     table = None
     if plan.shapes:
@@ -68,7 +70,9 @@ def hot_path(
         table = shaped.table(raw.sparkSession, plan.shapes, labels, stored)
     noop = "noop" in cfg.sinks  # evaluation alone: every match counted, no record written
     carried_bytes = alert_bytes and not noop
-    flags = evaluated(arrived, plan, table, learn, cfg.realtime, alert_bytes=carried_bytes)
+    flags = evaluated(
+        arrived, plan, table, learn, cfg.realtime, alert_bytes=carried_bytes, objects=objects
+    )
     if runs_python(plan):
         flags = flags.observe(COST, *cost_metrics(plan))
     shared = cfg.delivery == contract.DELIVERY_SHARED

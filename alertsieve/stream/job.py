@@ -19,10 +19,11 @@ from pyspark.errors import StreamingQueryException
 from alertsieve.catalogs.store import CatalogError
 from alertsieve.errors import AlertsieveError
 from alertsieve.filtering.model import SQL_ERROR_ADVICE, SQL_ERROR_KINDS, FilterError
+from alertsieve.filtering.objects import annotators_read, reads_objects
 from alertsieve.filtering.scores.choose import models_read
 from alertsieve.kafka.topics import watermarks
 from alertsieve.publish import contract
-from alertsieve.publish.counts import CountsTopic, Published
+from alertsieve.publish.counts import CountsTopic
 from alertsieve.settings import ConfigError
 from alertsieve.stream.archive import Archive, archive_topics
 from alertsieve.stream.bytes_apart import BytesApart
@@ -33,8 +34,9 @@ from alertsieve.stream.hot_path import hot_path, publish_within
 from alertsieve.stream.input_topics import await_inputs, gone, inputs
 from alertsieve.stream.metrics import MetricsLog, make_listener
 from alertsieve.stream.new_writers import MAX_UNREADABLE_WRITERS
+from alertsieve.stream.objects_query import ObjectsQuery, with_objects
 from alertsieve.stream.outcome_columns import runs_python
-from alertsieve.stream.plan import plan_job
+from alertsieve.stream.plan import JobPlan, plan_job, published
 from alertsieve.stream.prometheus import JobMetrics
 from alertsieve.stream.quota_gate import QuotaGate
 from alertsieve.stream.quotas import limits_of
@@ -72,6 +74,10 @@ class FilterStream:
         except AlertsieveError:  # a bad filter or setting: the topics made meanwhile go again
             self.topics_ahead.settle([])
             raise
+        self.objects, self.everything = self._objects_apart(), self.plan
+        if self.objects is not None:  # every filter: the topics, the archive, the deployment
+            self.everything = with_objects(self.stateless or self.objects.plan, self.objects.plan)
+            self.plan = self.stateless or self.objects.plan
         self.running = self.plan  # the plan the hot path's query was started with
         self.filters = self.plan.filters
         if cfg.realtime:
@@ -119,6 +125,28 @@ class FilterStream:
         #: name -> (the version suspended, why), left out of deployments of that version.
         self.suspending: dict[str, str] = {}
         self.suspended: dict[str, tuple[str, str]] = {}
+
+    def _objects_apart(self) -> ObjectsQuery | None:
+        """The objects query of the filters that read ``object.*`` or ``annotations.*``
+        (``alertsieve.stream.objects_query``), planned apart, and the others' plan
+        (``stateless``: None when every filter is of objects: no stateless query runs)."""
+        cfg, spark = self.cfg, self.spark
+        of_objects = [f for f in self.plan.filters if reads_objects(f)]
+        self.stateless: JobPlan | None = self.plan
+        if not of_objects:
+            return None
+        if cfg.watch:
+            raise ConfigError(
+                f"--watch: filters of objects ({', '.join(f.name for f in of_objects)}) are not"
+                " deployed while the job runs; restart the job to change them, without --watch"
+            )
+        rest = [f for f in self.plan.filters if not reads_objects(f)]
+        self.stateless = plan_job(spark, cfg, running=self.plan, filters=rest) if rest else None
+        plain = cfg.model_copy(update={"filters_as_data": False})  # no shaped join after the state
+        plan = plan_job(spark, plain, running=self.plan, filters=of_objects)
+        for line in plan.describe():
+            log.info("objects query: %s", line)
+        return ObjectsQuery(spark, cfg, plan, quarantines=not rest)
 
     def _use_quotas(self) -> None:
         """The running filters' daily quotas, today's use read back from the counts topic when
@@ -320,9 +348,9 @@ class FilterStream:
         """Run until the input is drained (available-now), the timeout, or Ctrl-C; with the delta
         sink, the archive runs beside the hot path (after it, when available-now). With
         ``watch``, changed filters are deployed as it runs (``alertsieve.stream.redeploy``)."""
-        self.topics_ahead.settle(self.filters)
-        create_outputs(self.cfg, self.filters)
-        self._deployed(self.plan)
+        self.topics_ahead.settle(self.everything.filters)
+        create_outputs(self.cfg, self.everything.filters)
+        self._deployed(self.everything)
         if self.prometheus is not None:
             self.metrics_url = self.prometheus.serve(
                 self.cfg.prometheus_host, self.cfg.prometheus_port
@@ -333,11 +361,20 @@ class FilterStream:
             )
         listener = make_listener(self.metrics)
         self.spark.streams.addListener(listener)
-        archive = Archive(self.spark, self.cfg, self.plan) if "delta" in self.cfg.sinks else None
-        queries = [self.start()]
+        archive = (
+            Archive(self.spark, self.cfg, self.everything) if "delta" in self.cfg.sinks else None
+        )
+        objects = make_listener(self.objects.metrics) if self.objects is not None else None
+        if objects is not None:
+            self.spark.streams.addListener(objects)
+        queries = [self.start()] if self.stateless is not None else []
+        objects_query = None
         try:
             if archive and not self.cfg.available_now:
                 queries.append(archive.start())
+            if self.objects is not None:  # after them: the polls replace the first two in place
+                objects_query = self.objects.start()
+                queries.append(objects_query)
             polls = [
                 *(
                     [self._watcher(queries)]
@@ -359,15 +396,22 @@ class FilterStream:
             )  # the hot path's lines before the archive runs
             if archive and self.cfg.available_now and not queries[0].exception():
                 # on the plan as it ends: it may have learned writer schemas on the way
-                queries.append(Archive(self.spark, self.cfg, self.plan).start(available_now=True))
+                queries.append(
+                    Archive(self.spark, self.cfg, self.everything).start(available_now=True)
+                )
                 _await(queries[1:], None)
         finally:
             for q in queries:
                 self._stop(q)
             if self.apart is not None:
                 self.apart.close()
-            self.metrics.flush(queries[0].recentProgress)
+            if queries:
+                self.metrics.flush(queries[0].recentProgress)
             self.spark.streams.removeListener(listener)
+            if objects_query is not None:
+                self.objects.end(objects_query)
+            if objects is not None:
+                self.spark.streams.removeListener(objects)
             self.counts.close()
             if self.prometheus is not None:
                 self.prometheus.close()
@@ -676,11 +720,6 @@ def earliest_offsets(cfg: JobConfig, partitions: list[tuple[str, int]]) -> dict:
     }
 
 
-def published(plan, cfg: JobConfig) -> list[Published]:
-    """The filters as the counts topic names them."""
-    return [Published(f.name, plan.versions[f.name], cfg.topic_of(f)) for f in plan.filters]
-
-
 class TopicsAhead:
     """The filters' topics, created while the job plans: the embedded broker took 30 s for ten
     thousand, about as long as planning them, and the first batch needs them. Only names a
@@ -734,7 +773,8 @@ def create_filter_topics(cfg: JobConfig, filters) -> list[str]:
 
 def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
     """A topic per filter, the quarantine topic and the counts topic (one partition: a reader
-    meets the batches in order), made before the first batch; the topics of filters with
+    meets the batches in order), the topics of the annotators the filters read, made before the
+    first batch; the topics of filters with
     ``readers`` private to them (``alertsieve.kafka.acls``), and those of ``previous`` filters
     (the running set, under ``--watch``) whose readers were dropped given back to the cluster's
     own ACLs."""
@@ -748,6 +788,10 @@ def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
     compacted = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000)}
     deployment = contract.deployment_topic(cfg.output_prefix)
     create_topics(cfg.bootstrap, [deployment], 1, config=compacted, extra=cfg.kafka_conf)
+    annotators = sorted({a for f in filters if reads_objects(f) for a in annotators_read(f) or ()})
+    if annotators:  # where the annotators the filters read publish (``publish.annotations``)
+        topics = [contract.annotation_topic(cfg.output_prefix, a) for a in annotators]
+        create_topics(cfg.bootstrap, topics, 1, extra=cfg.kafka_conf)
     had = {contract.filter_topic(f, cfg.output_prefix) for f in previous if f.readers}
     own = {contract.filter_topic(f, cfg.output_prefix): f for f in filters}
     readers = {topic: list(f.readers) for topic, f in own.items() if f.readers or topic in had}

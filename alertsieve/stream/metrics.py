@@ -88,6 +88,8 @@ class BatchStats:
     #: (``alertsieve.stream.batch_metrics.STAGES``) or predicate first (``matcher``: the UDF's
     #: own seconds, summed over its chunks)
     stages: dict[str, float] = field(default_factory=dict)
+    #: the objects query's counts of its state's rows (``batch_metrics.OBJECTS``)
+    objects: dict[str, int] = field(default_factory=dict)
     kind: str = "batch"
 
     @property
@@ -215,6 +217,7 @@ class MetricsLog:
         python_budget: float | None = None,
         models: dict[str, list[str]] | None = None,
         losses: Callable[[dict, int], dict] | None = None,
+        kind: str = "batch",
     ):
         """``models``: each model the filters read -> the filters reading it (told when it fails).
         ``on_batch(stats, progress)``: called once per batch after its line is written (the
@@ -222,12 +225,14 @@ class MetricsLog:
         message, or None (``alertsieve.stream.diagnosis.Diagnoser``). ``python_budget``: seconds
         per 1,000 alerts a Python filter or a model may take in a batch; above it, a WARNING names
         it. ``losses(progress, rows_read)``: the offsets the batch lost at the source
-        (``alertsieve.stream.source_loss.SourceLosses``).
+        (``alertsieve.stream.source_loss.SourceLosses``). ``kind``: its lines' kind (the objects
+        query's are ``objects``: ``read_metrics`` keeps the hot path's apart).
         ``withheld_in(batch_id)``, set by a job with quotas once they are read back: the filters
         whose matches that batch withheld (``BatchStats.withhold``). ``observed_in(batch_id)``, set
         by a job whose batches report their stages (``alertsieve.stream.bytes_apart``): what the
         batch's progress report does not hold, as its observations."""
         self.on_batch = on_batch
+        self.kind = kind
         self.losses = losses
         self.withheld_in: Callable[[int], frozenset[str]] | None = None
         self.observed_in: Callable[[int], dict] | None = None
@@ -279,6 +284,7 @@ class MetricsLog:
             if stats.batch_id in self._done:
                 return
             self._done.add(stats.batch_id)
+            stats.kind = self.kind
             if self.withheld_in:
                 stats.withhold(self.withheld_in(stats.batch_id))
             diagnosis = self.diagnose(stats) if self.diagnose else None
@@ -376,6 +382,7 @@ def batch_stats(
         FAILED,
         MATCHER_SECONDS,
         MATCHES,
+        OBJECTS,
         OBSERVED,
         STAGES,
         TALLY,
@@ -427,6 +434,7 @@ def batch_stats(
         reason_max=seen.get("reason_max"),
         quarantined_by=quarantine_kinds(seen, quarantined),
         stages=stages,
+        objects={k: int(v or 0) for k, v in (observed.get(OBJECTS) or {}).items()},
         newest_alert_s=seen.get("ts_max"),
         timestamps=timestamps,
         latency_s=latency_from_timestamps(

@@ -15,10 +15,18 @@ FILTER = "_filter"  # the filter of an output row, kept for ``hot_path.publish_w
 ALERT_SIZE = "_alert_size"
 
 
+#: In the objects query (``alertsieve.stream.objects``): what ran the filters on a row (``alert``
+#: or ``annotation:<annotator>``; the row's Kafka columns are that trigger's), and where the
+#: object's latest alert is in the input (its bytes are read back from there).
+TRIGGER = "_trigger"
+AT = ("_at_topic", "_at_partition", "_at_offset")
+
+
 def meta_of(frame) -> list[str]:
-    """The Kafka columns ``frame`` carries (``META``), and the alert's size where its bytes are
-    not carried (``ALERT_SIZE``)."""
-    return [*META, *([ALERT_SIZE] if ALERT_SIZE in frame.columns else [])]
+    """The Kafka columns ``frame`` carries (``META``), the alert's size where its bytes are
+    not carried (``ALERT_SIZE``), and an object's row's trigger and alert (``TRIGGER``, ``AT``)."""
+    extra = [c for c in (ALERT_SIZE, TRIGGER, *AT) if c in frame.columns]
+    return [*META, *extra]
 
 
 #: Where an output row's alert is in the input (its bytes are read back from there), and whether

@@ -14,6 +14,7 @@ from alertsieve.catalogs.store import describe
 from alertsieve.filtering.discovery import discover, looked_in
 from alertsieve.filtering.lacking import lacking_fields, lacking_lines
 from alertsieve.filtering.model import Filter, FilterError, with_params
+from alertsieve.filtering.objects import check_triggers
 from alertsieve.filtering.predicates import Predicates
 from alertsieve.filtering.prepare import prepare
 from alertsieve.filtering.refusals import SKIP, Refusals
@@ -25,6 +26,7 @@ from alertsieve.filtering.shapes import Shape
 from alertsieve.kafka.acls import PRINCIPAL
 from alertsieve.kafka.topics import head_messages
 from alertsieve.publish import contract
+from alertsieve.publish.counts import Published
 from alertsieve.publish.payloads import (
     FieldsPayload,
     check_payload,
@@ -217,6 +219,11 @@ def _assembled(cfg: JobConfig, filters: list[Filter], decoder: Decoder, prepared
     )
 
 
+def published(plan: JobPlan, cfg: JobConfig) -> list[Published]:
+    """The plan's filters as the counts topic names them."""
+    return [Published(f.name, plan.versions[f.name], cfg.topic_of(f)) for f in plan.filters]
+
+
 def predicate_first(cfg: JobConfig, filters: list[Filter]) -> bool:
     """Whether the job may match filters predicate first: in micro-batches (Real-Time Mode runs
     no Python UDF) without ``--watch`` (which deploys shaped filters as rows without a restart),
@@ -333,6 +340,7 @@ def check_output(f: Filter, cfg: JobConfig) -> None:
     """A filter's payload is well formed, its readers are principals and its topic is not one of
     the job's own."""
     check_payload(f)
+    check_triggers(f)
     reserved = {cfg.quarantine_topic: contract.QUARANTINE, cfg.counts_topic: contract.COUNTS}
     if cfg.delivery == contract.DELIVERY_SHARED:
         reserved[cfg.shared_topic] = "shared matches"

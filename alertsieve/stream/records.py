@@ -12,12 +12,14 @@ from alertsieve.stream import shaped, shared_delivery
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.outcome_columns import (
     ALERT_SIZE,
+    AT,
     FILTER,
     QUARANTINED,
     SHAPED_LABELS,
     SHAPED_RECORD,
     SHAPED_ROW,
     SOURCE,
+    TRIGGER,
     WHOLE,
     error,
     meta_of,
@@ -256,7 +258,9 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
     alert came from (or why it was quarantined). ``keep_filter``: with the filter's name as
     ``FILTER`` too (null on a quarantined message), for ``hot_path.publish_within``. Where the alerts'
     bytes were not carried (``ALERT_SIZE``), with the alert's place (``SOURCE``) and whether the
-    record is the alert, whose bytes are to be joined in (``WHOLE``)."""
+    record is the alert, whose bytes are to be joined in (``WHOLE``). A record of the objects
+    query names its trigger (``contract.TRIGGER``): its source headers are the trigger's, its
+    alert the object's latest (``AT``)."""
     from pyspark.sql import functions as F
 
     source = {
@@ -271,6 +275,7 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
         **source,
         contract.PROCESSED_AT_MS: F.unix_millis(F.current_timestamp()),
         contract.COUNTS_TOPIC: F.lit(cfg.counts_topic),
+        **({contract.TRIGGER: F.col(TRIGGER)} if TRIGGER in outcome.columns else {}),
     }
     fields = {
         **match,
@@ -293,6 +298,8 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
         labelled = labelled.when(at & F.col("_format").isNotNull(), headers(**fields_only))
         labelled = labelled.when(at, headers(**shared))
     apart = ALERT_SIZE in outcome.columns  # the alerts' bytes are joined in later
+    # an object's row's alert is its latest, wherever its trigger was (``AT``)
+    place = AT if AT[0] in outcome.columns else SOURCE
     return outcome.where(F.col("_topic_out").isNotNull()).select(
         F.when(quarantined, F.col("_key"))
         .otherwise(F.col("_alert_id").cast("binary"))
@@ -303,5 +310,12 @@ def output_rows(outcome, cfg: JobConfig, keep_filter: bool = False):
         .otherwise(headers(**alert))
         .alias("headers"),
         *([F.col("_filter").alias(FILTER)] if keep_filter else []),
-        *([*SOURCE, F.col("_out_value").isNull().alias(WHOLE)] if apart else []),
+        *(
+            [
+                *[F.col(c).alias(s) for c, s in zip(place, SOURCE, strict=True)],
+                F.col("_out_value").isNull().alias(WHOLE),
+            ]
+            if apart
+            else []
+        ),
     )

@@ -1,0 +1,322 @@
+"""The objects query's own stage: alerts and annotations into each object's state, and out as
+the rows its filters run on (``object``, ``annotations`` and the object's latest alert).
+
+It runs inside the hot path's assembly (``hot_path(..., objects=ObjectState(...))``) as a query
+of its own, beside the stateless one: filters of objects see alerts a batch later than the
+stateless path's at worst, and the stateless filters keep their query, plan and Real-Time Mode.
+
+- ``split`` parts the query's Kafka rows: alerts (decoded as the hot path decodes them, into the
+  filter view with its features and scores) and annotations (``alertsieve.publish.annotations``;
+  a malformed one is quarantined with its reason and its own bytes);
+- ``stateful`` keys both by object and runs ``object_state`` over them; each alert, and each
+  annotation of a known object, comes out as one row: the object's latest alert's view fields
+  (kept as JSON, parsed back in this plan's types), ``object`` and ``annotations``, the trigger
+  and its place (``_topic``...: the alert, or the annotation), and the latest alert's place
+  (``AT``), whence ``bytes_apart`` reads its bytes again when a filter publishes it;
+- ``gate`` keeps each filter's matches where its trigger ran it: an alert for the filters of
+  ``triggers`` 'alert', an annotation for those of 'annotation' that read its annotator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alertsieve.filtering.objects import (
+    ALERT,
+    ANNOTATION,
+    ANNOTATIONS,
+    ANNOTATIONS_TYPE,
+    OBJECT,
+    OBJECT_TYPE,
+    annotators_read,
+)
+from alertsieve.publish import annotations as contract_annotations
+from alertsieve.publish.contract import annotation_topic
+from alertsieve.stream import object_state
+from alertsieve.stream.batch_metrics import OBJECTS
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.outcome_columns import ALERT_SIZE, AT, TRIGGER, error_index
+from alertsieve.stream.plan import JobPlan
+from alertsieve.view.decoder import META, Decoder
+
+#: Per survey: the object's id, band, magnitude, flux (nJy) of the detection an alert is for.
+SUMMARY = {
+    "ztf": {
+        "_object": "objectId",
+        "_band": "CASE candidate.fid WHEN 1 THEN 'g' WHEN 2 THEN 'r' WHEN 3 THEN 'i' END",
+        "_mag": "CAST(candidate.magpsf AS DOUBLE)",
+        "_flux": "CAST(NULL AS DOUBLE)",
+    },
+    "rubin": {
+        "_object": "CAST(coalesce(diaSource.diaObjectId, diaSource.ssObjectId) AS STRING)",
+        "_band": "diaSource.band",
+        "_mag": "CAST(NULL AS DOUBLE)",
+        "_flux": "CAST(diaSource.psfFlux AS DOUBLE)",
+    },
+}
+SUMMARY_PATHS = {
+    "ztf": ["objectId", "candidate.fid", "candidate.magpsf", "candidate.jd"],
+    "rubin": [
+        "diaSource.diaObjectId",
+        "diaSource.ssObjectId",
+        "diaSource.band",
+        "diaSource.psfFlux",
+        "diaSource.midpointMjdTai",
+    ],
+}
+
+
+def summary_paths(decoder: Decoder) -> list[str]:
+    """What the objects query decodes besides its filters' fields: what the summary reads."""
+    return [p for p in SUMMARY_PATHS[decoder.survey] if p in set(decoder.paths)]
+
+
+def annotation_options(cfg: JobConfig) -> dict[str, str]:
+    """The Kafka source of every annotator's topic, from its first annotation (a topic made
+    while the job runs is found within Kafka's metadata refresh)."""
+    from alertsieve.stream.sinks import kafka_options
+
+    return {
+        **kafka_options(cfg.bootstrap, cfg.kafka_conf),
+        "subscribePattern": cfg.annotations_topics,
+        "startingOffsets": "earliest",
+        "failOnDataLoss": "false",
+        "kafka.metadata.max.age.ms": "5000",
+    }
+
+
+@dataclass(frozen=True)
+class ObjectState:
+    """The objects query's stage (see the module) for ``plan`` (its filters of objects)."""
+
+    plan: JobPlan
+    cfg: JobConfig
+    #: whether the alerts that do not decode are quarantined here: when no stateless query runs
+    quarantines: bool = False
+
+    def annotations(self, spark):
+        """Every annotator's Kafka rows, as the query reads them beside its alerts."""
+        return spark.readStream.format("kafka").options(**annotation_options(self.cfg)).load()
+
+    def split(self, raw):
+        """(alerts, annotations): the query's Kafka rows parted by topic."""
+        from pyspark.sql import functions as F
+
+        annotation = F.col("topic").rlike(f"^{self.cfg.annotations_topics}$")
+        return raw.where(~annotation), raw.where(annotation)
+
+    def stateful(self, flat, annotations):
+        """The filter view ``flat`` of the query's alerts and its ``annotations`` (Kafka rows)
+        through each object's state: a row per alert and per annotation of a known object, in
+        the view's columns with ``object``, ``annotations``, ``TRIGGER`` and ``AT``; the
+        malformed annotations (and, when ``quarantines``, the alerts that did not decode) as
+        quarantined rows."""
+        from pyspark.sql import functions as F
+
+        view = [c for c in flat.columns if not c.startswith("_") and c not in (OBJECT, ANNOTATIONS)]
+        view_type = flat.select(*view).schema
+        summary = SUMMARY[self.plan.decoder.survey]
+        ok = F.col("_reason").isNull()
+        alerts = (
+            flat.where(ok)
+            .select(
+                *[F.expr(sql).alias(name) for name, sql in summary.items() if name == "_object"],
+                F.lit(ALERT).alias("_kind"),
+                F.expr(self.plan.decoder.mjd_sql).cast("double").alias("_mjd"),
+                *[F.expr(sql).alias(name) for name, sql in summary.items() if name != "_object"],
+                (
+                    F.to_json("scores") if "scores" in flat.columns else F.lit(None).cast("string")
+                ).alias("_scores"),
+                F.to_json(F.struct(*view)).alias("_view"),
+                *[F.lit(None).cast(t).alias(c) for c, t in _ANNOTATION_NULLS.items()],
+                *[c for c in META if c != "_value"],
+                F.col(ALERT_SIZE).cast("int").alias("_alert_size"),
+                "_schema_id",
+            )
+            .where(F.col("_object").isNotNull())
+        )
+        parsed = _parsed(annotations, self.plan.decoder.survey, self.cfg.output_prefix)
+        good = parsed.where(F.col("_reason").isNull()).select(
+            F.col("a.object").alias("_object"),
+            F.lit(ANNOTATION).alias("_kind"),
+            *[F.lit(None).cast(t).alias(c) for c, t in _ALERT_NULLS.items()],
+            F.col("a.annotator").alias("_annotator"),
+            F.col("a.class").alias("_class"),
+            F.col("a.score").alias("_score"),
+            F.to_json(F.col("a.attributes")).alias("_attributes"),
+            F.coalesce(F.col("a.time"), F.col("_timestamp")).alias("_time"),
+            *[c for c in META if c != "_value"],
+            F.lit(None).cast("int").alias("_alert_size"),
+            F.lit(None).cast("bigint").alias("_schema_id"),
+        )
+        rows = alerts.unionByName(good).groupBy("_object")
+        ttl_ms = int(self.cfg.object_ttl_days * 86_400_000)
+        out = rows.transformWithState(
+            object_state.processor(ttl_ms), object_state.OUTPUT_TYPE, "Append", "ProcessingTime"
+        )
+        out = out.observe(OBJECTS, *_object_metrics())
+        triggered = (
+            out.where(F.col("_trigger").isin(ALERT, ANNOTATION))
+            .select(
+                F.from_json("_view", view_type).alias("_v"),
+                F.from_json("_object_json", OBJECT_TYPE).alias(OBJECT),
+                F.from_json("_annotations_json", ANNOTATIONS_TYPE).alias(ANNOTATIONS),
+                *[c for c in META if c != "_value"],
+                F.lit(None).cast("binary").alias("_value"),
+                F.col("_alert_size").alias(ALERT_SIZE),
+                "_schema_id",
+                F.lit(None).cast("string").alias("_reason"),
+                F.when(
+                    F.col("_trigger") == ANNOTATION, F.concat(F.lit("annotation:"), "_annotator")
+                )
+                .otherwise(F.lit(ALERT))
+                .alias(TRIGGER),
+                *[
+                    F.col(f"_at_{c}").alias(a)
+                    for c, a in zip(("topic", "partition", "offset"), AT, strict=True)
+                ],
+            )
+            .select("_v.*", "*")
+            .drop("_v")
+        )
+        quarantined = parsed.where(F.col("_reason").isNotNull()).select(
+            *META, F.lit(None).cast("int").alias(ALERT_SIZE), F.lit(None).cast("bigint").alias("_schema_id"),
+            "_reason", F.lit(ANNOTATION).alias(TRIGGER),
+            *[F.col(c).alias(a) for c, a in zip(("_topic", "_partition", "_offset"), AT, strict=True)],
+        )  # fmt: skip
+        if self.quarantines:
+            undecoded = flat.where(~ok).select(
+                *META, ALERT_SIZE, "_schema_id", "_reason", F.lit(ALERT).alias(TRIGGER),
+                *[F.col(c).alias(a) for c, a in zip(("_topic", "_partition", "_offset"), AT, strict=True)],
+            )  # fmt: skip
+            quarantined = quarantined.unionByName(undecoded)
+        return triggered.unionByName(quarantined, allowMissingColumns=True)
+
+    def gate(self, found):
+        """``found`` (an alert's matched filter indices and error indices) less those of
+        filters its trigger does not run: an alert runs the filters of 'alert'; an annotation by
+        A runs the filters of 'annotation' that read A (or every annotation)."""
+        from pyspark.sql import functions as F
+
+        on_alert, any_annotator, by_annotator = [], [], {}
+        for i, f in enumerate(self.plan.filters):
+            mine = [i, error_index(i)]
+            if ALERT in f.triggers:
+                on_alert += mine
+            if ANNOTATION in f.triggers:
+                names = annotators_read(f)
+                if names is None:
+                    any_annotator += mine
+                for name in names or ():
+                    by_annotator.setdefault(name, []).extend(mine)
+
+        def ints(values: list[int]):
+            return F.array(*[F.lit(v) for v in values]).cast("array<int>")
+
+        on_annotation = ints(any_annotator)
+        if by_annotator:
+            named = F.create_map(
+                *[
+                    x
+                    for name, v in by_annotator.items()
+                    for x in (F.lit(name), ints(v + any_annotator))
+                ]
+            )
+            annotator = F.substring_index(F.col(TRIGGER), ":", -1)
+            on_annotation = F.coalesce(F.element_at(named, annotator), on_annotation)
+        allowed = F.when(F.col(TRIGGER) == ALERT, ints(on_alert)).otherwise(on_annotation)
+        return F.array_intersect(found, allowed)
+
+
+_ANNOTATION_NULLS = {
+    "_annotator": "string",
+    "_class": "string",
+    "_score": "double",
+    "_attributes": "string",
+    "_time": "timestamp",
+}
+_ALERT_NULLS = {
+    "_mjd": "double",
+    "_band": "string",
+    "_mag": "double",
+    "_flux": "double",
+    "_scores": "string",
+    "_view": "string",
+}
+
+
+def _parsed(annotations, survey: str, prefix: str):
+    """Annotations' Kafka rows as ``META``, their text (``_json``), parsed (``a``) and why one
+    is malformed (``_reason``: null when it is not)."""
+    from pyspark.sql import functions as F
+
+    parsed = annotations.select(
+        *[F.col(kafka).alias(name) for name, kafka in META.items()],
+        F.col("value").cast("string").alias("_json"),
+    ).withColumn("a", F.from_json("_json", contract_annotations.SPARK_TYPE))
+    return parsed.withColumn("_reason", malformed_reason(survey, prefix))
+
+
+def _object_metrics() -> list:
+    """Counted on the rows out of the state: objects updated by an alert, annotations that ran
+    filters, annotations kept for an object not seen yet, objects forgotten."""
+    from pyspark.sql import functions as F
+
+    trigger = F.col("_trigger")
+    kinds = {
+        "alerts": ALERT,
+        "annotations": ANNOTATION,
+        "pending_annotations": object_state.PENDING,
+        "evicted": object_state.EVICTED,
+    }
+    return [F.sum((trigger == kind).cast("long")).alias(name) for name, kind in kinds.items()]
+
+
+def malformed_reason(survey: str, prefix: str):
+    """A Spark column: why the annotation ``_json`` (its text) parsed as ``a`` (``SPARK_TYPE``),
+    read from ``_topic``, is malformed, or null when it is well formed for a job of ``survey`` publishing under
+    ``prefix``."""
+    from pyspark.sql import functions as F
+
+    a = F.col("a")
+    own = F.concat(F.lit(annotation_topic(prefix, "")), a["annotator"])
+    checks = [
+        (F.json_object_keys(F.col("_json")).isNull(), "annotation: not a JSON object"),
+        (
+            a["version"].isNull() | (a["version"] != contract_annotations.VERSION),
+            f"annotation: version is not {contract_annotations.VERSION}",
+        ),
+        (a["object"].isNull() | (F.trim(a["object"]) == ""), "annotation: no object"),
+        (a["annotator"].isNull(), "annotation: no annotator"),
+        (
+            ~a["annotator"].rlike(f"^{contract_annotations.NAME.pattern}$"),
+            "annotation: annotator is not a name (lower-case letters, digits, _)",
+        ),
+        (
+            F.col("_topic") != own,
+            F.concat(
+                F.lit("annotation: names annotator "),
+                a["annotator"],
+                F.lit(" on another annotator's topic "),
+                F.col("_topic"),
+            ),
+        ),
+        (a["class"].isNull() | (F.trim(a["class"]) == ""), "annotation: no class"),
+        (
+            a["survey"].isNull() | (a["survey"] != survey),
+            f"annotation: survey is not {survey} (this job's)",
+        ),
+        (
+            F.get_json_object(F.col("_json"), "$.score").isNotNull() & a["score"].isNull(),
+            "annotation: score is not a number",
+        ),
+        (
+            F.get_json_object(F.col("_json"), "$.time").isNotNull() & a["time"].isNull(),
+            "annotation: time is not ISO 8601",
+        ),
+    ]
+    reason = None
+    for failed, why in checks:
+        why = why if not isinstance(why, str) else F.lit(why)
+        reason = F.when(failed, why) if reason is None else reason.when(failed, why)
+    return reason
