@@ -48,7 +48,8 @@ SUMMARY = {
         "_flux": "CAST(NULL AS DOUBLE)",
     },
     "rubin": {
-        "_object": "CAST(coalesce(diaSource.diaObjectId, diaSource.ssObjectId) AS STRING)",
+        # a solar-system source's diaObjectId is 0 (LSSTCam, 2025): its object is its ssObject
+        "_object": "CAST(coalesce(nullif(diaSource.diaObjectId, 0), diaSource.ssObjectId) AS STRING)",
         "_band": "diaSource.band",
         "_mag": "CAST(NULL AS DOUBLE)",
         "_flux": "CAST(diaSource.psfFlux AS DOUBLE)",

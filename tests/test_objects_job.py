@@ -1,0 +1,197 @@
+"""Objects through a real job, a real broker and Spark: the real ZTF histories replayed in the
+order ZTF sent them, then annotations from outside, then the job again from its checkpoint.
+Expected outputs are plain Python over the same alerts as fastavro reads them (``test_objects``'s
+oracle); the alerts' bytes are those the test sent."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import fastavro
+import pytest
+from confluent_kafka import Producer
+from kafka_helpers import consume_all
+from test_objects import RUBIN, assert_summary_equal, oracle, rubin_alerts, ztf_alerts
+
+from alertsieve.cli import main
+from alertsieve.filtering.model import AlertFilter, FilterError
+from alertsieve.produce.producer import ProduceConfig, produce
+from alertsieve.stream.config import JobConfig
+from alertsieve.stream.job import run_job
+from alertsieve.subscribe.annotator import Annotator
+
+REAL = Path(__file__).parent / "data" / "real"
+
+#: A fields record of every object's state at every alert: its last record is the final state.
+STATE = AlertFilter(
+    name="state",
+    sql="object.alerts > 0",
+    payload="fields",
+    format="json",
+    fields={
+        "object": "object.id",
+        "alerts": "object.alerts",
+        "first_mjd": "object.first_mjd",
+        "last_mjd": "object.last_mjd",
+        "bands": "to_json(object.bands)",
+    },
+)
+FILTERS = [
+    STATE,
+    AlertFilter(name="repeat", sql="object.alerts >= 2"),  # every alert of an object but its first
+    AlertFilter(  # what a TNS-like annotator calls a type Ia supernova, on its alerts or its word
+        name="tns_ia", sql="annotations.tns.class = 'SN Ia'", triggers=("alert", "annotation")
+    ),
+    AlertFilter(name="other", sql="annotations.other.score > 0", triggers=("annotation",)),
+    AlertFilter(name="bright", sql="candidate.magpsf < 18"),  # stateless: the hot path's
+]
+
+#: 25 malformed annotations on the tns topic (five of each kind), by the reason each gets.
+MALFORMED = {
+    "annotation: not a JSON object": [b"not json", b"[1, 2]", b"", b"{", b'"tns"'],
+    "annotation: names annotator other on another annotator's topic": [
+        json.dumps({"version": 1, "survey": "ztf", "object": f"ZTF{i}", "annotator": "other",
+                    "class": "x"}).encode() for i in range(5)
+    ],  # fmt: skip
+    "annotation: no class": [
+        json.dumps({"version": 1, "survey": "ztf", "object": f"ZTF{i}", "annotator": "tns"}).encode()
+        for i in range(5)
+    ],
+    "annotation: survey is not ztf (this job's)": [
+        json.dumps({"version": 1, "survey": "rubin", "object": f"ZTF{i}", "annotator": "tns",
+                    "class": "x"}).encode() for i in range(5)
+    ],  # fmt: skip
+    "annotation: score is not a number": [
+        json.dumps({"version": 1, "survey": "ztf", "object": f"ZTF{i}", "annotator": "tns",
+                    "class": "x", "score": "high"}).encode() for i in range(5)
+    ],  # fmt: skip
+}
+
+
+def _sent_in_order(bootstrap: str, topic: str) -> dict[str, bytes]:
+    """The ZTF histories produced in the order of their detections: candid -> the bytes sent."""
+    files = sorted(
+        (REAL / "ztf-3.3-histories").glob("*.avro"),
+        key=lambda p: next(fastavro.reader(p.open("rb")))["candidate"]["jd"],
+    )
+    config = ProduceConfig(
+        bootstrap=bootstrap, topic=topic, replay=[str(p) for p in files], interval_s=0,
+        partitions=2, progress=False,
+    )  # fmt: skip
+    assert produce(config).ok
+    sent = {}
+    for m in consume_all(bootstrap, topic):
+        (alert,) = fastavro.reader(io.BytesIO(m.value()))
+        sent[str(alert["candid"])] = m.value()
+    return sent
+
+
+def _states(bootstrap: str, topic: str) -> dict[str, dict]:
+    """Each object's last state record (the most alerts), and every record's count."""
+    out: dict[str, dict] = {}
+    for m in consume_all(bootstrap, topic):
+        r = json.loads(m.value())
+        if r["object"] not in out or r["alerts"] > out[r["object"]]["alerts"]:
+            out[r["object"]] = {**r, "bands": json.loads(r["bands"])}
+    return out
+
+
+def _lines(path: Path, kind: str) -> list[dict]:
+    return [x for x in map(json.loads, path.read_text().splitlines()) if x["kind"] == kind]
+
+
+def test_real_ztf_objects_their_annotations_and_the_filters_they_trigger(kafka, spark, tmp_path, capsys):
+    bootstrap, topic = kafka.bootstrap_servers, f"objects-{uuid.uuid4().hex[:8]}"
+    prefix = f"{topic}-"
+    sent = _sent_in_order(bootstrap, topic)
+    alerts = ztf_alerts()
+    want = oracle(alerts)
+    cfg = JobConfig(
+        bootstrap=bootstrap, topic=topic, available_now=True, output_prefix=prefix,
+        output_partitions=1, discover_filters=False, code_filters=FILTERS,
+        checkpoint=str(tmp_path / "ckpt"), metrics_path=str(tmp_path / "metrics.jsonl"),
+        object_ttl_days=30, sinks=["kafka"],
+    )  # fmt: skip
+    run_job(cfg, spark=spark)
+
+    states = _states(bootstrap, f"{prefix}state")
+    assert set(states) == set(want)
+    for name, state in states.items():
+        assert_summary_equal(state, want[name])
+    assert len(consume_all(bootstrap, f"{prefix}state")) == len(alerts)  # a record per alert
+    repeats = consume_all(bootstrap, f"{prefix}repeat")
+    assert len(repeats) == sum(w["alerts"] - 1 for w in want.values()) > 0
+    assert {dict(m.headers())["trigger"] for m in repeats} == {b"alert"}
+    assert all(m.value() == sent[m.key().decode()] for m in repeats)  # the alert's own bytes
+    bright = {m.key().decode() for m in consume_all(bootstrap, f"{prefix}bright")}
+    assert bright == {a["id"] for a in alerts if a["mag"] < 18}  # the stateless query, as ever
+    assert consume_all(bootstrap, f"{prefix}tns_ia") == []
+
+    # After their last alerts: what TNS says of two objects, of one no alert named, and of 25
+    # that are malformed; one annotation by the command line, the others by the Python client.
+    seen = Counter(a["object"] for a in alerts)
+    ia, ii = sorted(seen, key=lambda o: (-seen[o], o))[:2]
+    args = ["annotate", "--bootstrap", bootstrap, "--prefix", prefix, "--survey", "ztf"]
+    args += ["--object", ia, "--annotator", "tns", "--class", "SN Ia", "--score", "0.93"]
+    assert main([*args, "--attribute", "name=2019xyz"]) == 0
+    assert f"annotated ztf object {ia} as 'SN Ia'" in capsys.readouterr().out
+    with Annotator(bootstrap, "tns", "ztf", prefix) as tns:
+        tns.annotate(ii, "SN II", score=0.8)
+        tns.annotate("ZTF99notseen", "SN Ia")
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in [v for values in MALFORMED.values() for v in values]:
+        producer.produce(f"{prefix}annotations-tns", value)
+    assert producer.flush(30) == 0
+    run_job(cfg, spark=spark)  # from its checkpoints: the objects as the first run left them
+
+    (record,) = consume_all(bootstrap, f"{prefix}tns_ia")  # once, on the annotation alone
+    headers = dict(record.headers())
+    assert headers["trigger"] == b"annotation:tns"
+    assert headers["source_topic"] == f"{prefix}annotations-tns".encode()
+    latest = max((a for a in alerts if a["object"] == ia), key=lambda a: a["mjd"])
+    assert record.key().decode() == latest["id"] and record.value() == sent[latest["id"]]
+    assert consume_all(bootstrap, f"{prefix}other") == []  # it reads another annotator's
+    assert len(consume_all(bootstrap, f"{prefix}state")) == len(alerts)  # run by alerts only
+    quarantine = consume_all(bootstrap, f"{prefix}quarantine")
+    reasons = [dict(m.headers())["reason"].decode() for m in quarantine]
+    quarantined = Counter(r.removesuffix(f" {prefix}annotations-tns") for r in reasons)
+    assert quarantined == {reason: 5 for reason in MALFORMED}
+    values = sorted(m.value() for m in quarantine)
+    assert values == sorted(v for vs in MALFORMED.values() for v in vs)  # each as it was sent
+    objects = _lines(tmp_path / "metrics.jsonl", "objects")
+    counted = Counter()
+    for line in objects:
+        counted.update(line["objects"])
+    assert counted == {"alerts": len(alerts), "annotations": 2, "pending_annotations": 1, "evicted": 0}
+    listen = ["listen", "--bootstrap", bootstrap, "--topic", f"{prefix}tns_ia", "--from-beginning"]
+    assert main([*listen, "--until-end", "--verify"]) == 0
+    assert "verified: complete, 1 of 1" in capsys.readouterr().out
+
+    typo = AlertFilter(name="typo", sql="object.alertz > 1")
+    with pytest.raises(FilterError, match="no field object.alertz; did you mean object.alerts?"):
+        run_job(cfg.model_copy(update={"code_filters": [typo], "checkpoint": str(tmp_path / "t")}), spark=spark)
+
+
+def test_real_lsstcam_objects_are_plain_python(kafka, spark, tmp_path):
+    bootstrap, topic = kafka.bootstrap_servers, f"objects-rubin-{uuid.uuid4().hex[:8]}"
+    config = ProduceConfig(
+        bootstrap=bootstrap, topic=topic, replay=[str(RUBIN / "rubin-lsstcam-v10_0.avro")],
+        interval_s=0, partitions=1, progress=False,
+    )  # fmt: skip
+    assert produce(config).ok
+    rubin_state = AlertFilter(**{**STATE.__dict__, "fields": {**STATE.fields}})
+    cfg = JobConfig(
+        bootstrap=bootstrap, topic=topic, available_now=True, output_prefix=f"{topic}-",
+        output_partitions=1, discover_filters=False, code_filters=[rubin_state],
+        checkpoint=str(tmp_path / "ckpt"), sinks=["kafka"],
+    )  # fmt: skip
+    run_job(cfg, spark=spark)
+    want = oracle(rubin_alerts())
+    states = _states(bootstrap, f"{topic}-state")
+    assert set(states) == set(want)
+    for name, state in states.items():
+        assert_summary_equal(state, want[name])
