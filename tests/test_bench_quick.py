@@ -324,6 +324,25 @@ def check_payloads(result: dict, made: list[str], bootstrap: str, store: LocalSc
     positive(result["spark_bytes_only"]["alerts_per_s"])
 
 
+def check_objects(result: dict, made: list[str], bootstrap: str, store: LocalSchemaStore) -> None:
+    """The same ten filters with and without object state: the same matches, plain Python's; the
+    state holds every object of the topic (each simulated alert draws its own)."""
+    (topic,) = inputs(made, "objects")
+    alerts = decoded(bootstrap, topic, store)
+    assert len(alerts) == result["topic"]["alerts"] == 2_000
+    ten = bench_filters(10)[0]
+    want = matches(ten, alerts)
+    for run in ("stateless", "objects"):
+        assert {n: v for n, v in result[run]["matches"].items() if v} == {
+            n: v for n, v in want.items() if v
+        }, run
+        positive(result[run]["marginal_alerts_per_s"])
+    assert_published(bootstrap, f"{topic}-objects-", ten, want)
+    ids = {a["diaSource"]["diaObjectId"] or a["diaSource"]["ssObjectId"] for a in alerts}
+    assert result["state"]["objects"] == len(ids) > 1_900
+    positive(result["ratio_objects_to_stateless"], result["state"]["disk_bytes"])
+
+
 def check_xmatch(result: dict, tmp_path) -> None:
     """No broker: one simulated visit against uniform catalogs; the matches are the alerts with a
     catalog row within the radius, found here by brute force over unit vectors."""
@@ -370,6 +389,7 @@ def test_each_bench_command_quick_counts_what_plain_python_counts(kafka, spark, 
     for what, broker, check in [
         ("xmatch", None, lambda result, _: check_xmatch(result, tmp_path)),
         ("payloads", bootstrap, lambda *run: check_payloads(*run, bootstrap, store)),
+        ("objects", bootstrap, lambda *run: check_objects(*run, bootstrap, store)),
         (
             "filters",
             bootstrap,

@@ -127,6 +127,11 @@ def test_each_objects_state_is_plain_python_over_its_alerts(alerts):
         assert counts == list(range(1, want[name]["alerts"] + 1))  # this alert included
         latest = max((a for a in alerts if a["object"] == name), key=lambda a: a["mjd"])
         assert json.loads(state["view"]) == {"id": latest["id"]}  # its latest alert kept
+    late = {}  # the same alerts, each object's in reverse time order: each row carries its own
+    for row in reversed(rows_of(alerts)):
+        state = late.setdefault(row["_object"], object_state.new_state(row["_object"]))
+        (out,) = object_state.apply(state, [row], now_ms=0)
+        assert (out["_view"], out["_at_offset"]) == (row["_view"], row["_offset"])
     batched = {}  # the same alerts in one batch, shuffled: the same states
     rows = rows_of(alerts)
     for row in reversed(rows):
@@ -147,7 +152,12 @@ def test_an_annotation_waits_for_its_object_and_a_later_one_replaces_it():
         "_topic": "p-annotations-tns", "_partition": 0, "_offset": 0,
         "_timestamp": alert["_timestamp"] - dt.timedelta(seconds=1),
     }  # fmt: skip
-    later = {**note, "_class": "SN Ia", "_offset": 1, "_timestamp": alert["_timestamp"] + dt.timedelta(seconds=1)}
+    later = {
+        **note,
+        "_class": "SN Ia",
+        "_offset": 1,
+        "_timestamp": alert["_timestamp"] + dt.timedelta(seconds=1),
+    }
     state = object_state.new_state(name)
     out = list(object_state.apply(state, [later, alert, note], now_ms=0))
     assert [o["_trigger"] for o in out] == ["pending", "alert", "annotation"]
@@ -162,10 +172,14 @@ def test_an_annotation_waits_for_its_object_and_a_later_one_replaces_it():
 
 def test_which_filters_read_objects_and_which_annotators():
     assert not reads_objects(AlertFilter(name="a", sql="candidate.magpsf < 18"))
-    assert not reads_objects(AlertFilter(name="a", sql="candidate.magpsf < 18 AND 'object.alerts' = ''"))
+    assert not reads_objects(
+        AlertFilter(name="a", sql="candidate.magpsf < 18 AND 'object.alerts' = ''")
+    )
     assert reads_objects(AlertFilter(name="a", sql="object.alerts > 3"))
     assert reads_objects(AlertFilter(name="a", sql="x > 1", fields={"n": "object.alerts"}))
-    tns = AlertFilter(name="a", sql="annotations.tns.class = 'SN Ia' AND annotations['ml'].score > 0.5")
+    tns = AlertFilter(
+        name="a", sql="annotations.tns.class = 'SN Ia' AND annotations['ml'].score > 0.5"
+    )
     assert reads_objects(tns) and annotators_read(tns) == {"tns", "ml"}
     assert annotators_read(AlertFilter(name="a", sql="size(annotations) > 0")) is None
 
@@ -178,11 +192,15 @@ def test_which_filters_read_objects_and_which_annotators():
         check_triggers(py)
     with pytest.raises(FilterError, match=r"triggers=\('alerts',\): give one or both of"):
         check_triggers(AlertFilter(name="a", sql="object.alerts > 1", triggers=("alerts",)))
-    check_triggers(AlertFilter(name="a", sql="annotations.tns.class = 'x'", triggers=("annotation",)))
+    check_triggers(
+        AlertFilter(name="a", sql="annotations.tns.class = 'x'", triggers=("annotation",))
+    )
 
 
 def test_an_annotation_is_checked_before_it_is_sent():
-    record = json.loads(annotation_record("ztf", "ZTF19acmdpyr", "tns", "SN Ia", 0.93, {"name": "2019xyz"}))
+    record = json.loads(
+        annotation_record("ztf", "ZTF19acmdpyr", "tns", "SN Ia", 0.93, {"name": "2019xyz"})
+    )
     assert record["version"] == 1 and record["annotator"] == "tns" and record["score"] == 0.93
     assert record["time"].endswith("Z") and record["attributes"] == {"name": "2019xyz"}
     with pytest.raises(AnnotationError, match="annotator 'TNS!': use lower-case letters"):

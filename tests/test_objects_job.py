@@ -54,20 +54,35 @@ FILTERS = [
 MALFORMED = {
     "annotation: not a JSON object": [b"not json", b"[1, 2]", b"", b"{", b'"tns"'],
     "annotation: names annotator other on another annotator's topic": [
-        json.dumps({"version": 1, "survey": "ztf", "object": f"ZTF{i}", "annotator": "other",
-                    "class": "x"}).encode() for i in range(5)
+        json.dumps(
+            {"version": 1, "survey": "ztf", "object": f"ZTF{i}", "annotator": "other", "class": "x"}
+        ).encode()
+        for i in range(5)
     ],  # fmt: skip
     "annotation: no class": [
-        json.dumps({"version": 1, "survey": "ztf", "object": f"ZTF{i}", "annotator": "tns"}).encode()
+        json.dumps(
+            {"version": 1, "survey": "ztf", "object": f"ZTF{i}", "annotator": "tns"}
+        ).encode()
         for i in range(5)
     ],
     "annotation: survey is not ztf (this job's)": [
-        json.dumps({"version": 1, "survey": "rubin", "object": f"ZTF{i}", "annotator": "tns",
-                    "class": "x"}).encode() for i in range(5)
+        json.dumps(
+            {"version": 1, "survey": "rubin", "object": f"ZTF{i}", "annotator": "tns", "class": "x"}
+        ).encode()
+        for i in range(5)
     ],  # fmt: skip
     "annotation: score is not a number": [
-        json.dumps({"version": 1, "survey": "ztf", "object": f"ZTF{i}", "annotator": "tns",
-                    "class": "x", "score": "high"}).encode() for i in range(5)
+        json.dumps(
+            {
+                "version": 1,
+                "survey": "ztf",
+                "object": f"ZTF{i}",
+                "annotator": "tns",
+                "class": "x",
+                "score": "high",
+            }
+        ).encode()
+        for i in range(5)
     ],  # fmt: skip
 }
 
@@ -104,7 +119,9 @@ def _lines(path: Path, kind: str) -> list[dict]:
     return [x for x in map(json.loads, path.read_text().splitlines()) if x["kind"] == kind]
 
 
-def test_real_ztf_objects_their_annotations_and_the_filters_they_trigger(kafka, spark, tmp_path, capsys):
+def test_real_ztf_objects_their_annotations_and_the_filters_they_trigger(
+    kafka, spark, tmp_path, capsys
+):
     bootstrap, topic = kafka.bootstrap_servers, f"objects-{uuid.uuid4().hex[:8]}"
     prefix = f"{topic}-"
     sent = _sent_in_order(bootstrap, topic)
@@ -166,14 +183,22 @@ def test_real_ztf_objects_their_annotations_and_the_filters_they_trigger(kafka, 
     counted = Counter()
     for line in objects:
         counted.update(line["objects"])
-    assert counted == {"alerts": len(alerts), "annotations": 2, "pending_annotations": 1, "evicted": 0}
+    assert counted == {
+        "alerts": len(alerts),
+        "annotations": 2,
+        "pending_annotations": 1,
+        "evicted": 0,
+    }
     listen = ["listen", "--bootstrap", bootstrap, "--topic", f"{prefix}tns_ia", "--from-beginning"]
     assert main([*listen, "--until-end", "--verify"]) == 0
     assert "verified: complete, 1 of 1" in capsys.readouterr().out
 
     typo = AlertFilter(name="typo", sql="object.alertz > 1")
     with pytest.raises(FilterError, match="no field object.alertz; did you mean object.alerts?"):
-        run_job(cfg.model_copy(update={"code_filters": [typo], "checkpoint": str(tmp_path / "t")}), spark=spark)
+        run_job(
+            cfg.model_copy(update={"code_filters": [typo], "checkpoint": str(tmp_path / "t")}),
+            spark=spark,
+        )
 
 
 def test_real_lsstcam_objects_are_plain_python(kafka, spark, tmp_path):
@@ -195,3 +220,126 @@ def test_real_lsstcam_objects_are_plain_python(kafka, spark, tmp_path):
     assert set(states) == set(want)
     for name, state in states.items():
         assert_summary_equal(state, want[name])
+
+
+#: The filters of objects of the killed job, as a filter module (the command line's job).
+KILLED_FILTERS = """
+from alertsieve.filtering.model import AlertFilter
+
+STATE = AlertFilter(name="state", sql="object.alerts > 0", payload="fields", format="json",
+                    fields={"object": "object.id", "alerts": "object.alerts"})
+REPEAT = AlertFilter(name="repeat", sql="object.alerts >= 2")
+TNS_IA = AlertFilter(name="tns_ia", sql="annotations.tns.class = 'SN Ia'", triggers=("annotation",))
+"""
+
+
+@pytest.mark.slow
+def test_objects_killed_three_times_with_annotations_arriving(kafka, spark, tmp_path, processes):
+    """kill -9 three times mid-replay, an annotation sent after each kill (of an object whose
+    alerts were all read): the state counts each alert once (every object's records number
+    1..n, never beyond), each annotation runs its filter once, and Delta holds each match once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from job_helpers import wait_for
+
+    bootstrap, topic = kafka.bootstrap_servers, f"objects-kill-{uuid.uuid4().hex[:8]}"
+    prefix = f"{topic}-"
+    sent = _sent_in_order(bootstrap, topic)
+    alerts = ztf_alerts()
+    order = sorted(alerts, key=lambda a: a["mjd"])
+    (tmp_path / "filters").mkdir()
+    (tmp_path / "filters" / "objects_filters.py").write_text(KILLED_FILTERS)
+    metrics = tmp_path / "metrics.jsonl"
+    command = [
+        sys.executable, "-m", "alertsieve.cli", "filter", "--bootstrap", bootstrap, "--topic",
+        topic, "--output-prefix", prefix, "--checkpoint", str(tmp_path / "ckpt"), "--delta-path",
+        str(tmp_path / "delta"), "--metrics", str(metrics), "--max-offsets-per-trigger", "10",
+        "--master", "local[2]", "--no-discover", "--filter-path", str(tmp_path / "filters"),
+        "--sink", "kafka,delta", "--object-ttl-days", "30",
+    ]  # fmt: skip
+
+    def read() -> int:
+        return sum(x["input_rows"] for x in _lines(metrics, "objects")) if metrics.exists() else 0
+
+    annotated = []
+    for kill_after in (30, 60, 90):
+        log = (tmp_path / "job.log").open("w")
+        job = processes(command, stdout=log, stderr=subprocess.STDOUT)
+        wait_for(
+            lambda n=kill_after: read() >= n,
+            f"{kill_after} alerts read",
+            300,
+            job,
+            tmp_path / "job.log",
+        )
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait(30)
+        done = {a["object"] for a in order[: kill_after - 20]}  # read: the first alerts
+        later = {a["object"] for a in order[kill_after - 20 :]}
+        name = sorted(done - later - set(annotated))[0]  # every alert of it read already
+        with Annotator(bootstrap, "tns", "ztf", prefix) as tns:
+            tns.annotate(name, "SN Ia")
+        annotated.append(name)
+    final = subprocess.run(
+        [*command, "--available-now"], capture_output=True, text=True, timeout=600
+    )
+    assert final.returncode == 0, final.stdout[-2000:] + final.stderr[-2000:]
+
+    want = oracle(alerts)
+    seen: dict[str, set[int]] = {}
+    counted: dict[str, set[int]] = {}  # alert -> the counts its records say (one, if replayed)
+    for m in consume_all(bootstrap, f"{prefix}state"):
+        r = json.loads(m.value())
+        seen.setdefault(r["object"], set()).add(r["alerts"])
+        counted.setdefault(m.key().decode(), set()).add(r["alerts"])
+    assert seen == {name: set(range(1, w["alerts"] + 1)) for name, w in want.items()}
+    assert {k: v for k, v in counted.items() if len(v) > 1} == {}  # a batch run again: the same
+    repeats = {m.key().decode() for m in consume_all(bootstrap, f"{prefix}repeat")}
+    assert repeats == {k for k, v in counted.items() if min(v) >= 2}
+    tns = consume_all(bootstrap, f"{prefix}tns_ia")
+    latest = {
+        o: max((a for a in alerts if a["object"] == o), key=lambda a: a["mjd"])["id"]
+        for o in annotated
+    }
+    assert {m.key().decode() for m in tns} == set(latest.values())
+    assert all(m.value() == sent[m.key().decode()] for m in tns)
+    table = spark.read.format("delta").load(str(tmp_path / "delta" / "matches"))
+    rows = table.select("topic", "partition", "offset", "filters").collect()
+    assert max(Counter((r["topic"], r["partition"], r["offset"]) for r in rows).values()) == 1
+    by_filter = Counter(f for r in rows for f in r["filters"])
+    assert by_filter == {"state": len(alerts), "repeat": len(repeats), "tns_ia": len(annotated)}
+
+
+@pytest.mark.integration  # the session broker's SASL listener and authorizer
+def test_only_an_annotators_principal_writes_its_annotations(kafka):
+    from test_security import _users
+
+    from alertsieve.publish.annotations import AnnotationError
+    from alertsieve.stream.job import create_outputs
+
+    topic = f"annotators-{uuid.uuid4().hex[:8]}"
+    users = _users(kafka.bootstrap_servers, topic)
+    prefix = f"{topic}-"
+    cfg = JobConfig(
+        bootstrap=kafka.bootstrap_servers, topic=topic, output_prefix=prefix,
+        annotators={"tns": "User:bob"},
+    )  # fmt: skip
+    create_outputs(cfg, [])  # as the job does at start-up (the plaintext listener: a super user)
+
+    def as_user(name: str) -> dict:
+        return {**kafka.client_conf(), "sasl.username": name, "sasl.password": users[name][1]}
+
+    secure = kafka.secure_bootstrap_servers
+    with Annotator(secure, "tns", "ztf", prefix, as_user("bob")) as tns:
+        tns.annotate("ZTF18abwvktq", "SN Ia")
+    with pytest.raises(
+        AnnotationError,
+        match=f"annotations to {prefix}annotations-tns not published: ZTF18abwvktq: .*TOPIC_AUTHORIZATION_FAILED",
+    ):
+        with Annotator(secure, "tns", "ztf", prefix, as_user("carol")) as impostor:
+            impostor.annotate("ZTF18abwvktq", "SN II")
+    written = consume_all(kafka.bootstrap_servers, f"{prefix}annotations-tns")
+    assert [json.loads(m.value())["class"] for m in written] == ["SN Ia"]

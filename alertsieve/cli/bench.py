@@ -1,4 +1,4 @@
-"""``alertsieve bench produce|stream|filters|models|payloads|run|xmatch|latency|soak``: the benchmarks of
+"""``alertsieve bench produce|stream|filters|models|payloads|objects|run|xmatch|latency|soak``: the benchmarks of
 docs/benchmarks.md, each a sub-command with its own flags, each printing its results as JSON."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         _add_filters,
         _add_models,
         _add_payloads,
+        _add_objects,
         _add_run,
         _add_xmatch,
         _add_latency,
@@ -343,6 +344,29 @@ def run_payloads(args: argparse.Namespace) -> int:
 
     scale = QUICK if args.quick else {"alerts": args.alerts, "batch": args.batch}
     return _print_json(bench_payloads(args.bootstrap, **scale))
+
+
+def _add_objects(which: Any) -> None:
+    parser = which.add_parser(
+        "objects", help="what keeping each object's state costs the job, and what it holds"
+    )
+    _bootstrap(parser)
+    parser.add_argument(
+        "--alerts",
+        type=int,
+        default=1_000_000,
+        help="alerts, each a new object (default 1,000,000)",
+    )
+    _batch(parser)
+    _quick(parser, "2,000 alerts in batches of 500")
+    parser.set_defaults(handler=run_objects)
+
+
+def run_objects(args: argparse.Namespace) -> int:
+    from alertsieve.bench.commands.objects import QUICK, bench_objects
+
+    scale = QUICK if args.quick else {"alerts": args.alerts, "batch": args.batch}
+    return _print_json(bench_objects(args.bootstrap, **scale))
 
 
 def _add_run(which: Any) -> None:

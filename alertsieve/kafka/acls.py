@@ -1,4 +1,5 @@
-"""Private topics: a filter's ``readers`` as Kafka ACLs on its topic.
+"""Private topics: a filter's ``readers`` as Kafka ACLs on its topic, and an annotator's
+principal as the only writer of its topic (``writers``).
 
 On a cluster with an authorizer, the topic of a filter that names ``readers`` (principals, e.g.
 ``User:bob``) gets ACLs letting those principals, and the job's own (its archive reads the topic),
@@ -36,10 +37,9 @@ def job_principal(kafka_conf: Mapping[str, str]) -> str | None:
     return f"User:{user}" if user else None
 
 
-def _bindings(topic: str, principals: Sequence[str]) -> set:
+def _bindings(topic: str, principals: Sequence[str], operations: Sequence) -> set:
     from confluent_kafka.admin import (
         AclBinding,
-        AclOperation,
         AclPermissionType,
         ResourcePatternType,
         ResourceType,
@@ -56,7 +56,7 @@ def _bindings(topic: str, principals: Sequence[str]) -> set:
             AclPermissionType.ALLOW,
         )
         for principal in principals
-        for operation in (AclOperation.READ, AclOperation.DESCRIBE)
+        for operation in operations
     }
 
 
@@ -74,6 +74,34 @@ def sync_readers(
 ) -> None:
     """Make each topic of ``readers`` ({topic: principals}) readable by those principals and the
     job's own only; a topic with no principals gets its READ and DESCRIBE bindings removed."""
+    from confluent_kafka.admin import AclOperation
+
+    principal = job_principal(kafka_conf)
+    grants = {t: [*p, *([principal] if principal and p else [])] for t, p in readers.items()}
+    reads = (AclOperation.READ, AclOperation.DESCRIBE)
+    _sync(bootstrap, grants, kafka_conf, reads, "filters name readers for", "readers")
+
+
+def sync_writers(
+    bootstrap: str, writers: Mapping[str, Sequence[str]], kafka_conf: Mapping[str, str]
+) -> None:
+    """Make each topic of ``writers`` ({topic: principals}: an annotator's topic and its
+    principal) writable by those principals only: nobody else publishes under its name."""
+    from confluent_kafka.admin import AclOperation
+
+    writes = (AclOperation.WRITE, AclOperation.DESCRIBE)
+    _sync(bootstrap, dict(writers), kafka_conf, writes, "annotators name writers for", "writers")
+
+
+def _sync(
+    bootstrap: str,
+    grants: Mapping[str, Sequence[str]],
+    kafka_conf: Mapping[str, str],
+    operations: Sequence,
+    named: str,
+    what: str,
+) -> None:
+    """Each topic of ``grants`` with ALLOW bindings of ``operations`` for its principals only."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import (
         AclBindingFilter,
@@ -101,21 +129,19 @@ def sync_readers(
     except KafkaException as e:
         error = e.args[0]
         if error.name() == "SECURITY_DISABLED":
-            if any(readers.values()):
-                named = sorted(t for t, r in readers.items() if r)
+            if any(grants.values()):
+                listed = sorted(t for t, r in grants.items() if r)
                 raise AclError(
-                    f"filters name readers for {named}, but the Kafka cluster at {bootstrap} has"
-                    " no authorizer: their topics would be open to every client. Enable an"
-                    " authorizer (authorizer.class.name) or drop the readers"
+                    f"{named} {listed}, but the Kafka cluster at {bootstrap} has no"
+                    " authorizer: their topics would be open to every client. Enable an"
+                    f" authorizer (authorizer.class.name) or drop the {what}"
                 ) from None
             return
         raise _refused(error.name(), principal, "read the cluster's ACLs") from None
-    reads = {AclOperation.READ, AclOperation.DESCRIBE}
-    have = {b for b in existing if b.name in readers and b.operation in reads}
+    have = {b for b in existing if b.name in grants and b.operation in set(operations)}
     want = set()
-    for topic, principals in readers.items():
-        if principals:
-            want |= _bindings(topic, [*principals, *([principal] if principal else [])])
+    for topic, principals in grants.items():
+        want |= _bindings(topic, principals, operations)
     missing, stale = sorted(want - have, key=str), sorted(have - want, key=str)
     try:
         for future in client.create_acls(missing, request_timeout=30).values() if missing else []:
@@ -129,7 +155,8 @@ def sync_readers(
         raise _refused(e.args[0].name(), principal, "create or delete ACLs") from None
     if missing or stale:
         log.info(
-            "readers: %d ACL(s) created, %d deleted on %s",
+            "%s: %d ACL(s) created, %d deleted on %s",
+            what,
             len(missing),
             len(stale),
             ", ".join(sorted({b.name for b in [*missing, *stale]})),

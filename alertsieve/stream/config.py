@@ -299,6 +299,13 @@ class JobConfig(BaseModel):
         examples=[30],
         json_schema_extra=_flag("--object-ttl-days", example="30"),
     )
+    annotators: dict[str, str] = Field(
+        default_factory=dict,
+        description="annotator -> the Kafka principal that alone may write its annotations"
+        " (<prefix>annotations-<annotator>), on a cluster with an authorizer",
+        examples=[{"tns": "User:tns-bot"}],
+        json_schema_extra=_flag("--annotators", cli="pairs", example="tns=User:tns-bot"),
+    )
     python_filter_budget: float | None = Field(
         None,
         gt=0,
@@ -465,6 +472,21 @@ class JobConfig(BaseModel):
             if not isinstance(f, Filter):
                 raise ValueError(
                     f"expected AlertFilter or PythonFilter objects, got {type(f).__name__}"
+                )
+        return value
+
+    @field_validator("annotators")
+    @classmethod
+    def _annotators(cls, value: dict[str, str]) -> dict[str, str]:
+        from alertsieve.kafka.acls import PRINCIPAL
+        from alertsieve.publish.annotations import check_annotator
+
+        for name, principal in value.items():
+            check_annotator(name)
+            if not PRINCIPAL.match(principal):
+                raise ValueError(
+                    f"annotators: {name}: {principal!r} is not a Kafka principal;"
+                    f" write it as User:{principal.split(':')[-1] or 'name'}"
                 )
         return value
 

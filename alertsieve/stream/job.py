@@ -777,8 +777,8 @@ def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
     first batch; the topics of filters with
     ``readers`` private to them (``alertsieve.kafka.acls``), and those of ``previous`` filters
     (the running set, under ``--watch``) whose readers were dropped given back to the cluster's
-    own ACLs."""
-    from alertsieve.kafka.acls import sync_readers
+    own ACLs; an annotator's topic writable by its principal only (``annotators``)."""
+    from alertsieve.kafka.acls import sync_readers, sync_writers
     from alertsieve.kafka.topics import create_topics
 
     create_filter_topics(cfg, filters)
@@ -788,10 +788,14 @@ def create_outputs(cfg: JobConfig, filters, previous=()) -> None:
     compacted = {"cleanup.policy": "compact", "segment.ms": str(3600 * 1000)}
     deployment = contract.deployment_topic(cfg.output_prefix)
     create_topics(cfg.bootstrap, [deployment], 1, config=compacted, extra=cfg.kafka_conf)
-    annotators = sorted({a for f in filters if reads_objects(f) for a in annotators_read(f) or ()})
-    if annotators:  # where the annotators the filters read publish (``publish.annotations``)
-        topics = [contract.annotation_topic(cfg.output_prefix, a) for a in annotators]
-        create_topics(cfg.bootstrap, topics, 1, extra=cfg.kafka_conf)
+    read = {a for f in filters if reads_objects(f) for a in annotators_read(f) or ()}
+    annotators = sorted(read | set(cfg.annotators))
+    if annotators:  # where the annotators publish (``publish.annotations``), each alone
+        topics = {a: contract.annotation_topic(cfg.output_prefix, a) for a in annotators}
+        create_topics(cfg.bootstrap, list(topics.values()), 1, extra=cfg.kafka_conf)
+        if cfg.annotators:
+            writers = {topics[a]: [principal] for a, principal in cfg.annotators.items()}
+            sync_writers(cfg.bootstrap, writers, cfg.kafka_conf)
     had = {contract.filter_topic(f, cfg.output_prefix) for f in previous if f.readers}
     own = {contract.filter_topic(f, cfg.output_prefix): f for f in filters}
     readers = {topic: list(f.readers) for topic, f in own.items() if f.readers or topic in had}

@@ -355,12 +355,38 @@ class MetricsLog:
             )
         }
         line["spark"]["endOffset"] = _end_offsets(progress)
+        if progress.get("stateOperators"):  # the objects query's state, as Spark reports it
+            line["state"] = state_of(progress["stateOperators"])
         line["written_at"] = round(time.time(), 3)
         with self._lock:
             self.written.append(line)
             if self.path:
                 with open(self.path, "a") as f:
                     f.write(json.dumps(line) + "\n")
+
+
+def state_of(operators: list[dict]) -> dict:
+    """What a stateful query's state holds after a batch: its rows (objects), the memory RocksDB
+    reports, and RocksDB's own figures (its files' size, what the batch wrote)."""
+    custom = {}
+    for op in operators:
+        for key, value in (op.get("customMetrics") or {}).items():
+            if key.startswith("rocksdb") and isinstance(value, int | float):
+                custom[key] = custom.get(key, 0) + value
+    return {
+        "rows": sum(int(op.get("numRowsTotal") or 0) for op in operators),
+        "memory_bytes": sum(int(op.get("memoryUsedBytes") or 0) for op in operators),
+        "rocksdb": {k: custom[k] for k in sorted(custom) if k in ROCKSDB_FIGURES},
+    }
+
+
+#: RocksDB's figures a metrics line keeps (Spark reports some twenty).
+ROCKSDB_FIGURES = (
+    "rocksdbSstFileSize",
+    "rocksdbTotalBytesWritten",
+    "rocksdbCommitCheckpointLatency",
+    "rocksdbPinnedBlocksMemoryUsage",
+)
 
 
 def batch_stats(

@@ -152,18 +152,25 @@ def apply(
 
 
 def _out(state: dict[str, Any], trigger: str, annotator: str | None, row: dict[str, Any]):
+    """The row out: an alert's carries that alert (an object's alerts may arrive out of time
+    order: the latest stays the latest), an annotation's the object's latest alert."""
+    alert = row if trigger == ALERT else {
+        "_view": state["view"], "_alert_size": state["alert_size"],
+        "_schema_id": state["schema_id"],
+        **{f"_{n}": state[f"at_{n}"] for n in ("topic", "partition", "offset")},
+    }  # fmt: skip
     return {
         "_trigger": trigger,
         "_annotator": annotator,
         "_object_json": object_json(state),
         "_annotations_json": json.dumps(state["annotations"]),
-        "_view": state["view"],
+        "_view": alert["_view"],
         **{c: row[c] for c in ("_topic", "_partition", "_offset", "_timestamp", "_key")},
-        "_at_topic": state["at_topic"],
-        "_at_partition": state["at_partition"],
-        "_at_offset": state["at_offset"],
-        "_alert_size": state["alert_size"],
-        "_schema_id": state["schema_id"],
+        "_at_topic": alert["_topic"],
+        "_at_partition": alert["_partition"],
+        "_at_offset": alert["_offset"],
+        "_alert_size": alert["_alert_size"],
+        "_schema_id": alert["_schema_id"],
     }
 
 

@@ -16,6 +16,7 @@ import logging
 
 from alertsieve.publish.counts import CountsTopic
 from alertsieve.stream.bytes_apart import BytesApart
+from alertsieve.stream.checkpoint import clear_interrupted_writes
 from alertsieve.stream.config import JobConfig
 from alertsieve.stream.hot_path import hot_path
 from alertsieve.stream.metrics import BatchStats, MetricsLog
@@ -92,6 +93,7 @@ class ObjectsQuery:
     def start(self):
         """The query, started (from its checkpoint, its state with it)."""
         cfg = self.cfg
+        clear_interrupted_writes(self.spark, cfg.objects_checkpoint)
         self.spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
         state = ObjectState(self.plan, cfg, self.quarantines)
         alerts = self.spark.readStream.format("kafka").options(**source_options(cfg)).load()

@@ -71,6 +71,9 @@ class Match:
     reason: str | None = None  # why the job quarantined it (quarantine topic only)
     kafka_timestamp_ms: int | None = None
     processed_at_ms: int | None = None
+    #: A filter of objects' record: ``alert``, or ``annotation:<annotator>`` when an annotation
+    #: ran the filter (its source is then the annotation; the alert, the object's latest)
+    trigger: str | None = None
     #: The record's Avro writer schema when it had one (not in ``as_dict``: large, and the same
     #: for every alert of a version); the Parquet writers type columns with it.
     schema: dict | None = field(default=None, repr=False, compare=False)
@@ -255,6 +258,7 @@ def make_match(
         reason=h.get(contract.REASON),
         kafka_timestamp_ms=_int(h.get(contract.KAFKA_TIMESTAMP_MS)),
         processed_at_ms=_int(h.get(contract.PROCESSED_AT_MS)),
+        trigger=h.get(contract.TRIGGER),
         schema=decoded.schema,
     )
 

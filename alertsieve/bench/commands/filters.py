@@ -90,12 +90,15 @@ def driver_heap_used_mb(spark) -> float:
     return round((runtime.totalMemory() - runtime.freeMemory()) / 2**20, 1)
 
 
-def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
-    """One available-now run: start-up, batch times, the marginal rate, what it published."""
+def micro_batch_run(spark, cfg: JobConfig, alerts: int, kind: str = "batch") -> dict:
+    """One available-now run: start-up, batch times, the marginal rate, what it published; of
+    the objects query (``kind`` ``objects``: its filters read object state), its lines too."""
     t0, gc0 = time.time(), gc_seconds(spark)
     job = FilterStream(spark, cfg)
     planned = time.time() - t0
     lines = job.run()
+    if kind == "objects":
+        lines = job.objects.metrics.written
     wall = time.time() - t0
     first = lines[0]
     full = [
@@ -132,6 +135,7 @@ def micro_batch_run(spark, cfg: JobConfig, alerts: int) -> dict:
             for k in sorted({k for b in steady for k in b["phases_s"]})
         },
         "driver_heap_after_gc_mb": driver_heap_used_mb(spark),
+        **({"lines": lines} if kind == "objects" else {}),
     }
 
 
