@@ -12,6 +12,7 @@ import math
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import fastavro
 import numpy as np
@@ -338,6 +339,14 @@ def check_objects(result: dict, made: list[str], bootstrap: str, store: LocalSch
         }, run
         positive(result[run]["marginal_alerts_per_s"])
     assert_published(bootstrap, f"{topic}-objects-", ten, want)
+    twins = [replace(f, name=f"{f.name}_object") for f in ten]  # beside the stateless ones
+    assert_published(
+        bootstrap,
+        f"{topic}-beside-",
+        [*ten, *twins],
+        {**want, **{f"{n}_object": v for n, v in want.items()}},
+    )
+    positive(result["stateless_beside_objects"]["marginal_alerts_per_s"])
     ids = {a["diaSource"]["diaObjectId"] or a["diaSource"]["ssObjectId"] for a in alerts}
     assert result["state"]["objects"] == len(ids) > 1_900
     positive(result["ratio_objects_to_stateless"], result["state"]["disk_bytes"])

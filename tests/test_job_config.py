@@ -125,7 +125,7 @@ def test_documented_flags_exist_and_each_sets_a_setting():
         ),
         (
             "topic: a\nmax_offset: 3\n",
-            "unknown key 'max_offset': did you mean 'max_offsets_per_trigger'? known keys: admission, archive_trigger_seconds, available_now,",
+            "unknown key 'max_offset': did you mean 'max_offsets_per_trigger'? known keys: admission, annotators, archive_trigger_seconds, available_now,",
         ),
         (
             "topic: a\nsinks: [kafka, s3]\n",

@@ -208,11 +208,10 @@ def test_real_lsstcam_objects_are_plain_python(kafka, spark, tmp_path):
         interval_s=0, partitions=1, progress=False,
     )  # fmt: skip
     assert produce(config).ok
-    rubin_state = AlertFilter(**{**STATE.__dict__, "fields": {**STATE.fields}})
     cfg = JobConfig(
         bootstrap=bootstrap, topic=topic, available_now=True, output_prefix=f"{topic}-",
-        output_partitions=1, discover_filters=False, code_filters=[rubin_state],
-        checkpoint=str(tmp_path / "ckpt"), sinks=["kafka"],
+        output_partitions=1, discover_filters=False, code_filters=[STATE],
+        checkpoint=str(tmp_path / "ckpt"), sinks=["kafka"], object_ttl_days=1e-5,
     )  # fmt: skip
     run_job(cfg, spark=spark)
     want = oracle(rubin_alerts())
@@ -220,6 +219,31 @@ def test_real_lsstcam_objects_are_plain_python(kafka, spark, tmp_path):
     assert set(states) == set(want)
     for name, state in states.items():
         assert_summary_equal(state, want[name])
+
+    # Objects forgotten: object_ttl_days (here under a second) after its last alert, an object
+    # leaves the state in the next batch that reads data: every object but the new alert's.
+    with (RUBIN / "rubin-lsstcam-v10_0.avro").open("rb") as f:
+        reader = fastavro.reader(f)
+        first = next(reader)
+        again = tmp_path / "again.avro"
+        with again.open("wb") as out:
+            fastavro.writer(out, reader.writer_schema, [first], codec="deflate")
+    config = ProduceConfig(
+        bootstrap=bootstrap,
+        topic=topic,
+        replay=[str(again)],
+        interval_s=0,
+        partitions=1,
+        progress=False,
+    )
+    assert produce(config).ok
+    forgetting = cfg.model_copy(
+        update={"object_ttl_days": 1e-5, "metrics_path": str(tmp_path / "m.jsonl")}
+    )
+    run_job(forgetting, spark=spark)
+    (line,) = _lines(tmp_path / "m.jsonl", "objects")
+    assert line["objects"]["evicted"] == len(want) - 1 and line["objects"]["alerts"] == 1
+    assert line["state"]["rows"] == 1  # the one object left
 
 
 #: The filters of objects of the killed job, as a filter module (the command line's job).

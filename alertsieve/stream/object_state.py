@@ -208,9 +208,13 @@ def processor(ttl_ms: int):
             state = _from_row(stored) if stored is not None else new_state(key[0])
             for out in apply(state, (r.asDict() for r in rows), now):
                 yield Row(_object=key[0], **out)
-            if state["timer_ms"] is None:  # once per object: moved on when it fires early
-                state["timer_ms"] = (state["seen_ms"] or now) + ttl_ms
-                self.handle.registerTimer(state["timer_ms"])
+            due = (state["seen_ms"] or now) + ttl_ms
+            # Once per object, moved on when it fires early; sooner when the TTL was shortened.
+            if state["timer_ms"] is None or state["timer_ms"] > due:
+                if state["timer_ms"] is not None:
+                    self.handle.deleteTimer(state["timer_ms"])
+                state["timer_ms"] = due
+                self.handle.registerTimer(due)
             self.state.update(_to_row(state))
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator:

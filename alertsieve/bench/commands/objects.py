@@ -4,9 +4,10 @@ The ten broker-like filters of ``bench stream`` run twice over one topic of simu
 without cutouts (the simulator draws a new object for each alert, so N alerts are N objects), in
 one session: as they are, in the stateless query, and each reading the object's state
 (``AND object.alerts >= 1``, true of every alert: the same matches), which runs them in the
-objects query. Reported: both runs' marginal rates and their ratio, the matches of each, and the
-state the second left: its objects, its size on disk (the checkpoint's state folder) and what
-RocksDB holds in memory as Spark reports it.
+objects query. Then both sets in one job, the two queries side by side on the same cores: what
+the objects query costs the stateless filters. Reported: each run's marginal rate, the ratios,
+the matches of each, and the state the second run left: its objects, its size on disk (the
+checkpoint's state folder) and what RocksDB holds in memory as Spark reports it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ def bench_objects(
         cfg = filled.job_config("objects", of_objects, batch)
         objects = micro_batch_run(spark, cfg, produced.acked, kind="objects")
         last = objects.pop("lines")[-1]
+        twins = [replace(f, name=f"{f.name}_object") for f in of_objects]
+        beside = micro_batch_run(
+            spark, filled.job_config("beside", [*filters, *twins], batch), produced.acked
+        )
         state = last.get("state") or {}
         return {
             "benchmark": "objects",
@@ -53,6 +58,10 @@ def bench_objects(
             "objects": objects,
             "ratio_objects_to_stateless": round(
                 objects["marginal_alerts_per_s"] / stateless["marginal_alerts_per_s"], 3
+            ),
+            "stateless_beside_objects": beside,
+            "ratio_stateless_beside_objects_to_alone": round(
+                beside["marginal_alerts_per_s"] / stateless["marginal_alerts_per_s"], 3
             ),
             "state": {
                 "objects": state.get("rows"),
