@@ -30,10 +30,13 @@ class StandaloneCluster:
     pids: list[int] = field(default_factory=list)
 
     def alive_workers(self) -> int:
+        """Workers the master counts; 0 while its web UI is not up, or while another page answers
+        on its port (an HTML page seen once in the suite): ``start`` then waits, and stops the
+        cluster it launched when it times out, rather than leave it running."""
         try:
             with urllib.request.urlopen(f"http://{HOST}:{self.webui_port}/json", timeout=2) as r:
                 return int(json.load(r).get("aliveworkers", 0))
-        except OSError:
+        except (OSError, ValueError):
             return 0
 
     def stop(self, timeout: float = 20) -> None:
