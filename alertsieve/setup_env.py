@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from alertsieve.spark.jars import JarSet, kafka_broker_jars, spark_connector_jars
+from alertsieve.spark.own_jar import own_jar
 from alertsieve.spark.submit import install_spark_defaults, use_this_interpreter_for_spark_home
 
 
@@ -31,6 +32,7 @@ def run_setup() -> SetupReport:
     steps = [
         _describe("Kafka broker", kafka_broker_jars()),
         _describe("Spark connectors (Kafka, Avro, Delta)", spark_connector_jars()),
+        f"alertsieve's Java code: {own_jar()}",
         f"spark-submit defaults: {install_spark_defaults()}",
     ]
     script = use_this_interpreter_for_spark_home()

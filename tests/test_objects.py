@@ -1,7 +1,8 @@
-"""Objects, not only alerts, without Spark: which filters read object state or annotations, what
-runs them, the annotation contract, and each object's state updated alert by alert, checked
-against plain Python over the real ZTF histories (tests/data/real) and the 47 real LSSTCam
-alerts (tests/data/rubin-light-curves) as fastavro reads them (origins in their SOURCES.md)."""
+"""Objects, not only alerts, without a broker: which filters read object state or annotations,
+what runs them, the annotation contract, and each object's state (the JVM processor, in Spark's
+transformWithState over static DataFrames), checked against plain Python over the real ZTF
+histories (tests/data/real) and the 47 real LSSTCam alerts (tests/data/rubin-light-curves) as
+fastavro reads them (origins in their SOURCES.md)."""
 
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ def oracle(alerts: list[dict]) -> dict[str, dict]:
 
 
 def assert_summary_equal(got: dict, want: dict) -> None:
-    """One object's summary (``object_state.object_json``) equals the oracle's."""
+    """One object's summary (its `object` as filters read it) equals the oracle's."""
     assert got["alerts"] == want["alerts"]
     assert got["first_mjd"] == pytest.approx(want["first_mjd"], abs=1e-9)
     assert got["last_mjd"] == pytest.approx(want["last_mjd"], abs=1e-9)
@@ -98,76 +99,96 @@ def assert_summary_equal(got: dict, want: dict) -> None:
             assert g["latest_mag"] == pytest.approx(31.4 - 2.5 * math.log10(w["latest_flux"]))
 
 
-def rows_of(alerts: list[dict]) -> list[dict]:
-    """The alerts as rows into the state, in the order they arrive."""
+def rows_of(alerts: list[dict], reverse: bool = False) -> list[dict]:
+    """The alerts as rows into the state, arriving in their order (``reverse``: last first)."""
     t0 = dt.datetime(2026, 12, 6, tzinfo=dt.UTC)
+    n = len(alerts)
     return [
         {"_object": a["object"], "_kind": "alert", "_mjd": a["mjd"], "_band": a["band"],
          "_mag": a["mag"], "_flux": a["flux"], "_scores": None, "_view": json.dumps({"id": a["id"]}),
          "_annotator": None, "_class": None, "_score": None, "_attributes": None, "_time": None,
-         "_topic": "alerts", "_partition": 0, "_offset": i, "_timestamp": t0 + dt.timedelta(seconds=i),
-         "_key": None, "_alert_size": 100, "_schema_id": None}
+         "_topic": "alerts", "_partition": 0, "_offset": i,
+         "_timestamp": t0 + dt.timedelta(seconds=n - i if reverse else i),
+         "_key": None, "_alert_size": 100, "_schema_id": None, "_reason": None, "_value": None}
         for i, a in enumerate(alerts)
     ]  # fmt: skip
+
+
+def note_of(name: str, annotator: str, klass: str, at: dt.datetime, offset: int) -> dict:
+    """An annotation's row into the state, arriving at ``at``."""
+    return {
+        "_object": name, "_kind": "annotation", "_mjd": None, "_band": None, "_mag": None,
+        "_flux": None, "_scores": None, "_view": None, "_annotator": annotator, "_class": klass,
+        "_score": 0.5, "_attributes": '{"name": "2019x"}',
+        "_time": dt.datetime(2026, 12, 6, tzinfo=dt.UTC), "_topic": f"p-annotations-{annotator}",
+        "_partition": 0, "_offset": offset, "_timestamp": at, "_key": None, "_alert_size": None,
+        "_schema_id": None, "_reason": None, "_value": None,
+    }  # fmt: skip
+
+
+INPUT_TYPE = (
+    "_object string, _kind string, _mjd double, _band string, _mag double, _flux double,"
+    " _scores string, _view string, _annotator string, _class string, _score double,"
+    " _attributes string, _time timestamp, _topic string, _partition int, _offset bigint,"
+    " _timestamp timestamp, _key binary, _alert_size int, _schema_id bigint, _reason string,"
+    " _value binary"
+)
+
+
+def through_state(spark, rows: list[dict]) -> dict[str, list[dict]]:
+    """``rows`` in one batch through each object's state (Spark's transformWithState, on a
+    static DataFrame): each object's rows out, in the order they arrived."""
+    spark.streams  # noqa: B018 - starts the state stores' coordinator, as a first query would
+    frame = spark.createDataFrame(
+        [tuple(r[c] for c in object_state.INPUT_COLUMNS) for r in rows], INPUT_TYPE
+    )
+    out = defaultdict(list)
+    for row in object_state.transform(frame, ttl_ms=86_400_000).collect():
+        out[row["_object"]].append(row.asDict())
+    for mine in out.values():
+        mine.sort(key=lambda o: o["_timestamp"])
+    return out
 
 
 @pytest.mark.parametrize(
     ("alerts", "objects"), [(ztf_alerts, 104), (rubin_alerts, 47)], ids=["ztf", "lsstcam"]
 )
-def test_each_objects_state_is_plain_python_over_its_alerts(alerts, objects):
+def test_each_objects_state_is_plain_python_over_its_alerts(spark, alerts, objects):
     alerts = alerts()
     want = oracle(alerts)
     assert len(want) == objects  # ZTF: 124 alerts of 104 objects; LSSTCam: one alert each
-    states, outs = {}, defaultdict(list)
-    for row in rows_of(alerts):  # one at a time, as batches of one would
-        state = states.setdefault(row["_object"], object_state.new_state(row["_object"]))
-        outs[row["_object"]] += list(object_state.apply(state, [row], now_ms=0))
-    assert set(states) == set(want)
-    for name, state in states.items():
-        assert_summary_equal(json.loads(object_state.object_json(state)), want[name])
-        counts = [json.loads(o["_object_json"])["alerts"] for o in outs[name]]
-        assert counts == list(range(1, want[name]["alerts"] + 1))  # this alert included
-        latest = max((a for a in alerts if a["object"] == name), key=lambda a: a["mjd"])
-        assert json.loads(state["view"]) == {"id": latest["id"]}  # its latest alert kept
-    late = {}  # the same alerts, each object's in reverse time order: each row carries its own
-    for row in reversed(rows_of(alerts)):
-        state = late.setdefault(row["_object"], object_state.new_state(row["_object"]))
-        (out,) = object_state.apply(state, [row], now_ms=0)
-        assert (out["_view"], out["_at_offset"]) == (row["_view"], row["_offset"])
-    batched = {}  # the same alerts in one batch, shuffled: the same states
-    rows = rows_of(alerts)
-    for row in reversed(rows):
-        batched.setdefault(row["_object"], []).append(row)
-    for name, mine in batched.items():
-        state = object_state.new_state(name)
-        list(object_state.apply(state, mine, now_ms=0))
-        assert object_state.object_json(state) == object_state.object_json(states[name])
+    end = dt.datetime(2027, 1, 1, tzinfo=dt.UTC)
+    notes = [note_of(name, "tns", "SN Ia", end, i) for i, name in enumerate(want)]
+    for reverse in (False, True):  # in time order; each object's alerts last first
+        rows = rows_of(alerts, reverse)
+        outs = through_state(spark, rows + notes)
+        assert set(outs) == set(want)
+        for name, out in outs.items():
+            *seen, noted = out
+            assert [o["_trigger"] for o in out] == ["alert"] * len(seen) + ["annotation"]
+            assert_summary_equal(json.loads(noted["_object_json"]), want[name])
+            counts = [json.loads(o["_object_json"])["alerts"] for o in seen]
+            assert counts == list(range(1, want[name]["alerts"] + 1))  # this alert included
+            mine = {r["_offset"]: r for r in rows if r["_object"] == name}
+            for o in seen:  # each alert's row carries that alert, whatever order they came in
+                assert o["_view"] == mine[o["_at_offset"]]["_view"]
+                assert o["_at_offset"] == o["_offset"]
+            latest = max((a for a in alerts if a["object"] == name), key=lambda a: a["mjd"])
+            assert json.loads(noted["_view"]) == {"id": latest["id"]}  # the latest alert kept
 
 
-def test_an_annotation_waits_for_its_object_and_a_later_one_replaces_it():
+def test_an_annotation_waits_for_its_object_and_a_later_one_replaces_it(spark):
     (alert,) = rows_of([ztf_alerts()[0]])
-    name = alert["_object"]
-    note = {
-        **{k: None for k in alert},
-        "_object": name, "_kind": "annotation", "_annotator": "tns", "_class": "SN II",
-        "_score": 0.5, "_attributes": '{"name": "2019x"}', "_time": "2026-12-06T00:00:00",
-        "_topic": "p-annotations-tns", "_partition": 0, "_offset": 0,
-        "_timestamp": alert["_timestamp"] - dt.timedelta(seconds=1),
-    }  # fmt: skip
-    later = {
-        **note,
-        "_class": "SN Ia",
-        "_offset": 1,
-        "_timestamp": alert["_timestamp"] + dt.timedelta(seconds=1),
-    }
-    state = object_state.new_state(name)
-    out = list(object_state.apply(state, [later, alert, note], now_ms=0))
+    name, at = alert["_object"], alert["_timestamp"]
+    note = note_of(name, "tns", "SN II", at - dt.timedelta(seconds=1), 0)
+    later = note_of(name, "tns", "SN Ia", at + dt.timedelta(seconds=1), 1)
+    (out,) = through_state(spark, [later, alert, note]).values()
     assert [o["_trigger"] for o in out] == ["pending", "alert", "annotation"]
     assert [o["_annotator"] for o in out] == ["tns", None, "tns"]
     assert json.loads(out[1]["_annotations_json"])["tns"]["class"] == "SN II"  # seen with it
     kept = json.loads(out[2]["_annotations_json"])["tns"]
     assert kept == {"class": "SN Ia", "score": 0.5, "attributes": {"name": "2019x"},
-                    "time": "2026-12-06T00:00:00"}  # fmt: skip
+                    "time": "2026-12-06T00:00:00Z"}  # fmt: skip
     assert (out[2]["_topic"], out[2]["_offset"]) == ("p-annotations-tns", 1)  # the trigger's place
     assert (out[2]["_at_topic"], out[2]["_at_offset"]) == ("alerts", 0)  # the alert it carries
 

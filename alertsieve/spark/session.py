@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 
 from alertsieve.errors import AlertsieveError
-from alertsieve.spark.jars import spark_connector_jars
+from alertsieve.spark.own_jar import session_jars
 from alertsieve.spark.submit import AVRO_PLAIN_READER, java_options, spark_defaults_file
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def session_conf(
     if not launched_by_spark_submit():
         settings.update(LOCAL_DEFAULTS)
         settings["spark.master"] = master or os.environ.get("ALERTSIEVE_SPARK_MASTER", "local[*]")
-        settings["spark.jars"] = ",".join(str(j) for j in spark_connector_jars().jars)
+        settings["spark.jars"] = ",".join(str(j) for j in session_jars())
         # as spark-defaults.conf would give them, were `make setup` not run since they changed
         settings["spark.driver.extraJavaOptions"] = settings["spark.executor.extraJavaOptions"] = (
             java_options()

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from alertsieve.spark.jars import spark_connector_jars
+from alertsieve.spark.own_jar import session_jars
 
 #: The log4j2 configuration every Spark JVM of this environment uses (shipped in the package).
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
@@ -44,7 +44,7 @@ def spark_defaults_file() -> Path:
 def submit_defaults() -> dict[str, str]:
     """What spark-submit and every session started from Python get unless told otherwise."""
     return {
-        "spark.jars": ",".join(str(j) for j in spark_connector_jars().jars),
+        "spark.jars": ",".join(str(j) for j in session_jars()),
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.driver.extraJavaOptions": java_options(),

@@ -107,16 +107,15 @@ def evaluated(
     filters' in the same array (``alertsieve.stream.predicate_first``)."""
     from pyspark.sql import functions as F
 
-    if objects is not None:
-        raw, annotations = objects.split(raw)
     decoded = plan.decoder.decode(raw, plan.paths, stop_at_new=learn)
     if not alert_bytes:  # not carried past the decode: their size is (quotas count it)
+        kept = F.lit(None) if objects is None else objects.own_bytes()
         decoded = decoded.withColumn(ALERT_SIZE, F.length("_value"))
-        decoded = decoded.withColumn("_value", F.lit(None).cast("binary"))
+        decoded = decoded.withColumn("_value", kept.cast("binary"))
     meta = meta_of(decoded)
     flat = filter_view(decoded, (*meta, "_schema_id", "_reason"), plan.context, plan.scoring)
     if objects is not None:
-        flat = objects.stateful(flat, annotations)
+        flat = objects.stateful(flat)
         meta = meta_of(flat)
     found, per_alert = _found(plan)
     flat, found, tallied = _matched_first(flat, plan, found)

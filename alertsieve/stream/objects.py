@@ -5,14 +5,14 @@ It runs inside the hot path's assembly (``hot_path(..., objects=ObjectState(...)
 of its own, beside the stateless one: filters of objects see alerts a batch later than the
 stateless path's at worst, and the stateless filters keep their query, plan and Real-Time Mode.
 
-- ``split`` parts the query's Kafka rows: alerts (decoded as the hot path decodes them, into the
-  filter view with its features and scores) and annotations (``alertsieve.publish.annotations``;
-  a malformed one is quarantined with its reason and its own bytes);
-- ``stateful`` keys both by object and runs ``object_state`` over them; each alert, and each
-  annotation of a known object, comes out as one row: the object's latest alert's view fields
-  (kept as JSON, parsed back in this plan's types), ``object`` and ``annotations``, the trigger
-  and its place (``_topic``...: the alert, or the annotation), and the latest alert's place
-  (``AT``), whence ``bytes_apart`` reads its bytes again when a filter publishes it;
+- ``stateful`` takes the query's Kafka rows, alerts and annotations alike, decoded once (an
+  annotation does not decode as an alert: its text is parsed, ``alertsieve.publish.annotations``,
+  and a malformed one is quarantined with its reason), keys them by object and runs
+  ``object_state`` over them; each alert, and each annotation of a known object, comes out as one
+  row: the object's latest alert's view fields (kept as JSON, parsed back in this plan's types),
+  ``object`` and ``annotations``, the trigger and its place (``_topic``...: the alert, or the
+  annotation), and the latest alert's place (``AT``), whence ``bytes_apart`` reads its bytes again
+  when a filter publishes it;
 - ``gate`` keeps each filter's matches where its trigger ran it: an alert for the filters of
   ``triggers`` 'alert', an annotation for those of 'annotation' that read its annotator.
 """
@@ -94,82 +94,108 @@ class ObjectState:
     cfg: JobConfig
     #: whether the alerts that do not decode are quarantined here: when no stateless query runs
     quarantines: bool = False
+    #: whether the alerts' bytes go through the state beside their rows (never into it), so the
+    #: records of alerts publish them as they are; not when a Python UDF would queue them
+    #: (``alertsieve.stream.bytes_apart``): then, as an annotation's always, they are read again
+    carries_bytes: bool = False
 
     def annotations(self, spark):
         """Every annotator's Kafka rows, as the query reads them beside its alerts."""
         return spark.readStream.format("kafka").options(**annotation_options(self.cfg)).load()
 
-    def split(self, raw):
-        """(alerts, annotations): the query's Kafka rows parted by topic."""
+    def is_annotation(self):
+        """A Spark column: whether a Kafka row of the query is an annotation (by its topic)."""
         from pyspark.sql import functions as F
 
-        annotation = F.col("topic").rlike(f"^{self.cfg.annotations_topics}$")
-        return raw.where(~annotation), raw.where(annotation)
+        return F.col("_topic").rlike(f"^{self.cfg.annotations_topics}$")
 
-    def stateful(self, flat, annotations):
-        """The filter view ``flat`` of the query's alerts and its ``annotations`` (Kafka rows)
-        through each object's state: a row per alert and per annotation of a known object, in
-        the view's columns with ``object``, ``annotations``, ``TRIGGER`` and ``AT``; the
-        malformed annotations (and, when ``quarantines``, the alerts that did not decode) as
-        quarantined rows."""
+    def own_bytes(self):
+        """The ``_value`` the query keeps past the decode: an annotation's (its text is parsed
+        after it), an alert's when it ``carries_bytes``."""
+        from pyspark.sql import functions as F
+
+        return (
+            F.col("_value") if self.carries_bytes else F.when(self.is_annotation(), F.col("_value"))
+        )
+
+    def stateful(self, flat):
+        """The filter view ``flat`` of the query's Kafka rows (alerts and annotations, each read
+        and decoded once) through each object's state: a row per alert and per annotation of a
+        known object, in the view's columns with ``object``, ``annotations``, ``TRIGGER`` and
+        ``AT``; a malformed annotation (and, when ``quarantines``, an alert that did not decode)
+        as a quarantined row, its ``_reason`` said. One frame in and one out, each row through
+        the state once: the quarantined rows pass through it (keyed by their place), not beside
+        it, which would read and decode the input a second time."""
         from pyspark.sql import functions as F
 
         view = [c for c in flat.columns if not c.startswith("_") and c not in (OBJECT, ANNOTATIONS)]
         view_type = flat.select(*view).schema
         summary = SUMMARY[self.plan.decoder.survey]
-        ok = F.col("_reason").isNull()
-        alerts = (
-            flat.where(ok)
-            .select(
-                *[F.expr(sql).alias(name) for name, sql in summary.items() if name == "_object"],
-                F.lit(ALERT).alias("_kind"),
-                F.expr(self.plan.decoder.mjd_sql).cast("double").alias("_mjd"),
-                *[F.expr(sql).alias(name) for name, sql in summary.items() if name != "_object"],
-                (
-                    F.to_json("scores") if "scores" in flat.columns else F.lit(None).cast("string")
-                ).alias("_scores"),
-                F.to_json(F.struct(*view)).alias("_view"),
-                *[F.lit(None).cast(t).alias(c) for c, t in _ANNOTATION_NULLS.items()],
-                *[c for c in META if c != "_value"],
-                F.col(ALERT_SIZE).cast("int").alias("_alert_size"),
-                "_schema_id",
-            )
-            .where(F.col("_object").isNotNull())
+        note = self.is_annotation()
+        text = F.col("_value").cast("string")
+        parsed = flat.withColumn(
+            "a", F.when(note, F.from_json(text, contract_annotations.SPARK_TYPE))
+        ).withColumn(
+            "_reason",
+            F.when(
+                note, malformed_reason(self.plan.decoder.survey, self.cfg.output_prefix, text)
+            ).otherwise(F.col("_reason")),
         )
-        parsed = _parsed(annotations, self.plan.decoder.survey, self.cfg.output_prefix)
-        good = parsed.where(F.col("_reason").isNull()).select(
-            F.col("a.object").alias("_object"),
-            F.lit(ANNOTATION).alias("_kind"),
-            *[F.lit(None).cast(t).alias(c) for c, t in _ALERT_NULLS.items()],
-            F.col("a.annotator").alias("_annotator"),
-            F.col("a.class").alias("_class"),
-            F.col("a.score").alias("_score"),
-            F.to_json(F.col("a.attributes")).alias("_attributes"),
-            F.coalesce(F.col("a.time"), F.col("_timestamp")).alias("_time"),
+        kind = (
+            F.when(F.col("_reason").isNotNull(), F.lit(object_state.QUARANTINED))
+            .when(note, F.lit(ANNOTATION))
+            .otherwise(F.lit(ALERT))
+        )
+        parsed = parsed.withColumn("_kind", kind)
+        if not self.quarantines:  # the stateless query quarantines the alerts that do not decode
+            parsed = parsed.where(note | F.col("_reason").isNull())
+
+        def of(which: str, column):
+            return F.when(F.col("_kind") == which, column)
+
+        place = F.concat_ws("/", "_topic", "_partition", "_offset")
+        rows = parsed.select(
+            F.coalesce(
+                of(ALERT, F.expr(summary["_object"])), of(ANNOTATION, F.col("a.object")), place
+            ).alias("_object"),
+            "_kind",
+            of(ALERT, F.expr(self.plan.decoder.mjd_sql).cast("double")).alias("_mjd"),
+            *[
+                of(ALERT, F.expr(sql)).alias(name)
+                for name, sql in summary.items()
+                if name != "_object"
+            ],
+            of(ALERT, F.to_json("scores") if "scores" in flat.columns else F.lit(None))
+            .cast("string")
+            .alias("_scores"),
+            of(ALERT, F.to_json(F.struct(*view))).alias("_view"),
+            of(ANNOTATION, F.col("a.annotator")).alias("_annotator"),
+            of(ANNOTATION, F.col("a.class")).alias("_class"),
+            of(ANNOTATION, F.col("a.score")).alias("_score"),
+            of(ANNOTATION, F.to_json(F.col("a.attributes"))).alias("_attributes"),
+            of(ANNOTATION, F.coalesce(F.col("a.time"), F.col("_timestamp"))).alias("_time"),
             *[c for c in META if c != "_value"],
-            F.lit(None).cast("int").alias("_alert_size"),
-            F.lit(None).cast("bigint").alias("_schema_id"),
-        )
-        rows = alerts.unionByName(good).groupBy("_object")
+            F.when(~note, F.col(ALERT_SIZE)).cast("int").alias("_alert_size"),
+            "_schema_id",
+            "_reason",
+            F.when(F.col("_kind") != ANNOTATION, F.col("_value")).alias("_value"),
+        ).where(F.col("_object").isNotNull())
         ttl_ms = int(self.cfg.object_ttl_days * 86_400_000)
-        out = rows.transformWithState(
-            object_state.processor(ttl_ms), object_state.OUTPUT_TYPE, "Append", "ProcessingTime"
-        )
-        out = out.observe(OBJECTS, *_object_metrics())
-        triggered = (
-            out.where(F.col("_trigger").isin(ALERT, ANNOTATION))
+        out = object_state.transform(rows, ttl_ms).observe(OBJECTS, *_object_metrics())
+        trigger = F.col("_trigger")
+        quarantined = trigger == object_state.QUARANTINED
+        return (
+            out.where(trigger.isin(ALERT, ANNOTATION) | quarantined)
             .select(
                 F.from_json("_view", view_type).alias("_v"),
                 F.from_json("_object_json", OBJECT_TYPE).alias(OBJECT),
                 F.from_json("_annotations_json", ANNOTATIONS_TYPE).alias(ANNOTATIONS),
-                *[c for c in META if c != "_value"],
-                F.lit(None).cast("binary").alias("_value"),
+                *META,
                 F.col("_alert_size").alias(ALERT_SIZE),
                 "_schema_id",
-                F.lit(None).cast("string").alias("_reason"),
-                F.when(
-                    F.col("_trigger") == ANNOTATION, F.concat(F.lit("annotation:"), "_annotator")
-                )
+                "_reason",
+                F.when(trigger == ANNOTATION, F.concat(F.lit("annotation:"), "_annotator"))
+                .when(quarantined & note, F.lit(ANNOTATION))
                 .otherwise(F.lit(ALERT))
                 .alias(TRIGGER),
                 *[
@@ -180,18 +206,6 @@ class ObjectState:
             .select("_v.*", "*")
             .drop("_v")
         )
-        quarantined = parsed.where(F.col("_reason").isNotNull()).select(
-            *META, F.lit(None).cast("int").alias(ALERT_SIZE), F.lit(None).cast("bigint").alias("_schema_id"),
-            "_reason", F.lit(ANNOTATION).alias(TRIGGER),
-            *[F.col(c).alias(a) for c, a in zip(("_topic", "_partition", "_offset"), AT, strict=True)],
-        )  # fmt: skip
-        if self.quarantines:
-            undecoded = flat.where(~ok).select(
-                *META, ALERT_SIZE, "_schema_id", "_reason", F.lit(ALERT).alias(TRIGGER),
-                *[F.col(c).alias(a) for c, a in zip(("_topic", "_partition", "_offset"), AT, strict=True)],
-            )  # fmt: skip
-            quarantined = quarantined.unionByName(undecoded)
-        return triggered.unionByName(quarantined, allowMissingColumns=True)
 
     def gate(self, found):
         """``found`` (an alert's matched filter indices and error indices) less those of
@@ -229,35 +243,6 @@ class ObjectState:
         return F.array_intersect(found, allowed)
 
 
-_ANNOTATION_NULLS = {
-    "_annotator": "string",
-    "_class": "string",
-    "_score": "double",
-    "_attributes": "string",
-    "_time": "timestamp",
-}
-_ALERT_NULLS = {
-    "_mjd": "double",
-    "_band": "string",
-    "_mag": "double",
-    "_flux": "double",
-    "_scores": "string",
-    "_view": "string",
-}
-
-
-def _parsed(annotations, survey: str, prefix: str):
-    """Annotations' Kafka rows as ``META``, their text (``_json``), parsed (``a``) and why one
-    is malformed (``_reason``: null when it is not)."""
-    from pyspark.sql import functions as F
-
-    parsed = annotations.select(
-        *[F.col(kafka).alias(name) for name, kafka in META.items()],
-        F.col("value").cast("string").alias("_json"),
-    ).withColumn("a", F.from_json("_json", contract_annotations.SPARK_TYPE))
-    return parsed.withColumn("_reason", malformed_reason(survey, prefix))
-
-
 def _object_metrics() -> list:
     """Counted on the rows out of the state: objects updated by an alert, annotations that ran
     filters, annotations kept for an object not seen yet, objects forgotten."""
@@ -273,16 +258,16 @@ def _object_metrics() -> list:
     return [F.sum((trigger == kind).cast("long")).alias(name) for name, kind in kinds.items()]
 
 
-def malformed_reason(survey: str, prefix: str):
-    """A Spark column: why the annotation ``_json`` (its text) parsed as ``a`` (``SPARK_TYPE``),
-    read from ``_topic``, is malformed, or null when it is well formed for a job of ``survey`` publishing under
-    ``prefix``."""
+def malformed_reason(survey: str, prefix: str, text):
+    """A Spark column: why the annotation ``text`` (a column), parsed as ``a`` (``SPARK_TYPE``),
+    read from ``_topic``, is malformed, or null when it is well formed for a job of ``survey``
+    publishing under ``prefix``."""
     from pyspark.sql import functions as F
 
     a = F.col("a")
     own = F.concat(F.lit(annotation_topic(prefix, "")), a["annotator"])
     checks = [
-        (F.json_object_keys(F.col("_json")).isNull(), "annotation: not a JSON object"),
+        (F.json_object_keys(text).isNull(), "annotation: not a JSON object"),
         (
             a["version"].isNull() | (a["version"] != contract_annotations.VERSION),
             f"annotation: version is not {contract_annotations.VERSION}",
@@ -308,11 +293,11 @@ def malformed_reason(survey: str, prefix: str):
             f"annotation: survey is not {survey} (this job's)",
         ),
         (
-            F.get_json_object(F.col("_json"), "$.score").isNotNull() & a["score"].isNull(),
+            F.get_json_object(text, "$.score").isNotNull() & a["score"].isNull(),
             "annotation: score is not a number",
         ),
         (
-            F.get_json_object(F.col("_json"), "$.time").isNotNull() & a["time"].isNull(),
+            F.get_json_object(text, "$.time").isNotNull() & a["time"].isNull(),
             "annotation: time is not ISO 8601",
         ),
     ]

@@ -21,6 +21,7 @@ from alertsieve.stream.config import JobConfig
 from alertsieve.stream.hot_path import hot_path
 from alertsieve.stream.metrics import BatchStats, MetricsLog
 from alertsieve.stream.objects import ObjectState, summary_paths
+from alertsieve.stream.outcome_columns import runs_python
 from alertsieve.stream.plan import JobPlan, published
 from alertsieve.stream.source import source_options
 
@@ -95,7 +96,9 @@ class ObjectsQuery:
         cfg = self.cfg
         clear_interrupted_writes(self.spark, cfg.objects_checkpoint)
         self.spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
-        state = ObjectState(self.plan, cfg, self.quarantines)
+        state = ObjectState(
+            self.plan, cfg, self.quarantines, carries_bytes=not runs_python(self.plan)
+        )
         alerts = self.spark.readStream.format("kafka").options(**source_options(cfg)).load()
         raw = alerts.unionByName(state.annotations(self.spark))
         frame = hot_path(raw, self.plan, cfg, learn=False, alert_bytes=False, objects=state)
