@@ -17,13 +17,15 @@ at most ``object_ttl_days``) and reaches the filters with the object's first ale
 
 from __future__ import annotations
 
+from alertsieve.filtering.objects import ANNOTATIONS_TYPE, OBJECT_TYPE
+
 #: What a row out of the state says besides 'alert' and 'annotation' (a filter run by either): an
 #: annotation kept for an object not seen yet; an object forgotten (neither runs a filter; both
 #: are counted); a row that did not decode or parse, passed through with its ``_reason``. The
 #: Java processor writes the same words, and reads ``QUARANTINED`` as a row's ``_kind`` too.
 PENDING, EVICTED, QUARANTINED = "pending", "evicted", "quarantined"
 
-#: A row into the state: an alert (its summary values, view as JSON, place, and its bytes when the
+#: A row into the state: an alert (its summary values, view, place, and its bytes when the
 #: query carries them: they pass through, never kept), an annotation, or a row to quarantine
 #: (keyed by its own place: it touches no state).
 INPUT_COLUMNS = (
@@ -35,12 +37,14 @@ INPUT_COLUMNS = (
 
 
 def transform(rows, ttl_ms: int):
-    """``rows`` (a DataFrame of ``INPUT_COLUMNS``) through each object's state, forgetting an
-    object ``ttl_ms`` after its last alert: a row out per alert and per annotation (its trigger,
-    the object and its annotations as JSON, the latest alert's view and place: the processor's
-    ``OUTPUT_TYPE``) and one per object forgotten."""
+    """``rows`` (a DataFrame of ``INPUT_COLUMNS``, ``_view`` a struct of the view's fields)
+    through each object's state, forgetting an object ``ttl_ms`` after its last alert: a row out
+    per alert and per annotation (its trigger and place, the latest alert's place and, for an
+    alert, its bytes; ``_summary``, ``_annotations`` and ``_view``: the object, its annotations
+    and its latest alert's view as filters read them) and one per object forgotten."""
     from pyspark.sql import DataFrame
 
     spark = rows.sparkSession
     processor = spark._jvm.alertsieve.ObjectProcessor
-    return DataFrame(processor.transform(rows.select(*INPUT_COLUMNS)._jdf, ttl_ms), spark)
+    frame = rows.select(*INPUT_COLUMNS)._jdf
+    return DataFrame(processor.transform(frame, ttl_ms, OBJECT_TYPE, ANNOTATIONS_TYPE), spark)

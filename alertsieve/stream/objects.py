@@ -9,7 +9,7 @@ stateless path's at worst, and the stateless filters keep their query, plan and 
   annotation does not decode as an alert: its text is parsed, ``alertsieve.publish.annotations``,
   and a malformed one is quarantined with its reason), keys them by object and runs
   ``object_state`` over them; each alert, and each annotation of a known object, comes out as one
-  row: the object's latest alert's view fields (kept as JSON, parsed back in this plan's types),
+  row: the object's latest alert's view fields (kept typed in the state, in this plan's types),
   ``object`` and ``annotations``, the trigger and its place (``_topic``...: the alert, or the
   annotation), and the latest alert's place (``AT``), whence ``bytes_apart`` reads its bytes again
   when a filter publishes it;
@@ -25,9 +25,7 @@ from alertsieve.filtering.objects import (
     ALERT,
     ANNOTATION,
     ANNOTATIONS,
-    ANNOTATIONS_TYPE,
     OBJECT,
-    OBJECT_TYPE,
     annotators_read,
 )
 from alertsieve.publish import annotations as contract_annotations
@@ -129,7 +127,6 @@ class ObjectState:
         from pyspark.sql import functions as F
 
         view = [c for c in flat.columns if not c.startswith("_") and c not in (OBJECT, ANNOTATIONS)]
-        view_type = flat.select(*view).schema
         summary = SUMMARY[self.plan.decoder.survey]
         note = self.is_annotation()
         text = F.col("_value").cast("string")
@@ -168,11 +165,11 @@ class ObjectState:
             of(ALERT, F.to_json("scores") if "scores" in flat.columns else F.lit(None))
             .cast("string")
             .alias("_scores"),
-            of(ALERT, F.to_json(F.struct(*view))).alias("_view"),
+            of(ALERT, F.struct(*view)).alias("_view"),
             of(ANNOTATION, F.col("a.annotator")).alias("_annotator"),
             of(ANNOTATION, F.col("a.class")).alias("_class"),
             of(ANNOTATION, F.col("a.score")).alias("_score"),
-            of(ANNOTATION, F.to_json(F.col("a.attributes"))).alias("_attributes"),
+            of(ANNOTATION, F.col("a.attributes")).alias("_attributes"),
             of(ANNOTATION, F.coalesce(F.col("a.time"), F.col("_timestamp"))).alias("_time"),
             *[c for c in META if c != "_value"],
             F.when(~note, F.col(ALERT_SIZE)).cast("int").alias("_alert_size"),
@@ -187,9 +184,9 @@ class ObjectState:
         return (
             out.where(trigger.isin(ALERT, ANNOTATION) | quarantined)
             .select(
-                F.from_json("_view", view_type).alias("_v"),
-                F.from_json("_object_json", OBJECT_TYPE).alias(OBJECT),
-                F.from_json("_annotations_json", ANNOTATIONS_TYPE).alias(ANNOTATIONS),
+                F.col("_view").alias("_v"),
+                F.col("_summary").alias(OBJECT),
+                F.col("_annotations").alias(ANNOTATIONS),
                 *META,
                 F.col("_alert_size").alias(ALERT_SIZE),
                 "_schema_id",

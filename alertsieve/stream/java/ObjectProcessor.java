@@ -2,12 +2,12 @@ package alertsieve;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.sql.Timestamp;
-import java.time.Instant;
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.api.java.function.MapFunction;
@@ -22,60 +22,108 @@ import org.apache.spark.sql.streaming.TTLConfig;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.streaming.TimerValues;
 import org.apache.spark.sql.streaming.ValueState;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.StructType;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Each object's state, as the objects query keeps it in Spark's state store (see
- * alertsieve/stream/object_state.py, which states the contract: the rows in, the rows out, the
- * state's fields). On the JVM because the state is updated once per alert: Python's
- * transformWithState moved its rows through a Python worker and capped the query at a few
- * thousand objects a second on two cores.
+ * alertsieve/stream/object_state.py, which states the contract: the rows in, the rows out). On
+ * the JVM because it runs once per alert: Python's transformWithState moved every row through a
+ * Python worker and capped the query at a few thousand objects a second on two cores.
  *
- * <p>The state is one JSON document per object (bands, scores and annotations are open maps):
- * its summary, its latest annotation per annotator, its latest alert's view (JSON) and place,
- * when an alert last named it, and its one timer.
+ * <p>The state is one typed row per object, as filters read it: its summary ({@code object}),
+ * its latest annotation per annotator ({@code annotations}), its latest alert's view fields and
+ * place, when an alert last named it, and its one timer. Its types come from the caller (the
+ * view's, and those of alertsieve/filtering/objects.py), so they are written in one place.
  */
 public final class ObjectProcessor extends StatefulProcessor<String, Row, Row> {
-  private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 2L;
 
   /** Zero point of fluxes in nJy: AB magnitude = 31.4 - 2.5 log10(flux / nJy). */
   static final double NJY_ZERO_POINT = 31.4;
 
-  /** The rows out: the trigger, the object and its annotations as JSON, the latest alert. */
-  public static final String OUTPUT_TYPE =
-      "_object string, _trigger string, _annotator string, _object_json string,"
-          + " _annotations_json string, _view string, _topic string, _partition int,"
+  static final String ALERT = "alert", ANNOTATION = "annotation";
+  static final String PENDING = "pending", EVICTED = "evicted", QUARANTINED = "quarantined";
+
+  /** The rows out, less the types given by the caller (their columns follow these). */
+  static final String OUTPUT_FIXED =
+      "_object string, _trigger string, _annotator string, _topic string, _partition int,"
           + " _offset bigint, _timestamp timestamp, _key binary, _at_topic string,"
           + " _at_partition int, _at_offset bigint, _alert_size int, _schema_id bigint,"
           + " _reason string, _value binary";
 
-  static final String ALERT = "alert", ANNOTATION = "annotation";
-  static final String PENDING = "pending", EVICTED = "evicted", QUARANTINED = "quarantined";
-
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final long ttlMs;
-  private transient ValueState<String> state;
+  private final StructType stateType;
+  private final StructType objectType;
+  private final StructType bandType;
+  private final StructType annotationType;
+  private transient ValueState<Row> state;
 
-  public ObjectProcessor(long ttlMs) {
+  private ObjectProcessor(long ttlMs, StructType stateType) {
     this.ttlMs = ttlMs;
+    this.stateType = stateType;
+    this.objectType = (StructType) stateType.apply("object").dataType();
+    this.bandType = (StructType) ((MapType) objectType.apply("bands").dataType()).valueType();
+    this.annotationType =
+        (StructType) ((MapType) stateType.apply("annotations").dataType()).valueType();
   }
 
-  /** ``rows`` (the columns of object_state.INPUT_COLUMNS) through each object's state. */
-  public static Dataset<Row> transform(Dataset<Row> rows, long ttlMs) {
+  /**
+   * {@code rows} (the columns of object_state.INPUT_COLUMNS, {@code _view} a struct) through
+   * each object's state; {@code objectType} and {@code annotationsType} are what filters read as
+   * {@code object} and {@code annotations} (DDL). Out: OUTPUT_FIXED, then {@code _summary} (the
+   * object), {@code _annotations} and {@code _view}.
+   */
+  public static Dataset<Row> transform(
+      Dataset<Row> rows, long ttlMs, String objectType, String annotationsType) {
+    DataType view = rows.schema().apply("_view").dataType();
+    StructType stateType =
+        new StructType()
+            .add("object", DataType.fromDDL(objectType))
+            .add("annotations", DataType.fromDDL(annotationsType))
+            .add("view", view)
+            .add("at_topic", "string")
+            .add("at_partition", "int")
+            .add("at_offset", "bigint")
+            .add("alert_size", "int")
+            .add("schema_id", "bigint")
+            .add("seen_ms", "bigint")
+            .add("timer_ms", "bigint");
+    StructType out =
+        StructType.fromDDL(OUTPUT_FIXED)
+            .add("_summary", stateType.apply("object").dataType())
+            .add("_annotations", stateType.apply("annotations").dataType())
+            .add("_view", view);
     int key = rows.schema().fieldIndex("_object");
     return rows.groupByKey((MapFunction<Row, String>) r -> r.getString(key), Encoders.STRING())
         .transformWithState(
-            new ObjectProcessor(ttlMs),
+            new ObjectProcessor(ttlMs, stateType),
             TimeMode.ProcessingTime(),
             OutputMode.Append(),
-            Encoders.row(StructType.fromDDL(OUTPUT_TYPE)));
+            Encoders.row(out));
   }
 
   @Override
   public void init(OutputMode outputMode, TimeMode timeMode) {
-    state = getHandle().getValueState("object", Encoders.STRING(), TTLConfig.NONE());
+    state = getHandle().getValueState("object", Encoders.row(stateType), TTLConfig.NONE());
+  }
+
+  /** One object's state while its rows are applied (read from and written to its row). */
+  private static final class State {
+    String id;
+    long alerts;
+    Double firstMjd, lastMjd;
+    Map<String, Map<String, Double>> bands = new LinkedHashMap<>();
+    Map<String, Double> scores = new LinkedHashMap<>();
+    Map<String, Row> annotations = new LinkedHashMap<>();
+    Row view;
+    String atTopic;
+    Integer atPartition, alertSize;
+    Long atOffset, schemaId, seenMs, timerMs;
   }
 
   @Override
@@ -87,30 +135,30 @@ public final class ObjectProcessor extends StatefulProcessor<String, Row, Row> {
       return CollectionConverters.asScala(quarantined(key, rows).iterator());
     }
     long now = timerValues.getCurrentProcessingTimeInMs();
-    ObjectNode s = state.exists() ? read(state.get()) : newState(key);
+    State s = state.exists() ? read(state.get()) : fresh(key);
     rows.sort(ARRIVAL);
     List<Row> out = new ArrayList<>(rows.size());
+    Row summary = null, annotations = null;
     for (Row row : rows) {
-      if (ALERT.equals(row.getAs("_kind"))) {
+      boolean alert = ALERT.equals(row.getAs("_kind"));
+      if (alert) {
         addAlert(s, row, now);
-        out.add(out(key, s, ALERT, null, row));
       } else {
         addAnnotation(s, row);
-        String trigger = s.get("alerts").asLong() > 0 ? ANNOTATION : PENDING;
-        out.add(out(key, s, trigger, row.getAs("_annotator"), row));
       }
+      String trigger = alert ? ALERT : s.alerts > 0 ? ANNOTATION : PENDING;
+      out.add(out(key, s, trigger, alert ? null : row.getAs("_annotator"), row));
     }
-    long seen = s.hasNonNull("seen_ms") ? s.get("seen_ms").asLong() : now;
-    long due = seen + ttlMs;
+    long due = (s.seenMs != null ? s.seenMs : now) + ttlMs;
     // Once per object, moved on when it fires early; sooner when the TTL was shortened.
-    if (!s.hasNonNull("timer_ms") || s.get("timer_ms").asLong() > due) {
-      if (s.hasNonNull("timer_ms")) {
-        getHandle().deleteTimer(s.get("timer_ms").asLong());
+    if (s.timerMs == null || s.timerMs > due) {
+      if (s.timerMs != null) {
+        getHandle().deleteTimer(s.timerMs);
       }
-      s.put("timer_ms", due);
+      s.timerMs = due;
       getHandle().registerTimer(due);
     }
-    state.update(s.toString());
+    state.update(write(s));
     return CollectionConverters.asScala(out.iterator());
   }
 
@@ -119,12 +167,12 @@ public final class ObjectProcessor extends StatefulProcessor<String, Row, Row> {
       String key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
     List<Row> out = new ArrayList<>(1);
     if (state.exists()) {
-      ObjectNode s = read(state.get());
-      long due = (s.hasNonNull("seen_ms") ? s.get("seen_ms").asLong() : 0) + ttlMs;
+      State s = read(state.get());
+      long due = (s.seenMs != null ? s.seenMs : 0) + ttlMs;
       if (due > timerValues.getCurrentProcessingTimeInMs()) { // an alert came since it was set
-        s.put("timer_ms", due);
+        s.timerMs = due;
         getHandle().registerTimer(due);
-        state.update(s.toString());
+        state.update(write(s));
       } else {
         state.clear();
         Object[] evicted = new Object[18];
@@ -142,39 +190,25 @@ public final class ObjectProcessor extends StatefulProcessor<String, Row, Row> {
     List<Row> out = new ArrayList<>(rows.size());
     for (Row r : rows) {
       out.add(RowFactory.create(
-          key, QUARANTINED, null, null, null, null,
-          r.getAs("_topic"), r.getAs("_partition"), r.getAs("_offset"), r.getAs("_timestamp"),
-          r.getAs("_key"), r.getAs("_topic"), r.getAs("_partition"), r.getAs("_offset"),
-          r.getAs("_alert_size"), r.getAs("_schema_id"), r.getAs("_reason"), r.getAs("_value")));
+          key, QUARANTINED, null, r.getAs("_topic"), r.getAs("_partition"), r.getAs("_offset"),
+          r.getAs("_timestamp"), r.getAs("_key"), r.getAs("_topic"), r.getAs("_partition"),
+          r.getAs("_offset"), r.getAs("_alert_size"), r.getAs("_schema_id"), r.getAs("_reason"),
+          r.getAs("_value"), null, null, null));
     }
     return out;
   }
 
   /** Arrival order: Kafka's timestamp, then the place (a batch read again orders the same). */
   private static final Comparator<Row> ARRIVAL =
-      Comparator.<Row, Timestamp>comparing(r -> r.getAs("_timestamp"))
+      Comparator.<Row, java.util.Date>comparing(r -> r.getAs("_timestamp"))
           .thenComparing(r -> (String) r.getAs("_topic"))
           .thenComparing(r -> (Integer) r.getAs("_partition"))
           .thenComparing(r -> (Long) r.getAs("_offset"));
 
-  static ObjectNode newState(String id) {
-    ObjectNode s = JSON.createObjectNode();
-    s.put("id", id);
-    s.put("alerts", 0L);
-    s.putNull("first_mjd");
-    s.putNull("last_mjd");
-    s.putObject("bands");
-    s.putObject("scores");
-    s.putObject("annotations");
+  private static State fresh(String id) {
+    State s = new State();
+    s.id = id;
     return s;
-  }
-
-  private static ObjectNode read(String text) {
-    try {
-      return (ObjectNode) JSON.readTree(text);
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException("an object's state is not JSON: " + text, e);
-    }
   }
 
   static Double magnitude(Double flux) {
@@ -185,32 +219,23 @@ public final class ObjectProcessor extends StatefulProcessor<String, Row, Row> {
     return mag == null || mag.isNaN() ? null : Math.pow(10, -0.4 * (mag - NJY_ZERO_POINT));
   }
 
-  private static Double number(JsonNode node, String field) {
-    JsonNode v = node.get(field);
-    return v == null || v.isNull() ? null : v.asDouble();
-  }
-
-  private static void put(ObjectNode node, String field, Double value) {
-    if (value == null) {
-      node.putNull(field);
-    } else {
-      node.put(field, value);
-    }
+  /** Whether time {@code a} is after {@code b} (a known time is after none). */
+  private static boolean later(Double a, Double b) {
+    return a != null && (b == null || a > b);
   }
 
   /** The state after one more alert: counts, first and last time, the band's latest and
    * brightest detection, the latest of every score, and the alert itself if it is the latest. */
-  static void addAlert(ObjectNode s, Row alert, long nowMs) {
+  private static void addAlert(State s, Row alert, long nowMs) {
     Double mjd = alert.getAs("_mjd");
     String band = alert.getAs("_band");
-    s.put("alerts", s.get("alerts").asLong() + 1);
-    Double first = number(s, "first_mjd"), last = number(s, "last_mjd");
+    s.alerts += 1;
     if (mjd != null) {
-      put(s, "first_mjd", first == null ? mjd : Math.min(first, mjd));
+      s.firstMjd = s.firstMjd == null ? mjd : Math.min(s.firstMjd, mjd);
     }
-    boolean latest = last == null || (mjd != null && mjd >= last);
+    boolean latest = s.lastMjd == null || (mjd != null && mjd >= s.lastMjd);
     if (mjd != null && latest) {
-      put(s, "last_mjd", mjd);
+      s.lastMjd = mjd;
     }
     Double flux = alert.getAs("_flux");
     Double mag = alert.getAs("_mag");
@@ -221,93 +246,135 @@ public final class ObjectProcessor extends StatefulProcessor<String, Row, Row> {
       mag = magnitude(flux);
     }
     if (band != null && (flux != null || mag != null)) {
-      ObjectNode bands = (ObjectNode) s.get("bands");
-      ObjectNode b = bands.has(band) ? (ObjectNode) bands.get(band) : bands.putObject(band);
-      Double bandLatest = number(b, "latest_mjd");
-      if (bandLatest == null || !later(bandLatest, mjd)) {
-        put(b, "latest_mag", mag);
-        put(b, "latest_flux", flux);
-        put(b, "latest_mjd", mjd);
+      Map<String, Double> b = s.bands.computeIfAbsent(band, k -> new HashMap<>());
+      if (b.get("latest_mjd") == null || !later(b.get("latest_mjd"), mjd)) {
+        b.put("latest_mag", mag);
+        b.put("latest_flux", flux);
+        b.put("latest_mjd", mjd);
       }
-      Double brightest = number(b, "brightest_flux");
+      Double brightest = b.get("brightest_flux");
       if (flux != null && (brightest == null || flux > brightest)) {
-        put(b, "brightest_mag", mag);
-        put(b, "brightest_flux", flux);
-        put(b, "brightest_mjd", mjd);
+        b.put("brightest_mag", mag);
+        b.put("brightest_flux", flux);
+        b.put("brightest_mjd", mjd);
       }
     }
     if (latest) {
       String scores = alert.getAs("_scores");
       if (scores != null) {
-        ObjectNode mine = (ObjectNode) s.get("scores");
-        for (Iterator<Map.Entry<String, JsonNode>> it = read(scores).properties().iterator(); it.hasNext(); ) {
+        for (Iterator<Map.Entry<String, JsonNode>> it = parse(scores).properties().iterator();
+            it.hasNext(); ) {
           Map.Entry<String, JsonNode> e = it.next();
           if (!e.getValue().isNull()) {
-            mine.set(e.getKey(), e.getValue());
+            s.scores.put(e.getKey(), e.getValue().asDouble());
           }
         }
       }
-      s.put("view", (String) alert.getAs("_view"));
-      s.put("at_topic", (String) alert.getAs("_topic"));
-      s.put("at_partition", (Integer) alert.getAs("_partition"));
-      s.put("at_offset", (Long) alert.getAs("_offset"));
-      s.put("alert_size", (Integer) alert.getAs("_alert_size"));
-      s.put("schema_id", (Long) alert.getAs("_schema_id"));
+      s.view = alert.getAs("_view");
+      s.atTopic = alert.getAs("_topic");
+      s.atPartition = alert.getAs("_partition");
+      s.atOffset = alert.getAs("_offset");
+      s.alertSize = alert.getAs("_alert_size");
+      s.schemaId = alert.getAs("_schema_id");
     }
-    s.put("seen_ms", nowMs);
-  }
-
-  /** Whether time ``a`` is after ``b`` (a known time is after none). */
-  private static boolean later(Double a, Double b) {
-    return a != null && (b == null || a > b);
+    s.seenMs = nowMs;
   }
 
   /** The state with the annotation as its annotator's latest (a later one replaces it). */
-  static void addAnnotation(ObjectNode s, Row a) {
-    ObjectNode note = JSON.createObjectNode();
-    note.put("class", (String) a.getAs("_class"));
-    put(note, "score", a.getAs("_score"));
-    String attributes = a.getAs("_attributes");
-    note.set("attributes", attributes == null ? JSON.createObjectNode() : read(attributes));
-    Object time = a.getAs("_time");
-    Instant at = time instanceof Timestamp t ? t.toInstant() : (Instant) time;
-    note.put("time", at == null ? null : at.toString());
-    ((ObjectNode) s.get("annotations")).set(a.getAs("_annotator"), note);
+  private void addAnnotation(State s, Row a) {
+    Map<String, String> attributes = a.isNullAt(a.fieldIndex("_attributes"))
+        ? new HashMap<>() : a.getJavaMap(a.fieldIndex("_attributes"));
+    Map<String, Object> note = new HashMap<>();
+    note.put("class", a.getAs("_class"));
+    note.put("score", a.getAs("_score"));
+    note.put("attributes", CollectionConverters.asScala(attributes));
+    note.put("time", a.getAs("_time"));
+    s.annotations.put(a.getAs("_annotator"), rowOf(annotationType, note));
   }
 
-  private static final String[] SUMMARY = {"id", "alerts", "first_mjd", "last_mjd", "bands", "scores"};
+  private static JsonNode parse(String text) {
+    try {
+      return JSON.readTree(text);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("an alert's scores are not JSON: " + text, e);
+    }
+  }
+
+  /** A row of {@code type} from its fields by name (absent ones null). */
+  private static Row rowOf(StructType type, Map<String, ?> values) {
+    String[] names = type.fieldNames();
+    Object[] fields = new Object[names.length];
+    for (int i = 0; i < names.length; i++) {
+      fields[i] = values.get(names[i]);
+    }
+    return RowFactory.create(fields);
+  }
+
+  private Row summary(State s) {
+    Map<String, Row> bands = new LinkedHashMap<>();
+    s.bands.forEach((band, b) -> bands.put(band, rowOf(bandType, b)));
+    Map<String, Object> object = new HashMap<>();
+    object.put("id", s.id);
+    object.put("alerts", s.alerts);
+    object.put("first_mjd", s.firstMjd);
+    object.put("last_mjd", s.lastMjd);
+    object.put("bands", CollectionConverters.asScala(bands));
+    object.put("scores", CollectionConverters.asScala(new LinkedHashMap<>(s.scores)));
+    return rowOf(objectType, object);
+  }
+
+  private Row write(State s) {
+    return RowFactory.create(
+        summary(s), CollectionConverters.asScala(s.annotations), s.view, s.atTopic,
+        s.atPartition, s.atOffset, s.alertSize, s.schemaId, s.seenMs, s.timerMs);
+  }
+
+  private State read(Row r) {
+    State s = new State();
+    Row object = r.getStruct(0);
+    s.id = object.getAs("id");
+    s.alerts = object.<Long>getAs("alerts");
+    s.firstMjd = object.getAs("first_mjd");
+    s.lastMjd = object.getAs("last_mjd");
+    Map<String, Row> bands = object.getJavaMap(object.fieldIndex("bands"));
+    for (Map.Entry<String, Row> e : bands.entrySet()) {
+      Map<String, Double> b = new HashMap<>();
+      for (String name : bandType.fieldNames()) {
+        b.put(name, e.getValue().getAs(name));
+      }
+      s.bands.put(e.getKey(), b);
+    }
+    s.scores.putAll(object.getJavaMap(object.fieldIndex("scores")));
+    s.annotations.putAll(r.getJavaMap(1));
+    s.view = r.getStruct(2);
+    s.atTopic = r.getAs("at_topic");
+    s.atPartition = r.getAs("at_partition");
+    s.atOffset = r.getAs("at_offset");
+    s.alertSize = r.getAs("alert_size");
+    s.schemaId = r.getAs("schema_id");
+    s.seenMs = r.getAs("seen_ms");
+    s.timerMs = r.getAs("timer_ms");
+    return s;
+  }
 
   /** The row out: an alert's carries that alert (an object's alerts may arrive out of time
    * order: the latest stays the latest), and its bytes when the query carries them; an
    * annotation's the object's latest alert, whose bytes are read again where it publishes. */
-  private static Row out(String key, ObjectNode s, String trigger, String annotator, Row row) {
-    ObjectNode object = JSON.createObjectNode();
-    for (String field : SUMMARY) {
-      object.set(field, s.get(field));
-    }
+  private Row out(String key, State s, String trigger, String annotator, Row row) {
     boolean alert = ALERT.equals(trigger);
     return RowFactory.create(
-        key,
-        trigger,
-        annotator,
-        object.toString(),
-        s.get("annotations").toString(),
-        alert ? row.getAs("_view") : text(s, "view"),
-        row.getAs("_topic"),
-        row.getAs("_partition"),
-        row.getAs("_offset"),
-        row.getAs("_timestamp"),
-        row.getAs("_key"),
-        alert ? row.getAs("_topic") : text(s, "at_topic"),
-        alert ? row.getAs("_partition") : (s.hasNonNull("at_partition") ? s.get("at_partition").asInt() : null),
-        alert ? row.getAs("_offset") : (s.hasNonNull("at_offset") ? s.get("at_offset").asLong() : null),
-        alert ? row.getAs("_alert_size") : (s.hasNonNull("alert_size") ? s.get("alert_size").asInt() : null),
-        alert ? row.getAs("_schema_id") : (s.hasNonNull("schema_id") ? s.get("schema_id").asLong() : null),
+        key, trigger, annotator,
+        row.getAs("_topic"), row.getAs("_partition"), row.getAs("_offset"),
+        row.getAs("_timestamp"), row.getAs("_key"),
+        alert ? row.getAs("_topic") : s.atTopic,
+        alert ? row.getAs("_partition") : s.atPartition,
+        alert ? row.getAs("_offset") : s.atOffset,
+        alert ? row.getAs("_alert_size") : s.alertSize,
+        alert ? row.getAs("_schema_id") : s.schemaId,
         null,
-        alert ? row.getAs("_value") : null);
-  }
-
-  private static String text(ObjectNode s, String field) {
-    return s.hasNonNull(field) ? s.get(field).asText() : null;
+        alert ? row.getAs("_value") : null,
+        // copies: the rows out are written after the object's later rows changed its maps
+        summary(s), CollectionConverters.asScala(new LinkedHashMap<>(s.annotations)),
+        alert ? row.getAs("_view") : s.view);
   }
 }
