@@ -21,6 +21,8 @@ DATA_SUBFOLDERS = {
     "alertsieve_schemas.rubin": ["latest.txt", "*/*/*.avsc"],
     "alertsieve_conf.experiments": ["*.yaml"],
     "alertsieve_models.files": ["*.zip", "*.csv", "*.onnx", "*.json", "*.md"],
+    # compiled where the library is installed, against its pyspark (alertsieve.spark.own_jar)
+    "alertsieve.stream.java": ["*.java"],
 }
 
 setup(
