@@ -117,13 +117,19 @@ class Sent:
 
 
 def run_demo(
-    visits: int = 2, alerts_per_visit: int = 2000, interval_s: float = 5.0, warmup: int = 200
+    visits: int = 2,
+    alerts_per_visit: int = 2000,
+    interval_s: float = 5.0,
+    warmup: int = 200,
+    keep: bool = False,
 ) -> dict:
     """Start a broker and the job, send the visits, stop the job, summarise what came out; whatever
-    happens, stop everything and remove the throwaway directory."""
+    happens, stop everything and remove the throwaway directory. With ``keep``, a demo that went
+    well leaves its broker running with the matches on their topics, for a subscriber to try
+    (it says how to stop it)."""
     workdir = Path(tempfile.mkdtemp(prefix="alertsieve-demo-"))
     t0 = time.monotonic()
-    spark = None
+    spark, summary = None, None
     try:
         cluster = embedded.start(workdir / "kafka")
         bootstrap = cluster.bootstrap_servers
@@ -149,14 +155,30 @@ def run_demo(
         )
         job.stop()
         runner.join(120)
-        return _summary(spark, cfg, job, sent, workdir)
+        summary = _summary(spark, cfg, job, sent, workdir)
+        return summary
     finally:
         if spark is not None:  # Spark first: its Kafka clients would complain of a broker gone
             stop_session(spark)
         stop_resource_tracker()
-        stopped = embedded.stop(workdir / "kafka")
-        shutil.rmtree(workdir, ignore_errors=True)
-        print(f"Cleanup  : stopped broker pid(s) {stopped}; total {time.monotonic() - t0:.0f}s")
+        if keep and summary is not None and summary["ok"]:
+            _kept(workdir, bootstrap)
+        else:
+            stopped = embedded.stop(workdir / "kafka")
+            shutil.rmtree(workdir, ignore_errors=True)
+            print(f"Cleanup  : stopped broker pid(s) {stopped}; total {time.monotonic() - t0:.0f}s")
+
+
+def _kept(workdir: Path, bootstrap: str) -> None:
+    """The broker left running for a subscriber (the job's own files removed), and what to type."""
+    for path in workdir.iterdir():
+        if path.is_dir() and path.name != "kafka":
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.is_file():
+            path.unlink()
+    print(f"Kept     : the broker at {bootstrap}, its topics and matches, until you stop it:")
+    print(f"           alertsieve listen --bootstrap {bootstrap} --topic TOPIC --from-beginning")
+    print(f"           alertsieve kafka stop --data-dir {workdir / 'kafka'} --purge")
 
 
 def _send_malformed(bootstrap: str) -> None:

@@ -9,9 +9,9 @@ import re
 import shlex
 
 import pytest
-from doc_blocks import JOB_SCRIPTS, PAGES, README, ROOT, console_commands
+from doc_blocks import JOB_SCRIPTS, PAGES, README, ROOT, blocks, console_commands, texts
 
-from alertsieve.cli import main
+from alertsieve.cli import build_parser, main
 from alertsieve.configuration_doc import configuration_markdown
 from alertsieve.publish import contract
 
@@ -32,6 +32,60 @@ def test_readme_fits_a_screen_and_links_pages_that_exist():
     for page in PAGES:
         for target in re.findall(r"\]\(([^)#:]+\.md)", page.read_text()):
             assert (page.parent / target).is_file(), f"{page.name} links {target}"
+
+
+#: Where a path a page names in code (`notebooks/...`) lives in a checkout.
+FOLDERS = ("notebooks/", "docs/", "filters/", "jobs/", "conf/", "alertsieve/", "tests/", "schemas/")
+FOLDERS += ("models/", "docker/", ".ci/")
+
+
+def test_every_path_a_page_names_exists_in_a_checkout():
+    """A file or folder a page names in code (`notebooks/03_write_a_filter.ipynb`) is there; a
+    pattern or placeholder (`*`, `<...>`, `NAME`) is not a path."""
+    folders = "|".join(map(re.escape, FOLDERS))
+    named = re.compile(rf"`((?:{folders})[^`\s]*)`")
+    missing, found = [], 0
+    for where, text in texts():
+        for match in named.finditer(text):
+            path = match.group(1).rstrip(".,:;)").split("::")[0].split("#")[0]
+            if any(c in path for c in "*<>{}[]") or "NAME" in path or "..." in path:
+                continue
+            found += 1
+            if not (ROOT / path).exists():
+                missing.append(f"{where}: {path}")
+    assert missing == []
+    assert found > 100  # not vacuous
+
+
+def test_commands_a_block_shows_as_the_same_job_are_the_same_job():
+    """`alertsieve filter ...` beside `spark-submit jobs/filter_stream.py ...` in one block parse
+    to the same settings (a spark-submit line once dropped three of the flags)."""
+    pairs = 0
+    for page in PAGES:
+        for block in blocks("console", page.read_text()):
+            ways = {}
+            for command, _ in console_commands(f"```console\n{block}```"):
+                tokens = shlex.split(command, comments=True)
+                script = next((i for i, t in enumerate(tokens) if t in JOB_SCRIPTS), None)
+                if script is not None and JOB_SCRIPTS[tokens[script]] == "filter":
+                    ways["spark-submit"] = tokens[script + 1 :]
+                elif _subcommand(tokens) and _subcommand(tokens)[0] == "filter":
+                    ways["alertsieve"] = tokens[2:]
+            if len(ways) == 2:
+                pairs += 1
+                submit, command = (
+                    vars(build_parser().parse_args(["filter", *ways[k]]))
+                    for k in ("spark-submit", "alertsieve")
+                )
+                assert submit == command, f"{page.name}: {block}"
+    assert pairs >= 2  # the README's and architecture.md's
+
+
+def test_the_model_example_feeds_its_graph_the_input_its_conversion_names():
+    text = (ROOT / "docs" / "models.md").read_text()
+    fed = re.findall(r"session\.run\(None, \{\"(\w+)\"", text)
+    named = re.findall(r"initial_types=\[\(\"(\w+)\"", text)
+    assert fed and named and set(fed) == set(named)
 
 
 def test_the_configuration_page_is_what_the_code_generates():

@@ -43,15 +43,15 @@ def _clean_env(**extra: str) -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.integration
 def test_demo_leaves_nothing_running_and_no_spark_log_lines():
+    """`make demo` as a new user runs it, with --keep as a subscriber trying it would: the broker
+    stays with the matches, `listen --verify` proves a topic complete on it, and the command the
+    demo printed stops it, leaving nothing running (without --keep the same cleanup runs at once)."""
     marker = f"ALERTSIEVE_TEST_MARK={uuid.uuid4().hex}"
     name, value = marker.split("=")
+    env = _clean_env(**{name: value})
+    command = [str(BIN / "alertsieve"), "demo", "--visits", "1", "--alerts-per-visit", "300"]
     done = subprocess.run(
-        [str(BIN / "alertsieve"), "demo", "--visits", "1", "--alerts-per-visit", "300"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-        env=_clean_env(**{name: value}),
+        [*command, "--keep"], capture_output=True, text=True, timeout=600, cwd=ROOT, env=env
     )
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-3000:]
@@ -66,6 +66,21 @@ def test_demo_leaves_nothing_running_and_no_spark_log_lines():
     assert re.search(r"Latency  : steady, the visits' \d+ matches: p50 \d+ ms, p99 \d+ ms", said), (
         said
     )
+    kept = re.search(r"Kept     : the broker at (\S+),", said)
+    assert kept, said
+    matched = re.search(r"Filter   : (\S+) +(\d+) matches -> topic (\S+)", said)
+    assert matched and int(matched[2]) > 0, said
+    listen = [str(BIN / "alertsieve"), "listen", "--bootstrap", kept[1], "--topic", matched[3]]
+    listen += ["--from-beginning", "--until-end", "--verify", "--quiet"]
+    heard = subprocess.run(listen, capture_output=True, text=True, timeout=180, env=env)
+    assert heard.returncode == 0, heard.stdout + heard.stderr
+    assert f"verified: complete, {matched[2]} of {matched[2]}" in heard.stdout, heard.stdout
+    assert [p for p in _processes_with(marker) if "kafka" in p] != []  # the broker, kept
+    (stop,) = re.findall(r"^ +(alertsieve kafka stop .*)$", said, re.M)
+    stopped = subprocess.run(
+        [str(BIN / "alertsieve"), *stop.split()[1:]], capture_output=True, text=True, env=env
+    )
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert _processes_with(marker) == []
 
 

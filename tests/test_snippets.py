@@ -7,6 +7,7 @@ lines are split like a shell would and no further."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import re
@@ -96,6 +97,33 @@ def test_every_command_shown_parses():
     failures = [f"{where}: {c}: {p}" for where, c in found if (p := problem(c))]
     assert failures == []
     assert len(found) > 50  # not vacuous: the pages' commands were found
+
+
+def _parsers(parser: argparse.ArgumentParser, name: str = "alertsieve"):
+    """(command, parser) of ``parser`` and of every command under it."""
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, child in action.choices.items():
+                yield from _parsers(child, f"{name} {sub}")
+
+
+def test_every_command_takes_several_kafka_settings_after_one_flag():
+    """``--kafka-conf security.protocol=SASL_SSL sasl.password=env:PW``, as the pages write it,
+    wherever a command takes Kafka settings (the job once took one a flag: "unrecognized
+    arguments"); the job's other KEY=VALUE flags (``--quota``...) the same way."""
+    takers = {}
+    for name, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if action.metavar == "KEY=VALUE":
+                takers.setdefault(name, []).append(action.option_strings[0])
+                assert isinstance(action, argparse._ExtendAction), (name, action.option_strings)
+                assert action.nargs == "+", (name, action.option_strings)
+    for command in ("filter", "archive", "produce", "listen", "annotate"):
+        assert "--kafka-conf" in takers[f"alertsieve {command}"]
+    assert "--quota" in takers["alertsieve filter"]
+    args = build_parser().parse_args(["produce", "--bootstrap", "b:1", "--topic", "t", "--kafka-conf", "a=1", "b=2"])  # fmt: skip
+    assert args.kafka_conf == ["a=1", "b=2"]
 
 
 def test_a_wrong_flag_in_a_page_is_caught():

@@ -30,10 +30,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--score", type=float, metavar="X", help="how sure, e.g. 0.93")
     p.add_argument(
         "--attribute",
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        help="a free attribute (repeat the flag for more), e.g. --attribute name=2019xyz",
+        help="free attributes, e.g. --attribute name=2019xyz host=NGC1234",
     )
     add_kafka_conf(p)
     p.set_defaults(handler=run, spark_free=True)  # an annotator's install runs it

@@ -92,11 +92,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--smtp-conf",
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
         metavar="KEY=VALUE",
         help="SMTP settings: from=ADDRESS, user=NAME, password=env:VAR (or file:PATH),"
-        " starttls=true (repeatable)",
+        " starttls=true",
     )
     p.add_argument(
         "--rate-limit",

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from alertsieve.cli.shared import add_kafka_conf
 from alertsieve.settings import parse_pairs
 from alertsieve.sim import VISIT_CADENCE_S
 
@@ -80,13 +81,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         choices=["none", "lz4", "zstd", "snappy", "gzip"],
         help="compression of the Kafka batches",
     )
-    prod.add_argument(
-        "--kafka-conf",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any librdkafka producer setting (repeatable)",
-    )
+    add_kafka_conf(prod)
     prod.set_defaults(handler=run)
     return prod
 

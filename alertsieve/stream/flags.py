@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             kwargs.update(action="store_const", const=True)
         elif kind == "false":
             kwargs.update(action="store_const", const=False, help=meta["help"])
-        elif kind in ("append", "pairs", "sql"):
+        elif kind == "pairs":  # as every command takes --kafka-conf: several after one flag
+            kwargs.update(action="extend", nargs="+", metavar=_metavar(kind))
+        elif kind in ("append", "sql"):
             kwargs.update(action="append", metavar=_metavar(kind))
         else:
             kwargs.update(metavar=_metavar(kind))
