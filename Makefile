@@ -94,7 +94,8 @@ lab: setup
 	@mkdir -p notebooks
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser notebooks/
 
-# The scaling experiments of conf/experiments/ (about an hour here; resumable), then notebook 04
+# The scaling experiments of conf/experiments/ (about 40 minutes; resumable), two soaks of a million
+# alerts (about 75 minutes each: some three hours in all), then notebook 04
 # renders them in place and saves its figures to docs/figures/.
 bench: setup
 	$(BIN)/alertsieve bench run conf/experiments/*.yaml
