@@ -57,6 +57,21 @@ def test_every_path_a_page_names_exists_in_a_checkout():
     assert found > 100  # not vacuous
 
 
+#: Words of a log, not of a page for its reader: where and when a run was (that is benchmarks.md's).
+LOG_WORDS = ("these machines", "these two cores", "this machine (", "(run here", "before).")
+
+
+def test_pages_speak_to_their_reader_not_of_the_runs_behind_them():
+    said = [
+        f"{where}: {words!r}"
+        for where, text in texts()
+        if not where.startswith("benchmarks")
+        for words in LOG_WORDS
+        if words in text
+    ]
+    assert said == []
+
+
 def test_commands_a_block_shows_as_the_same_job_are_the_same_job():
     """`alertsieve filter ...` beside `spark-submit jobs/filter_stream.py ...` in one block parse
     to the same settings (a spark-submit line once dropped three of the flags)."""
