@@ -152,8 +152,10 @@ class ObjectState:
 
         place = F.concat_ws("/", "_topic", "_partition", "_offset")
         rows = parsed.select(
-            F.coalesce(
-                of(ALERT, F.expr(summary["_object"])), of(ANNOTATION, F.col("a.object")), place
+            F.coalesce(  # a row to quarantine by its place; an alert of no object is left out
+                of(ALERT, F.expr(summary["_object"])),
+                of(ANNOTATION, F.col("a.object")),
+                of(object_state.QUARANTINED, place),
             ).alias("_object"),
             "_kind",
             of(ALERT, F.expr(self.plan.decoder.mjd_sql).cast("double")).alias("_mjd"),
