@@ -75,6 +75,13 @@ def test_backtests_share_a_warm_session_read_edits_and_leave_other_surveys_aside
             status = _alertsieve(env, "warm", "status").stdout
             assert f"{served} command(s) served" in status
         pid = int(status.split("pid ")[1].split(",")[0])
+        # A night crosses to the warm process as a date, and an error the author can mend reads
+        # as a cold command's (exit 2, no traceback): none of these alerts is before 2000.
+        early = _alertsieve(env, *command, "--until", "2000-01-01")
+        assert early.returncode == 2 and "Traceback" not in early.stderr
+        assert early.stderr.splitlines()[-1] == (
+            "alertsieve backtest: error: no alert of the input decodes in the nights ... to 2000-01-01"
+        )
     finally:
         stopped = _alertsieve(env, "warm", "stop")
     assert stopped.stdout.strip() == "the warm session stopped"

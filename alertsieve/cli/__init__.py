@@ -97,15 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "spark_free", False) and importlib.util.find_spec("pyspark") is None:
         print(f"alertsieve {args.command}: {NEEDS_STREAM}", file=sys.stderr)
         return 2
-    if getattr(args, "warm", False) and _goes_warm():
-        from alertsieve.warm import client
-
-        argv = sys.argv[1:] if argv is None else argv
-        try:
-            return client.run(argv)
-        except AlertsieveError as e:
-            print(f"alertsieve {args.command}: error: {e}", file=sys.stderr)
-            return 2
     try:
         return args.handler(args)
     except (
@@ -113,17 +104,3 @@ def main(argv: list[str] | None = None) -> int:
     ) as e:  # ours, explained in the message; anything else is a bug: its traceback
         print(f"alertsieve {args.command}: error: {e}", file=sys.stderr)
         return 2
-
-
-def _goes_warm() -> bool:
-    """Whether a warm command runs in the warm process: unless turned off, or this process
-    already has a session (a notebook's, a test's), which the command then uses."""
-    from alertsieve.warm import protocol
-
-    if not protocol.enabled():
-        return False
-    if "pyspark" in sys.modules:
-        from pyspark.sql import SparkSession
-
-        return SparkSession.getActiveSession() is None
-    return True

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from alertsieve.cli.shared import chosen_filters, night
+from alertsieve.cli.shared import night
+from alertsieve.cli.warm import run_task
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -36,35 +37,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     bt.add_argument(
         "--model-path", action="append", metavar="DIR", help="more model modules (scores.*)"
     )
-    bt.set_defaults(handler=run, warm=True)  # answered by the warm session (alertsieve.warm)
+    bt.set_defaults(handler=run)
     return bt
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from alertsieve.backtest.report import report
-    from alertsieve.backtest.run import backtest, by_survey
-    from alertsieve.backtest.sources import load_sources
-    from alertsieve.filtering.scores.discovery import discover_models
-    from alertsieve.spark.session import command_session
-
-    filters = chosen_filters(args.filter, args.filter_path)
-    rows = []
-    with command_session("alertsieve-backtest", conf={"spark.ui.enabled": "false"}) as spark:
-        sources = {
-            a.decoder.survey: a
-            for a in load_sources(spark, args.input, args.bootstrap, args.schema_dir)
-        }
-        chosen = by_survey(filters, list(sources), ", ".join(args.input), named=bool(args.filter))
-        read = {s: a.raw.count() for s, a in sources.items()} if len(sources) > 1 else {}
-        models = discover_models(args.model_path or [])
-        for survey, mine in chosen.items():
-            found = backtest(
-                spark, mine, sources[survey], args.catalog_dir, args.since, args.until, models
-            )
-            aside = sum(n for s, n in read.items() if s != survey)
-            rows += [replace(r, left_aside=aside) for r in found]
-        text, ok = report(rows, args.max_rate)
-    print(text)
-    return 0 if ok else 1
+    return run_task("backtest", args)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from alertsieve.cli.shared import add_kafka_conf, chosen_filters
+from alertsieve.cli.shared import add_kafka_conf
+from alertsieve.cli.warm import run_task
 from alertsieve.publish import contract
 
 #: ``filters list`` shows each filter up to this many, and counts by source beyond.
@@ -42,7 +43,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "check", help="compile each filter and run it on sample alerts of every schema version"
     )
     check.add_argument("name", nargs="?", help="comma-separated filter names (default: all)")
-    check.set_defaults(handler=run_check, warm=True)
+    check.set_defaults(handler=run_check)
     diff = action.add_parser(
         "diff",
         help="the alerts a change to one filter adds and drops, against the copy that runs now",
@@ -61,7 +62,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     diff.add_argument(
         "--show", type=int, default=20, help="alert ids shown of each side (default 20)"
     )
-    diff.set_defaults(handler=run_diff, warm=True)
+    diff.set_defaults(handler=run_diff)
     for parser in (listed, check, diff):
         parser.add_argument(
             "--filter-path", action="append", metavar="DIR", help="more filter modules and tables"
@@ -76,7 +77,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    filters = chosen_filters(args.name, args.filter_path)
+    from alertsieve.filtering.discovery import chosen
+
+    filters = chosen(args.name, args.filter_path)
     if args.names:
         print("\n".join(f.name for f in filters))
         return 0
@@ -130,61 +133,8 @@ def _job_states(args: argparse.Namespace, filters: list, versions: dict[str, str
 
 
 def run_check(args: argparse.Namespace) -> int:
-    filters = chosen_filters(args.name, args.filter_path)
-    from alertsieve.catalogs.store import CatalogError
-    from alertsieve.filtering.lacking import lacking_fields, lacking_lines
-    from alertsieve.filtering.model import FilterError
-    from alertsieve.filtering.prepare import prepare
-    from alertsieve.filtering.scores.discovery import discover_models
-    from alertsieve.publish.payloads import check_payload, record_types
-    from alertsieve.spark.session import command_session
-    from alertsieve.view.decode_settings import DecodeSettings
-    from alertsieve.view.surveys import rubin_decoder, ztf_decoder
-
-    decoders = {"rubin": rubin_decoder(DecodeSettings(survey="rubin")), "ztf": ztf_decoder([])}
-    models = discover_models(args.model_path or [])
-    failures = 0
-    with command_session("alertsieve-filters-check", conf={"spark.ui.enabled": "false"}) as spark:
-        for f in filters:
-            decoder = decoders[f.survey or "rubin"]
-
-            def payload(samples, f=f, decoder=decoder) -> None:
-                check_payload(f)
-                record_types(
-                    [f], decoder, {f.name: ""}, samples
-                )  # its fields compile on every version
-
-            try:
-                prepared = prepare(
-                    spark, [f], decoder, catalog_dir=args.catalog_dir, check=payload, models=models
-                )
-                print(f"ok      {f.name} ({decoder.survey})")
-                for line in lacking_lines(lacking_fields(decoder, [f], prepared.reads)):
-                    print(f"        {line}")
-            except (FilterError, CatalogError) as e:
-                failures += 1
-                print(f"FAILED  {e}")
-    return 1 if failures else 0
+    return run_task("filters check", args)
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    from alertsieve.backtest.diff import diff, diff_lines, filter_named
-    from alertsieve.backtest.sources import load_alerts
-    from alertsieve.filtering.model import FilterError
-    from alertsieve.filtering.scores.discovery import discover_models
-    from alertsieve.spark.session import command_session
-
-    if not args.name or "," in args.name or not args.input or not args.against:
-        raise FilterError(
-            "filters diff takes one filter NAME, --input (alerts) and --against PATH"
-            " (the file or folder holding the filter as it runs now)"
-        )
-    after = filter_named(args.name, args.filter_path or [])
-    before = filter_named(args.name, [args.against], builtin=False)
-    with command_session("alertsieve-filters-diff", conf={"spark.ui.enabled": "false"}) as spark:
-        alerts = load_alerts(spark, args.input, args.bootstrap, args.schema_dir)
-        result = diff(
-            spark, before, after, alerts, args.catalog_dir, discover_models(args.model_path or [])
-        )
-    print("\n".join(diff_lines(result, args.against, after.origin, args.show)))
-    return 0
+    return run_task("filters diff", args)

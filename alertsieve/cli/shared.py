@@ -1,6 +1,5 @@
 """What several commands share: the ``-v``/``-q`` every command takes, a night on the command line,
-the librdkafka settings of a command that reads a job's topics, and the filters a command is given
-by name."""
+and the librdkafka settings of a command that reads a job's topics."""
 
 from __future__ import annotations
 
@@ -56,19 +55,3 @@ def night(text: str) -> date:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a night: give a date, YYYY-MM-DD"
         ) from None
-
-
-def chosen_filters(names: str | None, paths: list[str] | None):
-    """The discovered filters (``paths`` and the installed ones), or those of the comma-separated
-    ``names`` in their order; a name not found fails naming the known ones."""
-    from alertsieve.filtering.discovery import discover
-    from alertsieve.filtering.model import FilterError
-
-    found = discover(paths or [])
-    if not names:
-        return found
-    by_name = {f.name: f for f in found}
-    missing = [n for n in names.split(",") if n not in by_name]
-    if missing:
-        raise FilterError(f"no filter named {missing}; known: {sorted(by_name)}")
-    return [by_name[n] for n in names.split(",")]

@@ -190,6 +190,19 @@ def discover(
     return found
 
 
+def chosen(names: str | None, paths: list[str] | None) -> list[Filter]:
+    """The discovered filters (``paths`` and the installed ones), or those of the comma-separated
+    ``names`` in their order; a name not found fails naming the known ones."""
+    found = discover(paths or [])
+    if not names:
+        return found
+    by_name = {f.name: f for f in found}
+    missing = [n for n in names.split(",") if n not in by_name]
+    if missing:
+        raise FilterError(f"no filter named {missing}; known: {sorted(by_name)}")
+    return [by_name[n] for n in names.split(",")]
+
+
 def source_of(f: Filter) -> str:
     """The file (or entry point, or setting) a filter came from, without the row of a table."""
     return f.origin.split(" (filters[")[0]

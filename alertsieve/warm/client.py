@@ -78,15 +78,21 @@ def start(home: Path, fingerprint: str) -> socket.socket:
         return sock
 
 
-def run(argv: list[str]) -> int:
-    """``argv`` run by the warm process (started if need be); its output printed here as it
-    comes; its exit code."""
+class TaskError(AlertsieveError):
+    """An error the warm session's task raised, its text as the task said it."""
+
+
+def run(task: str, arguments: dict, verbosity: int) -> int:
+    """The task of ``alertsieve.backtest.author_tasks`` named ``task`` run by the warm process
+    (started if need be) with ``arguments``; what it says printed here as it comes; its exit code.
+    Its error, raised here as a ``TaskError``."""
     home, fingerprint = protocol.home(), protocol.fingerprint()
-    for _ in range(2):  # a stale process answers once, then a fresh one runs the command
+    request = {"task": task, "arguments": arguments, "verbosity": verbosity, "cwd": os.getcwd()}
+    for _ in range(2):  # a stale process answers once, then a fresh one runs the task
         sock = connect(home) or start(home, fingerprint)
+        error = None
         with sock:
-            request = {"argv": argv, "cwd": os.getcwd(), "fingerprint": fingerprint}
-            protocol.send(sock, request)
+            protocol.send(sock, {**request, "fingerprint": fingerprint})
             for message in protocol.messages(sock):
                 if "out" in message:
                     sys.stdout.write(message["out"])
@@ -94,7 +100,11 @@ def run(argv: list[str]) -> int:
                 elif "err" in message:
                     sys.stderr.write(message["err"])
                     sys.stderr.flush()
+                elif "error" in message:
+                    error = TaskError(message["error"])
                 elif "exit" in message:
+                    if error is not None:
+                        raise error
                     return int(message["exit"])
                 elif message.get("stale"):
                     break

@@ -1,6 +1,7 @@
 """What the warm client and server say to each other: one JSON line a message over a Unix
-socket. The client sends a request (argv, working directory, the library's fingerprint); the
-server answers with output chunks, then the exit code."""
+socket. The client sends a request (a task of ``alertsieve.backtest.author_tasks`` by name, its
+arguments, the log's verbosity, the working directory, the library's fingerprint); the server
+answers with output chunks, then the exit code or the error the command prints."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import os
 import socket
 import sys
+from datetime import date
 from pathlib import Path
 
 from alertsieve.paths import cache_dir
@@ -52,12 +54,23 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
+def _encoded(value: object) -> dict:
+    """A value JSON has no type for, as an object naming its type (a night: ``--since``)."""
+    if isinstance(value, date):
+        return {"date": value.isoformat()}
+    raise TypeError(f"a warm request cannot carry {type(value).__name__} {value!r}")
+
+
+def _decoded(obj: dict) -> object:
+    return date.fromisoformat(obj["date"]) if obj.keys() == {"date"} else obj
+
+
 def send(sock: socket.socket, message: dict) -> None:
-    sock.sendall(json.dumps(message).encode() + b"\n")
+    sock.sendall(json.dumps(message, default=_encoded).encode() + b"\n")
 
 
 def messages(sock: socket.socket):
     """The JSON messages arriving on ``sock``, until it closes."""
     with sock.makefile("rb") as stream:
         for line in stream:
-            yield json.loads(line)
+            yield json.loads(line, object_hook=_decoded)

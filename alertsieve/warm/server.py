@@ -1,5 +1,5 @@
-"""The warm process: one SparkSession kept between commands; each request runs the
-``alertsieve`` command line in it, its output sent back as it is written.
+"""The warm process: one SparkSession kept between commands; each request runs a task of
+``alertsieve.backtest.author_tasks`` in it, its report and log sent back as they are written.
 
 Run by ``client.start`` as ``python -m alertsieve.warm.server FINGERPRINT``. Requests are served
 one at a time (a command owns the session while it runs); the process stops after
@@ -17,6 +17,7 @@ import time
 import traceback
 from contextlib import redirect_stderr, redirect_stdout
 
+from alertsieve.errors import AlertsieveError
 from alertsieve.warm import protocol
 
 log = logging.getLogger(__name__)
@@ -35,15 +36,22 @@ class _Forward(io.TextIOBase):
 
 
 def run_request(conn: socket.socket, request: dict) -> int:
-    """The command line of ``request`` run here, in its working directory; its exit code."""
-    from alertsieve.cli import main
+    """The task ``request`` names, run here in its working directory at its log's verbosity; its
+    exit code. An error the author can mend goes back as ``{"error": text}`` for the command to
+    print as a cold one would."""
+    from alertsieve import logs
+    from alertsieve.backtest.author_tasks import TASKS
 
     os.chdir(request["cwd"])
-    with redirect_stdout(_Forward(conn, "out")), redirect_stderr(_Forward(conn, "err")):
+    task = TASKS[request["task"]]
+    out = _Forward(conn, "out")
+    with redirect_stdout(out), redirect_stderr(_Forward(conn, "err")):
+        logs.configure(request["verbosity"])
         try:
-            return main(request["argv"])
-        except SystemExit as e:  # argparse's usage errors and --help
-            return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+            return task(lambda line: out.write(line + "\n"), **request["arguments"])
+        except AlertsieveError as e:
+            protocol.send(conn, {"error": str(e)})
+            return 2
         except Exception:  # a bug: its traceback, as a cold command would print it
             traceback.print_exc()
             return 1
@@ -53,7 +61,6 @@ def serve(fingerprint: str) -> None:
     """Start Spark, then answer requests until idle, stopped or stale."""
     from alertsieve.spark.session import get_session, stop_session
 
-    os.environ["ALERTSIEVE_WARM"] = "off"  # the commands it runs run here, not in another
     started, served = time.time(), 0
     home = protocol.home()
     home.mkdir(parents=True, exist_ok=True)
