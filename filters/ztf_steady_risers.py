@@ -46,6 +46,16 @@ if TYPE_CHECKING:  # pandas and numpy are the job's, not a subscriber's (filters
     import pandas as pd
 
 
+#: This detection and the earlier ones of its band where light was added (isdiffpos 't' or '1').
+_BAND_POINTS = (
+    "filter(concat(array(struct(candidate.jd AS jd, candidate.magpsf AS mag,"
+    " candidate.sigmapsf AS sigma, candidate.fid AS fid, 't' AS isdiffpos)),"
+    " coalesce(transform(prv_candidates, p -> struct(p.jd AS jd, p.magpsf AS mag,"
+    " p.sigmapsf AS sigma, p.fid AS fid, p.isdiffpos AS isdiffpos)), array())),"
+    " p -> p.fid = candidate.fid AND p.isdiffpos IN ('t', '1'))"
+)
+
+
 @python_filter(
     name="ztf_steady_risers",
     survey="ztf",
@@ -54,12 +64,12 @@ if TYPE_CHECKING:  # pandas and numpy are the job's, not a subscriber's (filters
         "detection_ok": f"coalesce({ZTF_CLEAN} AND {ZTF_POSITIVE} AND NOT {ZTF_PS1_STAR}"
         f" AND NOT {ZTF_NEAR_SSO}, false)",
         "jd": "candidate.jd",
-        "jdstarthist": "candidate.jdstarthist",
-        "fid": "candidate.fid",
+        "age": "candidate.jd - candidate.jdstarthist",
         "mag": "candidate.magpsf",
         "sigma": "candidate.sigmapsf",
-        "earlier": "transform(prv_candidates, p -> struct(p.jd AS jd, p.fid AS fid,"
-        " p.magpsf AS mag, p.sigmapsf AS sigma, p.isdiffpos AS isdiffpos))",
+        "times": f"transform({_BAND_POINTS}, p -> p.jd)",
+        "mags": f"transform({_BAND_POINTS}, p -> p.mag)",
+        "sigmas": f"transform({_BAND_POINTS}, p -> p.sigma)",
     },
     params={
         "window_days": 15.0,
@@ -79,37 +89,21 @@ def ztf_steady_risers(
     min_sigma: float,
     max_age_days: float,
 ) -> pd.Series:
-    """Each alert: a clean, young detection whose band's last ``window_days`` fit a steady rise."""
+    """Each alert: a clean, young detection whose band's last ``window_days`` fit a steady rise
+    (magnitudes fall as light grows: a rise is a negative slope). One fit for the whole batch."""
     import numpy as np
     import pandas as pd
 
-    def measured(*values) -> bool:
-        return all(v is not None and not np.isnan(v) for v in values)
+    from alertsieve.filtering.batch_fits import fit_lines
 
-    def rising(row) -> bool:
-        measured_now = measured(row.jd, row.mag, row.sigma) and row.sigma > 0
-        if not row.detection_ok or not measured_now or not measured(row.jdstarthist):
-            return False
-        if not row.jd - row.jdstarthist < max_age_days:
-            return False
-        points = [(row.jd, row.mag, row.sigma)]
-        for p in row.earlier if row.earlier is not None else []:
-            if p["fid"] == row.fid and p["isdiffpos"] in ("t", "1") and p["jd"] is not None:
-                points.append((p["jd"], p["mag"], p["sigma"]))
-        points = [
-            (t, m, s)
-            for t, m, s in points
-            if measured(t, m, s) and s > 0 and row.jd - window_days <= t <= row.jd
-        ]
-        if len(points) < min_points:
-            return False
-        t, m, s = (np.array(column, dtype=float) for column in zip(*points, strict=True))
-        if t.max() - t.min() < min_span_days:
-            return False
-        w = 1 / s**2
-        dt = t - np.average(t, weights=w)
-        slope = np.sum(w * dt * (m - np.average(m, weights=w))) / np.sum(w * dt**2)
-        error = 1 / np.sqrt(np.sum(w * dt**2))
-        return bool(-slope > min_rise and -slope / error > min_sigma)
-
-    return pd.Series([rising(r) for r in alerts.itertuples(index=False)], index=alerts.index)
+    jd = alerts["jd"].to_numpy(dtype=float)
+    line = fit_lines(alerts["times"], alerts["mags"], alerts["sigmas"], jd - window_days, jd)
+    with np.errstate(invalid="ignore"):
+        measured_now = np.isfinite(alerts["mag"].to_numpy(dtype=float)) & (
+            alerts["sigma"].to_numpy(dtype=float) > 0
+        )
+        young = alerts["age"].to_numpy(dtype=float) < max_age_days
+        rising = (-line.slope > min_rise) & (-line.slope / line.error > min_sigma)
+    steady = (line.points >= min_points) & (line.span >= min_span_days)
+    ok = alerts["detection_ok"].to_numpy(dtype=bool)
+    return pd.Series(ok & measured_now & young & steady & rising, index=alerts.index)

@@ -225,6 +225,31 @@ def _extragalactic(
     )
 
 
+def _variable_source(a: dict, min_points: int, max_chance: float) -> bool:
+    """A clean detection whose band's detections (this one and ``prvDiaSources``, each with a
+    measured flux, error above 0, not after this one) scatter about their weighted mean with a
+    chi-square a constant source would reach less than ``max_chance`` of the time: one alert at a
+    time, the probability from scipy's chi-square distribution."""
+    from scipy.stats import chi2
+
+    s = a["diaSource"]
+    if not (_clean(s) and _above(s["reliability"], 0.5) and not _known_moving(a)):
+        return False
+    points = [
+        (p["psfFlux"], p["psfFluxErr"])
+        for p in [s, *(a.get("prvDiaSources") or [])]
+        if p["band"] == s["band"]
+        and all(_number(p.get(k)) is not None for k in ("midpointMjdTai", "psfFlux", "psfFluxErr"))
+        and p["psfFluxErr"] > 0
+        and p["midpointMjdTai"] <= s["midpointMjdTai"]
+    ]
+    if len(points) < min_points:
+        return False
+    flux, err = (np.array(x, float) for x in zip(*points, strict=True))
+    mean = np.sum(flux / err**2) / np.sum(1 / err**2)
+    return bool(chi2.sf(np.sum(((flux - mean) / err) ** 2), len(points) - 1) < max_chance)
+
+
 def contributed_oracles() -> dict[str, Callable[[dict], bool]]:
     """{contributed Rubin filter: its science in plain Python, over one alert as fastavro decodes it}.
     Only the filters' declared parameter values are read from them (data); their code is not run."""
@@ -239,6 +264,7 @@ def contributed_oracles() -> dict[str, Callable[[dict], bool]]:
         "rubin_rising_transients": _rising_transient,
         "rubin_supernova_candidates": _supernova_candidate,
         "rubin_periodic_or_agn": _periodic_or_agn,
+        "rubin_variable_sources": _variable_source,
     }
     assert set(science) == set(params), "a contributed filter has no oracle here"
     return {name: partial(test, **params[name]) for name, test in science.items()}
