@@ -4,7 +4,8 @@ the last 15 days, on a straight line in magnitude that brightens by more than 0.
 2015, MNRAS 446, 3895; ZTF sees it every 2-3 nights per band); a single pair of points, which is
 all the SQL features compare (``rise`` between the band's last two detections), also catches a
 variable star's upswing or one bad measurement. A line through every point, weighted by its
-error, needs Python: the example of a contributed Python filter.
+error, reads best in Python: the whole batch's light curves are fitted at once
+(``alertsieve.filtering.batch_fits``), a few array operations however many alerts.
 
 Cuts and reasons:
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 from doc_blocks import JOB_SCRIPTS, PAGES, README, ROOT, blocks, console_commands, texts
@@ -32,6 +33,28 @@ def test_readme_fits_a_screen_and_links_pages_that_exist():
     for page in PAGES:
         for target in re.findall(r"\]\(([^)#:]+\.md)", page.read_text()):
             assert (page.parent / target).is_file(), f"{page.name} links {target}"
+
+
+def _anchor(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation gone, spaces as dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_to_a_section_finds_its_heading():
+    """``page.md#section`` and ``#section``: the page has a heading of that anchor."""
+    anchors = {
+        page.name: {_anchor(h) for h in re.findall(r"^#+ (.+)$", page.read_text(), re.M)}
+        for page in PAGES
+    }
+    broken, links = [], 0
+    for page in PAGES:
+        for target, section in re.findall(r"\]\(([^)#:]*\.md)?#([^)]+)\)", page.read_text()):
+            links += 1
+            name = Path(target).name if target else page.name
+            if section not in anchors.get(name, {section}):
+                broken.append(f"{page.name}: {target}#{section}")
+    assert broken == []
+    assert links > 20  # not vacuous
 
 
 #: Where a path a page names in code (`notebooks/...`) lives in a checkout.
@@ -96,11 +119,23 @@ def test_commands_a_block_shows_as_the_same_job_are_the_same_job():
     assert pairs >= 2  # the README's and architecture.md's
 
 
-def test_the_model_example_feeds_its_graph_the_input_its_conversion_names():
+def test_the_model_example_converts_a_forest_its_predict_line_reads(tmp_path, monkeypatch):
+    """models.md's conversion, run as shown, makes a graph that its ``predict`` line feeds and
+    reads: the probabilities scikit-learn's forest gives (to float32)."""
+    import numpy as np
+    import onnxruntime
+
     text = (ROOT / "docs" / "models.md").read_text()
-    fed = re.findall(r"session\.run\(None, \{\"(\w+)\"", text)
-    named = re.findall(r"initial_types=\[\(\"(\w+)\"", text)
-    assert fed and named and set(fed) == set(named)
+    conversion = next(b for b in blocks("python", text) if "to_onnx(" in b)
+    predict = re.search(r"return (session\.run\(.*\)\[1\]\[:, 1\])", text).group(1)
+    monkeypatch.chdir(tmp_path)
+    names: dict = {}
+    exec(compile(conversion, "models.md", "exec"), names)
+    session = onnxruntime.InferenceSession("my_model.onnx")
+    x = names["features"][:50]
+    got = eval(predict, {"session": session, "x": x, "np": np})
+    want = names["forest"].predict_proba(x)[:, 1]
+    assert np.allclose(got, want, atol=1e-6) and 0 < want.sum() < len(want)
 
 
 def test_the_configuration_page_is_what_the_code_generates():

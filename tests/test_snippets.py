@@ -145,6 +145,64 @@ def test_every_python_block_compiles_and_every_yaml_and_json_block_parses():
     assert len(_blocks("python")) >= 10
 
 
+#: A block that adds to a file the reader already has says so on its first line; its names may
+#: come from that file.
+EXCERPT = re.compile(r"^#.*\ban excerpt\b")
+
+
+def undefined_names(body: str) -> list[str]:
+    """The names ``body`` uses and never defines or imports (pyflakes' rules, through ruff)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "--isolated",
+            "--select",
+            "F821",
+            "--output-format",
+            "concise",
+            "--stdin-filename",
+            "snippet.py",
+            "-",
+        ],
+        input=body,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return re.findall(r"Undefined name `(\w+)`", done.stdout)
+
+
+def test_every_python_block_defines_or_imports_what_it_uses_and_its_imports_exist():
+    """Copied into a file, each block runs as far as its names go: nothing used undefined (but in
+    an excerpt, which says so), and every ``alertsieve`` module and name it imports exists."""
+    import importlib
+    import importlib.util
+
+    problems = []
+    for where, body in _blocks("python"):
+        if not EXCERPT.match(body):
+            problems += [f"{where}: {n} undefined" for n in undefined_names(body)]
+        for node in ast.walk(ast.parse(body)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("alertsieve"):
+                module = importlib.import_module(node.module)
+                problems += [
+                    f"{where}: no {a.name} in {node.module}"
+                    for a in node.names
+                    if not hasattr(module, a.name)
+                    and importlib.util.find_spec(f"{node.module}.{a.name}") is None
+                ]
+    assert problems == []
+    # The check itself: a name used before any import of it is caught.
+    assert undefined_names("x = np.zeros(3)\nimport numpy as np\n") == ["np"]
+
+
 def _filter_blocks() -> list[tuple[str, str]]:
     return [
         (w, b)
