@@ -721,3 +721,27 @@ def test_the_python_filter_of_filters_md_runs_as_written(spark, tmp_path):
     )
     row = said[0].splitlines()[1].split()
     assert code == 0 and row[:3] == ["fading_fast", str(expected), str(len(records))]
+
+
+def test_the_contributed_python_filters_work_on_whole_columns():
+    """No contributed Python filter loops over its alerts (a loop, a comprehension, ``apply``,
+    ``iterrows``, ``itertuples``): a batch of 10,000 alerts would pay the interpreter 10,000
+    times (docs/filters.md says to fit whole columns)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from alertsieve.filtering.model import PythonFilter
+
+    python = [f for f in discover(entry_points=False) if isinstance(f, PythonFilter)]
+    assert {f.name for f in python} == {"rubin_variable_sources", "ztf_steady_risers"}
+    loops = (ast.For, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    for f in python:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(f.function)))
+        found = [type(n).__name__ for n in ast.walk(tree) if isinstance(n, loops)]
+        found += [
+            n.attr
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and n.attr in ("apply", "iterrows", "itertuples")
+        ]
+        assert found == [], f"{f.name} loops over its alerts: {found}"

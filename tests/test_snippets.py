@@ -83,9 +83,11 @@ def problem(command: str) -> str | None:
     if program == "make":
         missing = [t for t in tokens[1:] if t not in _makefile_targets()]
         return f"no make target {missing[0]}" if missing else None
-    if program.endswith("pip"):
+    if program.endswith("pip") or tokens[1:3] == ["-m", "pip"]:
         named = {e for t in tokens for e in re.findall(r"alertsieve\[([\w,]+)\]", t)}
         unknown = {e for group in named for e in group.split(",")} - _extras()
+        if any(re.fullmatch(r"alertsieve(\[[\w,]+\])?", t) for t in tokens):
+            return "alertsieve is not on PyPI: install its wheel (alertsieve @ file://...) or a checkout"
         return f"no extra {sorted(unknown)}" if unknown else None
     if program.split("/")[-1] in OTHER_PROGRAMS:
         return None
@@ -131,7 +133,11 @@ def test_a_wrong_flag_in_a_page_is_caught():
     said = problem(".venv/bin/alertsieve backtest --input x --spark-conf a=b")
     assert said == "alertsieve: error: unrecognized arguments: --spark-conf a=b"
     assert problem("make setup tests") == "no make target tests"
-    assert problem("pip install 'alertsieve[stream,cluster]'") == "no extra ['cluster']"
+    assert (
+        problem("pip install 'alertsieve[stream,cluster] @ file:///w.whl'")
+        == "no extra ['cluster']"
+    )
+    assert problem("pip install 'alertsieve[tom]'").startswith("alertsieve is not on PyPI")
 
 
 def test_every_python_block_compiles_and_every_yaml_and_json_block_parses():
