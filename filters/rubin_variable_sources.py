@@ -8,18 +8,15 @@ variable.
 
 Cuts and reasons:
 
-- The scatter, in this detection's band only (two bands differ by a colour, not a variation),
-  from the band's light-curve features (``features.<band>``: every detection of the band the
-  alert carries, ``prvDiaSources`` over Rubin's last 12 months and this one):
-  - at least ``min_points`` = 5 detections (``n``): with fewer, one bad measurement makes the
-    scatter;
-  - their reduced chi-square about the weighted mean flux (``chi2``, weights 1 / psfFluxErr^2;
-    null when a flux or an error is not measured) so large that a constant source would scatter
-    this much by chance less than ``max_chance`` = 0.001 of the time (the chi-square
-    distribution of n - 1 degrees of freedom). A probability, so the cut means the same for 5
-    detections as for 100 (``periodic_variables`` cuts ``chi2 > 5`` whatever the count). The
-    probability is why this filter is Python: SQL has no chi-square distribution (scipy's
-    ``chdtrc``); the columns are SQL, the function one numpy expression over the batch.
+- The scatter, in this detection's band only (two bands differ by a colour, not a variation):
+  every detection of the band the alert carries (``prvDiaSources``, Rubin's last 12 months, and
+  this one) with a measured flux and an error above 0;
+  - at least ``min_points`` = 5: with fewer, one bad measurement makes the scatter;
+  - the chi-square of the fluxes about their weighted mean (weights 1 / psfFluxErr^2) so large
+    that a constant source would scatter this much by chance less than ``max_chance`` = 0.001 of
+    the time (chi-square distribution of n - 1 degrees of freedom): a probability, so the cut
+    means the same for 5 points as for 100. The probability is why this filter is Python: SQL has
+    no chi-square distribution (scipy's ``chdtrc``).
 - The detection itself: none of Fink's Rubin quality flags, glint trails or satellite streaks
   (``alertsieve.filtering.features.CLEAN``), ``reliability > 0.5`` (more likely real than not),
   not a known solar-system object.
@@ -29,8 +26,9 @@ simulator's variable stars and AGN, and transients detected five times or more),
 hands them to variability studies whole, as ``rubin_periodic_or_agn`` does: it declares an
 admission cap of 20% (``max_rate``) instead of the 5% a job's admission gives a filter by default.
 
-Python filters run in micro-batches only (Real-Time Mode runs SQL), so a job in Real-Time Mode
-leaves it out and says so.
+All the batch's light curves are fitted at once (``alertsieve.filtering.batch_fits``): a batch of
+10,000 alerts is a few array operations, not 10,000 loops. Python filters run in micro-batches
+only (Real-Time Mode runs SQL), so a job in Real-Time Mode leaves it out and says so.
 
 Of the 147 real Rubin alerts of the shared corpus (47 LSSTCam, 100 Operations Rehearsal) it
 selects 2, both in tests/data/real: the two LSSTCam alerts with a history
@@ -45,17 +43,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alertsieve.filtering.features import BANDS, CLEAN, KNOWN_MOVING_OBJECT
+from alertsieve.filtering.features import CLEAN, KNOWN_MOVING_OBJECT
 from alertsieve.filtering.model import python_filter
 
 if TYPE_CHECKING:  # pandas and numpy are the job's, not a subscriber's (filters list imports this)
     import pandas as pd
 
-#: The light-curve features of this detection's band.
-_THIS_BAND = (
-    "CASE diaSource.band "
-    + " ".join(f"WHEN '{band}' THEN features.{band}" for band in BANDS)
-    + " END"
+#: This detection and the earlier ones of its band.
+_BAND_POINTS = (
+    "filter(concat(array(struct(diaSource.midpointMjdTai AS t, diaSource.psfFlux AS flux,"
+    " diaSource.psfFluxErr AS err, diaSource.band AS band)),"
+    " coalesce(transform(prvDiaSources, p -> struct(p.midpointMjdTai AS t, p.psfFlux AS flux,"
+    " p.psfFluxErr AS err, p.band AS band)), array())), p -> p.band = diaSource.band)"
 )
 
 
@@ -66,8 +65,10 @@ _THIS_BAND = (
     columns={
         "detection_ok": f"coalesce({CLEAN} AND diaSource.reliability > 0.5"
         f" AND NOT isnan(diaSource.reliability) AND NOT {KNOWN_MOVING_OBJECT}, false)",
-        "n": f"({_THIS_BAND}).n",
-        "chi2": f"({_THIS_BAND}).chi2",
+        "now": "diaSource.midpointMjdTai",
+        "times": f"transform({_BAND_POINTS}, p -> double(p.t))",
+        "fluxes": f"transform({_BAND_POINTS}, p -> double(p.flux))",
+        "errors": f"transform({_BAND_POINTS}, p -> double(p.err))",
     },
     params={"min_points": 5, "max_chance": 0.001},
     max_rate=0.2,
@@ -78,10 +79,15 @@ def rubin_variable_sources(alerts: pd.DataFrame, min_points: int, max_chance: fl
     import pandas as pd
     from scipy.special import chdtrc
 
-    n = alerts["n"].to_numpy(dtype=float)  # null (no such band) as NaN: never passes
-    chi2 = alerts["chi2"].to_numpy(dtype=float)
+    from alertsieve.filtering.batch_fits import fit_constants
+
+    now = alerts["now"].to_numpy(dtype=float)
+    scatter = fit_constants(
+        alerts["times"], alerts["fluxes"], alerts["errors"], np.full(len(now), -np.inf), now
+    )
+    enough = scatter.points >= min_points
     with np.errstate(invalid="ignore"):
-        chance = chdtrc(n - 1, chi2 * (n - 1))
-        varies = (n >= min_points) & (chance < max_chance)
+        chance = chdtrc(np.maximum(scatter.points - 1, 1), scatter.chi2)
+        varies = enough & (chance < max_chance)
     ok = alerts["detection_ok"].to_numpy(dtype=bool)
     return pd.Series(ok & varies, index=alerts.index)

@@ -226,19 +226,28 @@ def _extragalactic(
 
 
 def _variable_source(a: dict, min_points: int, max_chance: float) -> bool:
-    """A clean detection whose band's detections (numpy's features: this one and
-    ``prvDiaSources``) are ``min_points`` or more, with a reduced chi-square about their weighted
-    mean that a constant source exceeds less than ``max_chance`` of the time (scipy.stats' chi2)."""
+    """A clean detection whose band's detections (this one and ``prvDiaSources``, each with a
+    measured flux, error above 0, not after this one) scatter about their weighted mean with a
+    chi-square a constant source would reach less than ``max_chance`` of the time: one alert at a
+    time, the probability from scipy's chi-square distribution."""
     from scipy.stats import chi2
 
     s = a["diaSource"]
     if not (_clean(s) and _above(s["reliability"], 0.5) and not _known_moving(a)):
         return False
-    band = expected_features(a).get(s["band"]) or {}
-    n, reduced = band.get("n") or 0, band.get("chi2")
-    return (
-        n >= min_points and reduced is not None and chi2.sf(reduced * (n - 1), n - 1) < max_chance
-    )
+    points = [
+        (p["psfFlux"], p["psfFluxErr"])
+        for p in [s, *(a.get("prvDiaSources") or [])]
+        if p["band"] == s["band"]
+        and all(_number(p.get(k)) is not None for k in ("midpointMjdTai", "psfFlux", "psfFluxErr"))
+        and p["psfFluxErr"] > 0
+        and p["midpointMjdTai"] <= s["midpointMjdTai"]
+    ]
+    if len(points) < min_points:
+        return False
+    flux, err = (np.array(x, float) for x in zip(*points, strict=True))
+    mean = np.sum(flux / err**2) / np.sum(1 / err**2)
+    return bool(chi2.sf(np.sum(((flux - mean) / err) ** 2), len(points) - 1) < max_chance)
 
 
 def contributed_oracles() -> dict[str, Callable[[dict], bool]]:

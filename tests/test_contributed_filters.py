@@ -164,12 +164,12 @@ CASES: dict[str, list[tuple[str, dict, bool]]] = {
             False,
         ),
         (
-            "an earlier flux NaN: no chi-square",
+            "an earlier flux NaN: 4 measured",
             changed(SWINGER, **{"prvDiaSources": _with(SWINGER["prvDiaSources"], 0, psfFlux=NAN)}),
             False,
         ),
         (
-            "an earlier error 0: no chi-square",
+            "an earlier error 0: 4 measured",
             changed(
                 SWINGER, **{"prvDiaSources": _with(SWINGER["prvDiaSources"], 0, psfFluxErr=0.0)}
             ),
