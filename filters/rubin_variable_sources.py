@@ -44,17 +44,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from alertsieve.filtering.features import CLEAN, KNOWN_MOVING_OBJECT
+from alertsieve.filtering.features.sql import detections_sql
 from alertsieve.filtering.model import python_filter
 
 if TYPE_CHECKING:  # pandas and numpy are the job's, not a subscriber's (filters list imports this)
     import pandas as pd
 
 #: This detection and the earlier ones of its band.
-_BAND_POINTS = (
-    "filter(concat(array(struct(diaSource.midpointMjdTai AS t, diaSource.psfFlux AS flux,"
-    " diaSource.psfFluxErr AS err, diaSource.band AS band)),"
-    " coalesce(transform(prvDiaSources, p -> struct(p.midpointMjdTai AS t, p.psfFlux AS flux,"
-    " p.psfFluxErr AS err, p.band AS band)), array())), p -> p.band = diaSource.band)"
+_BAND_POINTS = detections_sql(
+    "diaSource",
+    "prvDiaSources",
+    {"t": "midpointMjdTai", "flux": "psfFlux", "err": "psfFluxErr", "band": "band"},
+    keep="p.band = diaSource.band",
 )
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from alertsieve.filtering.features.sql import detections_sql
 from alertsieve.filtering.model import python_filter
 from alertsieve.filtering.ztf_conditions import ZTF_CLEAN, ZTF_NEAR_SSO, ZTF_POSITIVE, ZTF_PS1_STAR
 
@@ -48,12 +49,11 @@ if TYPE_CHECKING:  # pandas and numpy are the job's, not a subscriber's (filters
 
 
 #: This detection and the earlier ones of its band where light was added (isdiffpos 't' or '1').
-_BAND_POINTS = (
-    "filter(concat(array(struct(candidate.jd AS jd, candidate.magpsf AS mag,"
-    " candidate.sigmapsf AS sigma, candidate.fid AS fid, 't' AS isdiffpos)),"
-    " coalesce(transform(prv_candidates, p -> struct(p.jd AS jd, p.magpsf AS mag,"
-    " p.sigmapsf AS sigma, p.fid AS fid, p.isdiffpos AS isdiffpos)), array())),"
-    " p -> p.fid = candidate.fid AND p.isdiffpos IN ('t', '1'))"
+_BAND_POINTS = detections_sql(
+    "candidate",
+    "prv_candidates",
+    {"jd": "jd", "mag": "magpsf", "sigma": "sigmapsf", "fid": "fid", "isdiffpos": "isdiffpos"},
+    keep="p.fid = candidate.fid AND p.isdiffpos IN ('t', '1')",
 )
 
 

@@ -5,6 +5,8 @@ Detections are arrays of structs (``d``) with an ``err`` field beside the measur
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 def finite(sql: str) -> str:
     """NaN and infinities as null: Spark orders NaN above every number, so ``x > 5`` would pass it."""
@@ -29,6 +31,22 @@ def reduced_chi2_sql(det: str, mean: str, value: str = "flux") -> str:
     """The reduced chi-square of ``d.<value>`` about ``mean`` (2 or more detections, else null)."""
     squares = total(det, f"try_divide((d.{value} - {mean}) * (d.{value} - {mean}), d.err * d.err)")
     return finite(f"CASE WHEN size({det}) >= 2 THEN try_divide({squares}, size({det}) - 1) END")
+
+
+def detections_sql(current: str, history: str, fields: Mapping[str, str], keep: str) -> str:
+    """An array of structs, a detection each: ``current`` (the alert's own: ``diaSource``,
+    ``candidate``), then each entry of ``history`` (``prvDiaSources``; none when null), each a
+    struct of ``fields`` (its name: the detection's field), those for which ``keep`` holds (SQL
+    over ``p``, one such struct, and the alert). A Python filter's columns take one field of it
+    each: ``transform(<this>, p -> p.t)``."""
+
+    def struct(of: str) -> str:
+        return "struct(" + ", ".join(f"{of}.{f} AS {name}" for name, f in fields.items()) + ")"
+
+    return (
+        f"filter(concat(array({struct(current)}),"
+        f" coalesce(transform({history}, p -> {struct('p')}), array())), p -> {keep})"
+    )
 
 
 def holds_history(frame, source: str, history: str, reads: tuple[str, ...]) -> bool:
