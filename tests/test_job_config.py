@@ -572,3 +572,43 @@ def test_a_misspelled_field_is_answered_with_the_versions_that_have_the_closest(
         f"filter 'f' (f.yaml): no field diaSource.isNegativ; did you mean diaSource.isNegative (only in versions"
         f" {', '.join(camel)}) or diaSource.is_negative (only in versions {', '.join(snake)})?"
     )
+
+
+def test_a_python_filter_is_run_on_the_sample_alerts_its_error_named_its_features_read(spark):
+    """A Python filter that raises on the sample alerts fails validation with its name, origin and
+    error; one whose columns read the light-curve features of the alert's band validates (its
+    check once ran the driver out of heap: the optimizer copied the decode into every field read)."""
+    from alertsieve.filtering.features import BANDS
+    from alertsieve.filtering.prepare import sample_alerts
+    from alertsieve.view.decode_settings import DecodeSettings
+    from alertsieve.view.surveys import rubin_decoder
+
+    decoder = rubin_decoder(DecodeSettings(topic="alerts", survey="rubin"))
+    alerts = sample_alerts(spark, decoder)
+    this_band = (
+        "CASE diaSource.band " + " ".join(f"WHEN '{b}' THEN features.{b}" for b in BANDS) + " END"
+    )
+
+    def varies(columns, min_points):
+        return (columns["n"] >= min_points) & (columns["chi2"] > 3)
+
+    reads_features = PythonFilter(
+        name="varies",
+        function=varies,
+        columns={"n": f"({this_band}).n", "chi2": f"({this_band}).chi2"},
+        params={"min_points": 5},
+        origin="varies.py",
+    )
+    validate([reads_features], alerts, decoder.view)  # raised OutOfMemoryError: Java heap space
+
+    def broken(columns):
+        raise ValueError("no such band")
+
+    raising = PythonFilter(
+        name="broken", function=broken, columns={"n": "size(prvDiaSources)"}, origin="broken.py"
+    )
+    with pytest.raises(FilterError) as err:
+        validate([raising], alerts, decoder.view)
+    assert str(err.value) == (
+        "filter 'broken' (broken.py) fails on the sample alerts: broken: ValueError: no such band"
+    )
