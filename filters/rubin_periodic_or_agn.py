@@ -11,8 +11,8 @@ Cuts and reasons (rates: the 47 real LSSTCam alerts of tests/data/rubin-light-cu
   single detections of LSSTCam's first weeks.
 - ``scores.cats.score > {min_cats}``: and that kind is more probable than the other four
   together.
-- ``diaSource.reliability > {min_reliability}``: Rubin's real/bogus score says nine in ten such
-  detections are real.
+- ``diaSource.reliability > {min_reliability}``, not NaN (Spark orders NaN above every number):
+  Rubin's real/bogus score says nine in ten such detections are real.
 
 Variables are a large share of any night's alerts (13.6% of a simulated visit pass these cuts:
 the simulator's variable stars and AGN), and this filter is meant to hand them to variability
@@ -31,7 +31,7 @@ FILTER = AlertFilter(
     sql=(
         "scores.cats.class IN (21, 22)"
         " AND scores.cats.score > {min_cats}"
-        " AND diaSource.reliability > {min_reliability}"
+        " AND diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)"
     ),
     params={"min_cats": 0.5, "min_reliability": 0.9},
     max_rate=0.2,

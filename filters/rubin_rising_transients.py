@@ -10,8 +10,9 @@ Cuts and reasons:
   training mix (a third risers, where the stream has ~0.3%), so a high threshold keeps the
   sure ones: 0.9.
 - ``scores.rubin_transients.bogus < {max_bogus}``: and not an artefact by the same forest: 0.1.
-- ``diaSource.reliability > {min_reliability}``: Rubin's own real/bogus score agrees (0.5: the
-  cut Rubin applies before sending alerts since 2026).
+- ``diaSource.reliability > {min_reliability}``, not NaN (Spark orders NaN above every number):
+  Rubin's own real/bogus score agrees (0.5: the cut Rubin applies before sending alerts since
+  2026).
 """
 
 from alertsieve.filtering.model import AlertFilter
@@ -24,7 +25,7 @@ FILTER = AlertFilter(
     sql=(
         "scores.rubin_transients.rising > {min_rising}"
         " AND scores.rubin_transients.bogus < {max_bogus}"
-        " AND diaSource.reliability > {min_reliability}"
+        " AND diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)"
     ),
     params={"min_rising": 0.9, "max_bogus": 0.1, "min_reliability": 0.5},
 )

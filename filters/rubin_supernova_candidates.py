@@ -13,8 +13,9 @@ Cuts and reasons (rates: the 47 real LSSTCam alerts of tests/data/rubin-light-cu
   scores 0.72-0.78 whatever it is (on the real alerts: the network's answer for one epoch), so
   0.8 asks for a light curve that says more. 2 of 47 (0.83 and 0.84, the alerts with 17 and 23
   detections).
-- ``diaSource.reliability > {min_reliability}``: Rubin's real/bogus score says nine in ten such
-  detections are real (Rubin stopped sending alerts below 0.5 in 2026). 2 of 47 pass all four.
+- ``diaSource.reliability > {min_reliability}``, not NaN (Spark orders NaN above every number):
+  Rubin's real/bogus score says nine in ten such detections are real (Rubin stopped sending alerts
+  below 0.5 in 2026). 2 of 47 pass all four.
 """
 
 from alertsieve.filtering.model import AlertFilter
@@ -28,7 +29,7 @@ FILTER = AlertFilter(
         "scores.cats.class = 11"
         " AND scores.cats.score > {min_cats}"
         " AND scores.snn_sn_vs_other > {min_snn}"
-        " AND diaSource.reliability > {min_reliability}"
+        " AND diaSource.reliability > {min_reliability} AND NOT isnan(diaSource.reliability)"
     ),
     params={"min_cats": 0.5, "min_snn": 0.8, "min_reliability": 0.9},
 )

@@ -13,12 +13,12 @@ from pathlib import Path
 import fastavro
 import numpy as np
 import pytest
-from crafted import REAL, changed, real_messages
+from crafted import EDITED_IDS, REAL, changed, real_messages
 from fink_rubin_oracle import prime
 from oracles import NJY_ZERO_POINT, contributed_filters_in_plain_python, contributed_oracles
 from pyspark.sql import functions as F
 
-from alertsieve.alerts.schemas import load_rubin_schema, unframe
+from alertsieve.alerts.schemas import frame, load_rubin_schema, unframe
 from alertsieve.backtest import author_tasks
 from alertsieve.backtest.sources import AlertSource, messages_source, records_source
 from alertsieve.filtering.checks import validate
@@ -653,8 +653,11 @@ def test_contributed_filters_on_deep_field_histories_equal_plain_python(spark):
 def test_filters_equal_their_oracles_on_real_alerts(spark):
     """Every contributed filter, through the job's decoder for the real files' own versions, on
     the real alerts of tests/data/real and on edited copies that pass, against its oracle over the
-    same bytes as fastavro reads them (a field a version lacks is None there, null in the view)."""
+    same bytes as fastavro reads them (a field a version lacks is None there, null in the view).
+    Each alert also comes with a NaN reliability, a copy no filter passes (Spark orders NaN above
+    every number: ``reliability > 0.9`` alone passes it)."""
     messages = real_messages()
+    messages += [_unreliable(i, m) for i, (_, m) in enumerate(messages)]
     rows = _matches(_filter_view(messages_source(spark, "real", messages)), list(FILTERS))
     assert len(rows) == len(messages)
     records = [
@@ -666,6 +669,19 @@ def test_filters_equal_their_oracles_on_real_alerts(spark):
         assert [r[name] for r in rows] == [oracle(a) for a in records], name
     passed = {name for name, oracle in ORACLES.items() if any(oracle(a) for a in records)}
     assert passed == set(FILTERS)  # not vacuous: each filter passes some
+
+
+def _unreliable(i: int, message: bytes) -> tuple[str, bytes]:
+    """A copy of a framed real alert with a NaN reliability and an id of its own."""
+    schema_id, body = unframe(message)
+    schema = load_rubin_schema(schema_id)
+    record = schema.decode(body)
+    alert_id = EDITED_IDS + 1_000 + i
+    ids = {
+        p: alert_id for p in ("diaSourceId", "diaSource.diaSourceId") if p.split(".")[0] in record
+    }
+    copy_ = changed(record, **{"diaSource.reliability": math.nan, **ids})
+    return str(alert_id), frame(schema_id, schema.encode(copy_))
 
 
 def _fading_fast(a: dict, days=7.0, min_points=3, min_fade=0.1, min_sigma=3.0) -> bool:
