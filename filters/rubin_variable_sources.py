@@ -28,7 +28,7 @@ admission cap of 20% (``max_rate``) instead of the 5% a job's admission gives a 
 
 All the batch's light curves are fitted at once (``alertsieve.filtering.batch_fits``): a batch of
 10,000 alerts is a few array operations, not 10,000 loops. Python filters run in micro-batches
-only (Real-Time Mode runs SQL), so a job in Real-Time Mode leaves it out and says so.
+only (Real-Time Mode runs SQL): a job in Real-Time Mode that names it refuses to start, saying so.
 
 Of the 147 real Rubin alerts of the shared corpus (47 LSSTCam, 100 Operations Rehearsal) it
 selects 2, both in tests/data/real: the two LSSTCam alerts with a history

@@ -26,8 +26,8 @@ Cuts and reasons:
   (``NOT ZTF_NEAR_SSO``), decided in SQL (``alertsieve.filtering.ztf_conditions``).
 
 An earlier point with a null or NaN magnitude, error or time is left out; this detection's own
-must be measured (error above 0), and a null age fails. Python filters run in
-micro-batches only (Real-Time Mode runs SQL), so a job in Real-Time Mode leaves it out and says so.
+must be measured (error above 0), and a null age fails. Python filters run in micro-batches only
+(Real-Time Mode runs SQL): a job in Real-Time Mode that names it refuses to start, saying so.
 
 Of the 124 real ZTF alerts with histories (tests/data/real/ztf-3.3-histories) it selects two, the
 two young supernovae there (ZTF21acoshvy and ZTF21acobels, first detected 10 and 13 days before): 7

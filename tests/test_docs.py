@@ -95,6 +95,38 @@ def test_pages_speak_to_their_reader_not_of_the_runs_behind_them():
     assert said == []
 
 
+#: A measured rate or latency: docs/benchmarks.md states each with its machine and run.
+MEASURED = re.compile(
+    r"\d[\d,.]*\s*(?:-\s*[\d,.]+\s*)?(?:alerts/s|alerts a second|records/s|keys a second|MB/s"
+    r"|GB/s|ms\b|x faster|times faster|times smaller)"
+)
+
+
+def measured_figures(where: str, text: str) -> list[str]:
+    """The measured figures ``text``'s prose states (its fenced blocks, real output, left out);
+    a setting's value, written after "default", is not one."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    return [
+        f"{where}: {prose[max(0, m.start() - 40) : m.end()]!r}"
+        for m in MEASURED.finditer(prose)
+        if "default" not in prose[max(0, m.start() - 12) : m.start()]
+    ]
+
+
+def test_measured_figures_stand_in_benchmarks_md_alone():
+    """Every page but benchmarks.md links to it for a rate or a latency, so no two pages give two
+    figures for one thing (configuration.md is the settings' own page, generated)."""
+    assert measured_figures("a.md", "p50 922 ms; a default 0.5 ms a cap") == ["a.md: 'p50 922 ms'"]
+    assert measured_figures("a.md", "```console\n1485 alerts/s\n```") == []
+    found = [
+        figure
+        for where, text in texts()
+        if not where.startswith(("benchmarks", "configuration"))
+        for figure in measured_figures(where, text)
+    ]
+    assert found == []
+
+
 def test_commands_a_block_shows_as_the_same_job_are_the_same_job():
     """`alertsieve filter ...` beside `spark-submit jobs/filter_stream.py ...` in one block parse
     to the same settings (a spark-submit line once dropped three of the flags)."""

@@ -118,7 +118,7 @@ def test_the_list_is_spark_s_own_functions_and_none_it_refuses(spark):
 
 def test_a_broker_s_users_filters_pass(spark):
     """The bench's realistic population passes (its 10,000 cost the check at start-up the
-    seconds docs/operating.md quotes, measured by ``alertsieve bench``'s population)."""
+    seconds docs/benchmarks.md gives, measured over ``alertsieve bench``'s population)."""
     from alertsieve.bench.user_population import population, slim
     from alertsieve.sim.simulator import AlertSimulator, SimulationConfig
 

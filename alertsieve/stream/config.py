@@ -130,7 +130,7 @@ class JobConfig(BaseModel):
     max_offsets_per_trigger: int | None = Field(
         20_000,
         gt=0,
-        description="alerts per micro-batch at most (~2 visits: per-batch overhead is ~0.5-1 s)",
+        description="alerts per micro-batch at most (~2 visits: a batch has a fixed cost, docs/benchmarks.md)",
         examples=[20000],
         json_schema_extra=_flag("--max-offsets-per-trigger", example="20000"),
     )
