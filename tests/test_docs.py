@@ -41,18 +41,19 @@ def _anchor(heading: str) -> str:
 
 
 def test_every_link_to_a_section_finds_its_heading():
-    """``page.md#section`` and ``#section``: the page has a heading of that anchor."""
+    """``page.md#section`` and ``#section`` in a page or a notebook's markdown: the page has a
+    heading of that anchor."""
     anchors = {
         page.name: {_anchor(h) for h in re.findall(r"^#+ (.+)$", page.read_text(), re.M)}
         for page in PAGES
     }
     broken, links = [], 0
-    for page in PAGES:
-        for target, section in re.findall(r"\]\(([^)#:]*\.md)?#([^)]+)\)", page.read_text()):
+    for where, text in texts():
+        for target, section in re.findall(r"\]\(([^)#:]*\.md)?#([^)]+)\)", text):
             links += 1
-            name = Path(target).name if target else page.name
+            name = Path(target).name if target else where
             if section not in anchors.get(name, {section}):
-                broken.append(f"{page.name}: {target}#{section}")
+                broken.append(f"{where}: {target}#{section}")
     assert broken == []
     assert links > 20  # not vacuous
 

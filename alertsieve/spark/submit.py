@@ -16,8 +16,8 @@ LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
 #: Avro's "fast" reader (on by default since Avro 1.10) keeps a reader per schema object in a
 #: cache whose entries hold their own keys, so none is ever freed (AVRO-4253), and Spark's
-#: ``from_avro`` parses its schema again in every task: a Real-Time Mode job's heap grew by the
-#: schemas of every epoch, ~2 MB a minute for as long as it ran (docs/reliability.md).
+#: ``from_avro`` parses its schema again in every task: a Real-Time Mode job's heap grows by the
+#: schemas of every epoch, for as long as it runs (docs/reliability.md, docs/benchmarks.md).
 AVRO_PLAIN_READER = "-Dorg.apache.avro.fastread=false"
 
 
